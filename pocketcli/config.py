@@ -1,0 +1,251 @@
+"""The model configuration: Kyutai's config YAML, read without pydantic or torch.
+
+One type describes a Pocket TTS model everywhere in pockettts (pack builder,
+manifest, engine). Field names follow Kyutai's YAML so a config from
+pocket-tts 4.0.1 reads as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SAMPLE_RATE = 24_000
+DEFAULT_EOS_THRESHOLD = -4.0
+DEFAULT_TEMPERATURE = 0.3
+
+
+class ConfigError(ValueError):
+    """The YAML is not a Pocket TTS config we can build."""
+
+
+@dataclass(frozen=True)
+class FlowTransformerConfig:
+    d_model: int
+    num_heads: int
+    num_layers: int
+    hidden_scale: int = 4
+    max_period: float = 10_000.0
+    attn_dim: int | None = None
+    num_kv_heads: int | None = None
+    dim_feedforward: int | None = None
+
+    @property
+    def query_dim(self) -> int:
+        return self.attn_dim or self.d_model
+
+    @property
+    def head_dim(self) -> int:
+        return self.query_dim // self.num_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_heads
+
+    @property
+    def ffn_dim(self) -> int:
+        return self.dim_feedforward or int(self.d_model * self.hidden_scale)
+
+
+@dataclass(frozen=True)
+class FlowHeadConfig:
+    dim: int
+    depth: int
+    type: str = "lsd"
+
+    @property
+    def num_time_conds(self) -> int:
+        return {"lsd": 2, "flow_matching": 1, "drifting": 0, "pointwise": 0}[self.type]
+
+
+@dataclass(frozen=True)
+class LookupTableConfig:
+    dim: int
+    n_bins: int
+    tokenizer: str
+    tokenizer_path: str
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class FlowLMConfig:
+    transformer: FlowTransformerConfig
+    flow: FlowHeadConfig
+    lookup_table: LookupTableConfig
+    z_dim: int | None = None
+    insert_bos_before_voice: bool = False
+    latent_dim: int = 32
+
+    @property
+    def cond_dim(self) -> int:
+        """Width of the backbone output that feeds the flow and EOS heads."""
+        return self.z_dim or self.transformer.d_model
+
+
+@dataclass(frozen=True)
+class SEANetConfig:
+    dimension: int
+    channels: int
+    n_filters: int
+    n_residual_layers: int
+    ratios: tuple[int, ...]
+    kernel_size: int
+    residual_kernel_size: int
+    last_kernel_size: int
+    dilation_base: int
+    pad_mode: str
+    compress: int
+
+    @property
+    def hop_length(self) -> int:
+        hop = 1
+        for r in self.ratios:
+            hop *= r
+        return hop
+
+
+@dataclass(frozen=True)
+class MimiTransformerConfig:
+    d_model: int
+    input_dimension: int
+    output_dimensions: tuple[int, ...]
+    num_heads: int
+    num_layers: int
+    layer_scale: float
+    context: int
+    dim_feedforward: int
+    max_period: float = 10_000.0
+
+
+@dataclass(frozen=True)
+class MimiConfig:
+    sample_rate: int
+    frame_rate: float
+    seanet: SEANetConfig
+    transformer: MimiTransformerConfig
+    quantizer_dimension: int
+    quantizer_output_dimension: int
+    inner_dim: int | None = None
+    outer_dim: int | None = None
+    decoder_seanet_config: SEANetConfig | None = None
+    decoder_transformer_config: MimiTransformerConfig | None = None
+
+    @property
+    def decoder_seanet(self) -> SEANetConfig:
+        return self.decoder_seanet_config or self.seanet
+
+    @property
+    def decoder_transformer(self) -> MimiTransformerConfig:
+        return self.decoder_transformer_config or self.transformer
+
+    @property
+    def samples_per_frame(self) -> int:
+        return int(self.sample_rate / self.frame_rate)
+
+    @property
+    def upsample_stride(self) -> int:
+        """Encoder-rate steps per latent frame (16 for the released models)."""
+        return self.samples_per_frame // self.seanet.hop_length
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    flow_lm: FlowLMConfig
+    mimi: MimiConfig
+    text: dict[str, Any] = field(default_factory=dict)
+    default_temperature: float = DEFAULT_TEMPERATURE
+    default_eos_threshold: float = DEFAULT_EOS_THRESHOLD
+    weights_path: str | None = None
+    weights_path_without_voice_cloning: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        try:
+            return _parse(d)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"not a Pocket TTS config: {exc}") from exc
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ModelConfig:
+        try:
+            with open(path, encoding="utf-8") as f:
+                d = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        if not isinstance(d, dict):
+            raise ConfigError(f"{path} is not a YAML mapping")
+        return cls.from_dict(d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.raw
+
+
+_TEXT_KEYS = (
+    "pad_with_spaces_for_short_inputs",
+    "remove_semicolons",
+    "append_terminal_punctuation",
+    "capitalize_first_letter",
+    "replace_characters",
+    "model_recommended_frames_after_eos",
+)
+
+
+def _pick(cls, d: dict[str, Any]):
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def _seanet(d: dict[str, Any]) -> SEANetConfig:
+    d = dict(d)
+    d["ratios"] = tuple(d["ratios"])
+    return SEANetConfig(**_pick(SEANetConfig, d))
+
+
+def _mimi_transformer(d: dict[str, Any]) -> MimiTransformerConfig:
+    d = dict(d)
+    d["output_dimensions"] = tuple(d["output_dimensions"])
+    return MimiTransformerConfig(**_pick(MimiTransformerConfig, d))
+
+
+def _parse(d: dict[str, Any]) -> ModelConfig:
+    fl = d["flow_lm"]
+    flow_lm = FlowLMConfig(
+        transformer=FlowTransformerConfig(**_pick(FlowTransformerConfig, fl["transformer"])),
+        flow=FlowHeadConfig(**_pick(FlowHeadConfig, fl["flow"])),
+        lookup_table=LookupTableConfig(**_pick(LookupTableConfig, fl["lookup_table"])),
+        z_dim=fl.get("z_dim"),
+        insert_bos_before_voice=bool(fl.get("insert_bos_before_voice", False)),
+        latent_dim=int(d["mimi"]["quantizer"]["dimension"]),
+    )
+    if flow_lm.flow.type not in ("lsd", "flow_matching", "drifting", "pointwise"):
+        raise ValueError(f"unknown flow head type {flow_lm.flow.type!r}")
+    m = d["mimi"]
+    mimi = MimiConfig(
+        sample_rate=int(m["sample_rate"]),
+        frame_rate=float(m["frame_rate"]),
+        seanet=_seanet(m["seanet"]),
+        transformer=_mimi_transformer(m["transformer"]),
+        quantizer_dimension=int(m["quantizer"]["dimension"]),
+        quantizer_output_dimension=int(m["quantizer"]["output_dimension"]),
+        inner_dim=m.get("inner_dim"),
+        outer_dim=m.get("outer_dim"),
+        decoder_seanet_config=_seanet(m["decoder_seanet"]) if m.get("decoder_seanet") else None,
+        decoder_transformer_config=(
+            _mimi_transformer(m["decoder_transformer"]) if m.get("decoder_transformer") else None
+        ),
+    )
+    return ModelConfig(
+        flow_lm=flow_lm,
+        mimi=mimi,
+        text={k: d[k] for k in _TEXT_KEYS if k in d},
+        default_temperature=float(d.get("default_temperature", DEFAULT_TEMPERATURE)),
+        default_eos_threshold=float(d.get("default_eos_threshold", DEFAULT_EOS_THRESHOLD)),
+        weights_path=d.get("weights_path"),
+        weights_path_without_voice_cloning=d.get("weights_path_without_voice_cloning"),
+        raw=d,
+    )

@@ -1,0 +1,200 @@
+"""ONNX graphs of the FlowLM: text embedding, backbone step with KV cache, flow head.
+
+The backbone graph never receives or returns the whole KV cache. The host
+keeps one preallocated cache per layer and binds it by pointer; the graph
+reads the valid part (positions below ``position``, the rest is masked out)
+and returns only the keys and values of the positions it just processed,
+which the host writes into place. So a frame costs a read of the cache, never
+a copy of it.
+
+Cache layouts (per layer): keys ``[kv_heads, head_dim, capacity]`` so that
+``q @ keys`` needs no transpose, values ``[kv_heads, capacity, head_dim]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from pocketcli.config import FlowLMConfig
+from pocketcli.packs.onnx_graph import GraphBuilder
+
+Weights = dict[str, np.ndarray]
+
+
+def build_text_embedding(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
+    g = GraphBuilder("text_embedding")
+    ids = g.input("token_ids", np.int64, [1, "tokens"])
+    table = g.weight("conditioner.embed.weight", w["flow_lm.conditioner.embed.weight"])
+    emb = g.op("Gather", [table, ids], axis=0)
+    if cfg.lookup_table.rank is not None:
+        emb = g.linear(emb, w["flow_lm.conditioner.proj.weight"], None, "conditioner.proj")
+    g.output(emb, "embeddings", np.float32, [1, "tokens", cfg.transformer.d_model])
+    return g.model()
+
+
+def _rope(g: GraphBuilder, x: str, cos: str, sin: str, heads: int, head_dim: int) -> str:
+    """Rotates interleaved pairs ``(x[2i], x[2i+1])`` of ``x [T, heads*head_dim]``."""
+    pairs = g.reshape(x, [-1, heads, head_dim // 2, 2])
+    real, imag = (g.squeeze(p, [3]) for p in g.split(pairs, [1, 1], axis=3))
+    out_real = g.op("Sub", [g.op("Mul", [real, cos]), g.op("Mul", [imag, sin])])
+    out_imag = g.op("Add", [g.op("Mul", [real, sin]), g.op("Mul", [imag, cos])])
+    rotated = g.concat([g.unsqueeze(out_real, [3]), g.unsqueeze(out_imag, [3])], axis=3)
+    return g.reshape(rotated, [-1, heads, head_dim])
+
+
+def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
+    """One call of the backbone on ``[embeddings, input_linear(latents)]``.
+
+    Used for the voice prefill (embeddings = voice conditioning), the text
+    prefill (embeddings = token embeddings) and every frame (one latent; NaN
+    stands for the BOS latent). Outputs the normed backbone output of the last
+    position (``z``), the raw EOS logit, and the new keys/values per layer.
+    """
+    t = cfg.transformer
+    d, heads, kv_heads, head_dim = t.d_model, t.num_heads, t.kv_heads, t.head_dim
+    group = heads // kv_heads
+    g = GraphBuilder("flowlm_step")
+
+    emb = g.input("embeddings", np.float32, [1, "n_embeddings", d])
+    latents = g.input("latents", np.float32, [1, "n_latents", cfg.latent_dim])
+    position = g.input("position", np.int64, [1])
+    caches = [
+        (
+            g.input(f"key_cache_{i}", np.float32, [kv_heads, head_dim, "capacity"]),
+            g.input(f"value_cache_{i}", np.float32, [kv_heads, "capacity", head_dim]),
+        )
+        for i in range(t.num_layers)
+    ]
+
+    bos = g.weight("bos_emb", w["flow_lm.bos_emb"])
+    latents = g.op("Where", [g.op("IsNaN", [latents]), bos, latents])
+    x = g.concat([emb, g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")],
+                 axis=1)
+
+    # Positions of the new rows, RoPE tables and the attention mask (shared by all layers).
+    n_new = g.shape_dim(x, 1)
+    capacity = g.shape_dim(caches[0][0], 2)
+    new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
+    positions = g.op("Cast", [g.op("Add", [new_index, position])], to=onnx.TensorProto.FLOAT)
+    freqs = np.exp(np.arange(head_dim // 2, dtype=np.float32)
+                   * np.float32(-np.log(t.max_period) * 2 / head_dim)).astype(np.float32)
+    angles = g.op("Mul", [g.unsqueeze(positions, [1]), g.const(freqs)])
+    cos = g.unsqueeze(g.op("Cos", [angles]), [1])
+    sin = g.unsqueeze(g.op("Sin", [angles]), [1])
+
+    cache_index = g.op("Range", [g.const(0, np.int64), g.squeeze(capacity, [0]),
+                                 g.const(1, np.int64)])
+    cache_visible = g.op("Less", [cache_index, position])
+    rows_cols = g.concat([n_new, capacity], axis=0)
+    cache_mask = g.op("Expand", [g.unsqueeze(cache_visible, [0]), rows_cols])
+    causal = g.op("LessOrEqual", [g.unsqueeze(new_index, [0]), g.unsqueeze(new_index, [1])])
+    mask = g.concat([cache_mask, causal], axis=1)
+    split_sizes = g.concat([capacity, n_new], axis=0)
+    scale = g.const(1.0 / np.sqrt(head_dim))
+    minus_inf = g.const(-np.inf)
+
+    for i, (key_cache, value_cache) in enumerate(caches):
+        p = f"flow_lm.transformer.layers.{i}"
+        h = g.layer_norm(x, w[f"{p}.norm1.weight"], w[f"{p}.norm1.bias"], 1e-5, f"l{i}.norm1")
+        qkv = g.linear(h, w[f"{p}.self_attn.in_proj.weight"], None, f"l{i}.in_proj")
+        q, k, v = g.split(qkv, [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], 2)
+        q = _rope(g, q, cos, sin, heads, head_dim)                 # [T, H, Dh]
+        k = _rope(g, k, cos, sin, kv_heads, head_dim)              # [T, Hkv, Dh]
+        v = g.reshape(v, [-1, kv_heads, head_dim])
+        q = g.transpose(g.reshape(q, [-1, kv_heads, group, head_dim]), [1, 2, 0, 3])
+        new_keys = g.transpose(k, [1, 2, 0])                       # [Hkv, Dh, T]
+        new_values = g.transpose(v, [1, 0, 2])                     # [Hkv, T, Dh]
+        g.output(new_keys, f"new_keys_{i}", np.float32, [kv_heads, head_dim, "n_new"])
+        g.output(new_values, f"new_values_{i}", np.float32, [kv_heads, "n_new", head_dim])
+
+        scores = g.concat([
+            g.op("MatMul", [q, g.unsqueeze(key_cache, [1])]),
+            g.op("MatMul", [q, g.unsqueeze(new_keys, [1])]),
+        ], axis=3)
+        scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
+        probs = g.op("Softmax", [scores], axis=-1)
+        p_cache, p_new = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
+        attn = g.op("Add", [
+            g.op("MatMul", [p_cache, g.unsqueeze(value_cache, [1])]),
+            g.op("MatMul", [p_new, g.unsqueeze(new_values, [1])]),
+        ])                                                         # [Hkv, G, T, Dh]
+        attn = g.reshape(g.transpose(attn, [2, 0, 1, 3]), [1, -1, heads * head_dim])
+        x = g.op("Add", [x, g.linear(attn, w[f"{p}.self_attn.out_proj.weight"], None,
+                                     f"l{i}.out_proj")])
+
+        h = g.layer_norm(x, w[f"{p}.norm2.weight"], w[f"{p}.norm2.bias"], 1e-5, f"l{i}.norm2")
+        h = g.gelu_tanh(g.linear(h, w[f"{p}.linear1.weight"], None, f"l{i}.linear1"))
+        x = g.op("Add", [x, g.linear(h, w[f"{p}.linear2.weight"], None, f"l{i}.linear2")])
+
+    last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [1, d])
+    z = g.layer_norm(last, w["flow_lm.out_norm.weight"], w["flow_lm.out_norm.bias"], 1e-5,
+                     "out_norm")
+    if cfg.z_dim is not None:
+        z = g.linear(z, w["flow_lm.z_proj.weight"], None, "z_proj")
+    eos = g.linear(z, w["flow_lm.out_eos.weight"], w["flow_lm.out_eos.bias"], "out_eos")
+    g.output(z, "z", np.float32, [1, cfg.cond_dim])
+    g.output(eos, "eos_logit", np.float32, [1, 1])
+    return g.model()
+
+
+def _variance_norm(g: GraphBuilder, x: str, alpha: np.ndarray, name: str) -> str:
+    """The time embedders' "RMSNorm": divides by sqrt(eps + unbiased variance)."""
+    n = alpha.shape[0]
+    centred = g.op("Sub", [x, g.op("ReduceMean", [x], axes=[-1], keepdims=1)])
+    sq_sum = g.op("ReduceSum", [g.op("Mul", [centred, centred]), g.const([-1], np.int64)],
+                  keepdims=1)
+    var = g.op("Add", [g.op("Div", [sq_sum, g.const(n - 1.0)]), g.const(1e-5)])
+    gain = g.op("Mul", [g.weight(f"{name}.alpha", alpha), g.op("Reciprocal", [g.op("Sqrt", [var])])])
+    return g.op("Mul", [x, gain])
+
+
+def _time_embedding(g: GraphBuilder, w: Weights, t: str, i: int) -> str:
+    p = f"flow_lm.flow_net.time_embed.{i}"
+    args = g.op("Mul", [t, g.weight(f"time_embed.{i}.freqs", w[f"{p}.freqs"])])
+    e = g.concat([g.op("Cos", [args]), g.op("Sin", [args])], axis=-1)
+    e = g.silu(g.linear(e, w[f"{p}.mlp.0.weight"], w[f"{p}.mlp.0.bias"], f"time_embed.{i}.0"))
+    e = g.linear(e, w[f"{p}.mlp.2.weight"], w[f"{p}.mlp.2.bias"], f"time_embed.{i}.2")
+    return _variance_norm(g, e, w[f"{p}.mlp.3.alpha"], f"time_embed.{i}.3")
+
+
+def _modulate(g: GraphBuilder, x: str, shift: str, scale: str) -> str:
+    return g.op("Add", [g.op("Mul", [x, g.op("Add", [scale, g.const(1.0)])]), shift])
+
+
+def build_flow_head(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
+    """The flow network v(z, s, t, x) (SimpleMLPAdaLN); the host integrates it."""
+    f = cfg.flow
+    n, latent = f.dim, cfg.latent_dim
+    g = GraphBuilder("flow_head")
+    cond = g.input("z", np.float32, [1, cfg.cond_dim])
+    times = [g.input(name, np.float32, [1, 1]) for name in ("s", "t")[2 - f.num_time_conds:]]
+    x = g.input("x", np.float32, [1, latent])
+    p = "flow_lm.flow_net"
+
+    y = g.linear(cond, w[f"{p}.cond_embed.weight"], w[f"{p}.cond_embed.bias"], "cond_embed")
+    if times:
+        total = _time_embedding(g, w, times[0], 0)
+        for i, t in enumerate(times[1:], start=1):
+            total = g.op("Add", [total, _time_embedding(g, w, t, i)])
+        y = g.op("Add", [y, g.op("Div", [total, g.const(float(len(times)))])])
+    h = g.linear(x, w[f"{p}.input_proj.weight"], w[f"{p}.input_proj.bias"], "input_proj")
+    y_act = g.silu(y)
+    for i in range(f.depth):
+        b = f"{p}.res_blocks.{i}"
+        mod = g.linear(y_act, w[f"{b}.adaLN_modulation.1.weight"],
+                       w[f"{b}.adaLN_modulation.1.bias"], f"res{i}.ada")
+        shift, scale, gate = g.split(mod, [n, n, n], axis=-1)
+        u = g.layer_norm(h, w[f"{b}.in_ln.weight"], w[f"{b}.in_ln.bias"], 1e-6, f"res{i}.ln")
+        u = _modulate(g, u, shift, scale)
+        u = g.silu(g.linear(u, w[f"{b}.mlp.0.weight"], w[f"{b}.mlp.0.bias"], f"res{i}.mlp0"))
+        u = g.linear(u, w[f"{b}.mlp.2.weight"], w[f"{b}.mlp.2.bias"], f"res{i}.mlp2")
+        h = g.op("Add", [h, g.op("Mul", [gate, u])])
+    fl = f"{p}.final_layer"
+    mod = g.linear(y_act, w[f"{fl}.adaLN_modulation.1.weight"],
+                   w[f"{fl}.adaLN_modulation.1.bias"], "final.ada")
+    shift, scale = g.split(mod, [n, n], axis=-1)
+    h = _modulate(g, g.layer_norm(h, None, None, 1e-6, "final.ln", dim=n), shift, scale)
+    out = g.linear(h, w[f"{fl}.linear.weight"], w[f"{fl}.linear.bias"], "final.linear")
+    g.output(out, "velocity", np.float32, [1, latent])
+    return g.model()

@@ -1,0 +1,211 @@
+"""ONNX graph of the streaming Mimi decoder (latents -> 24 kHz audio).
+
+Every piece of streaming memory is an explicit state tensor: the left
+context of each causal convolution, the overlap ("partial") of each
+transposed convolution, and a window of ``context`` keys/values per
+transformer layer with the running position. A call takes ``state.<name>``
+inputs and returns ``state_out.<name>``; feeding the outputs back in makes
+any split of the latents into calls give the same audio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from pocketcli.config import MimiConfig, MimiTransformerConfig, SEANetConfig
+from pocketcli.packs.onnx_graph import GraphBuilder
+
+Weights = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """One state tensor: the host initialises it with zeros of this shape."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> StateSpec:
+        return cls(d["name"], tuple(int(x) for x in d["shape"]), d.get("dtype", "float32"))
+
+
+class _StatefulGraph:
+    """A GraphBuilder plus the list of state tensors it threads through."""
+
+    def __init__(self, g: GraphBuilder) -> None:
+        self.g = g
+        self.states: list[StateSpec] = []
+
+    def state(self, name: str, shape: tuple[int, ...], dtype: type = np.float32) -> str:
+        dt = np.dtype(dtype)
+        self.states.append(StateSpec(name, shape, dt.name))
+        return self.g.input(f"state.{name}", dtype, list(shape))
+
+    def update(self, name: str, value: str) -> None:
+        spec = next(s for s in self.states if s.name == name)
+        self.g.output(value, f"state_out.{name}", np.dtype(spec.dtype).type, list(spec.shape))
+
+
+def _conv_weight(w: Weights, prefix: str) -> tuple[np.ndarray, np.ndarray | None]:
+    return w[f"{prefix}.weight"], w.get(f"{prefix}.bias")
+
+
+def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
+                    stride: int = 1, dilation: int = 1) -> str:
+    """Causal conv whose left context comes from the previous call (zeros at start)."""
+    g = sg.g
+    weight, bias = _conv_weight(w, prefix)
+    c_in, k = weight.shape[1], weight.shape[2]
+    context = (k - 1) * dilation + 1 - stride
+    if context > 0:
+        prev = sg.state(name, (1, c_in, context))
+        x = g.concat([prev, x], axis=2)
+        sg.update(name, g.slice(x, -context, np.iinfo(np.int64).max, axis=2))
+    inputs = [x, g.weight(f"{name}.weight", weight)]
+    if bias is not None:
+        inputs.append(g.weight(f"{name}.bias", bias))
+    return g.op("Conv", inputs, kernel_shape=[k], strides=[stride], dilations=[dilation])
+
+
+def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
+                              stride: int, groups: int = 1) -> str:
+    """Transposed conv whose overlapping tail is carried into the next call."""
+    g = sg.g
+    weight, bias = _conv_weight(w, prefix)
+    c_out, k = weight.shape[1] * groups, weight.shape[2]
+    inputs = [x, g.weight(f"{name}.weight", weight)]
+    if bias is not None:
+        inputs.append(g.weight(f"{name}.bias", bias))
+    y = g.op("ConvTranspose", inputs, kernel_shape=[k], strides=[stride], group=groups)
+    tail = k - stride
+    if tail <= 0:
+        return y
+    partial = sg.state(name, (1, c_out, tail))
+    pad_amount = g.op("Sub", [g.shape_dim(y, 2), g.const([tail], np.int64)])
+    pads = g.concat([g.const([0, 0, 0, 0, 0], np.int64), pad_amount], axis=0)
+    y = g.op("Add", [y, g.op("Pad", [partial, pads])])
+    carried = g.slice(y, -tail, np.iinfo(np.int64).max, axis=2)
+    if bias is not None:
+        carried = g.op("Sub", [carried, g.const(bias.reshape(-1, 1))])
+    sg.update(name, carried)
+    return g.slice(y, 0, -tail, axis=2)
+
+
+def _elu(g: GraphBuilder, x: str) -> str:
+    return g.op("Elu", [x], alpha=1.0)
+
+
+def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -> str:
+    p = "mimi.decoder.model"
+    idx = 0
+    x = _streaming_conv(sg, x, w, f"{p}.{idx}.conv", "dec.conv_in")
+    idx += 1
+    for ratio in cfg.ratios:
+        x = _elu(sg.g, x)
+        idx += 1
+        x = _streaming_conv_transpose(sg, x, w, f"{p}.{idx}.convtr", f"dec.up{idx}", ratio)
+        idx += 1
+        for j in range(cfg.n_residual_layers):
+            block = f"{p}.{idx}.block"
+            h = _elu(sg.g, x)
+            h = _streaming_conv(sg, h, w, f"{block}.1.conv", f"dec.res{idx}.conv1",
+                                dilation=cfg.dilation_base**j)
+            h = _elu(sg.g, h)
+            h = _streaming_conv(sg, h, w, f"{block}.3.conv", f"dec.res{idx}.conv2")
+            x = sg.g.op("Add", [x, h])
+            idx += 1
+    x = _elu(sg.g, x)
+    idx += 1
+    return _streaming_conv(sg, x, w, f"{p}.{idx}.conv", "dec.conv_out")
+
+
+def _windowed_transformer(sg: _StatefulGraph, x: str, w: Weights, prefix: str,
+                          cfg: MimiTransformerConfig, name: str) -> str:
+    """Streaming transformer over ``x [1, T, d]`` with attention limited to ``context``."""
+    g = sg.g
+    d, heads, ctx = cfg.d_model, cfg.num_heads, cfg.context
+    head_dim = d // heads
+    position = sg.state(f"{name}.position", (1,), np.int64)
+    n_new = g.shape_dim(x, 1)
+    new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
+    q_pos = g.op("Add", [new_index, position])                    # absolute query positions
+    k_pos = g.concat([
+        g.op("Add", [g.const(np.arange(-ctx, 0), np.int64), position]),
+        q_pos,
+    ], axis=0)                                                    # window, then new keys
+    delta = g.op("Sub", [g.unsqueeze(q_pos, [1]), g.unsqueeze(k_pos, [0])])
+    mask = g.op("And", [
+        g.op("And", [
+            g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [0]), g.const(0, np.int64)]),
+            g.op("GreaterOrEqual", [delta, g.const(0, np.int64)]),
+        ]),
+        g.op("Less", [delta, g.const(ctx, np.int64)]),
+    ])
+    angles_t = g.op("Cast", [q_pos], to=onnx.TensorProto.FLOAT)
+    freqs = np.exp(np.arange(head_dim // 2, dtype=np.float32)
+                   * np.float32(-np.log(cfg.max_period) * 2 / head_dim)).astype(np.float32)
+    angles = g.op("Mul", [g.unsqueeze(angles_t, [1]), g.const(freqs)])
+    cos = g.unsqueeze(g.op("Cos", [angles]), [1])
+    sin = g.unsqueeze(g.op("Sin", [angles]), [1])
+    scale = g.const(1.0 / np.sqrt(head_dim))
+    sg.update(f"{name}.position", g.op("Add", [position, n_new]))
+
+    from pocketcli.packs.flowlm_graphs import _rope
+
+    if f"{prefix}.input_proj.weight" in w:
+        x = g.linear(x, w[f"{prefix}.input_proj.weight"], None, f"{name}.input_proj")
+    for i in range(cfg.num_layers):
+        lp = f"{prefix}.transformer.layers.{i}"
+        ln = f"{name}.l{i}"
+        h = g.layer_norm(x, w[f"{lp}.norm1.weight"], w[f"{lp}.norm1.bias"], 1e-5, f"{ln}.norm1")
+        qkv = g.linear(h, w[f"{lp}.self_attn.in_proj.weight"], None, f"{ln}.in_proj")
+        q, k, v = g.split(qkv, [d, d, d], axis=2)
+        q = g.transpose(_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])   # [H, T, Dh]
+        k = g.transpose(_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
+        v = g.transpose(g.reshape(v, [-1, heads, head_dim]), [1, 0, 2])
+        keys = g.concat([sg.state(f"{ln}.keys", (heads, ctx, head_dim)), k], axis=1)
+        values = g.concat([sg.state(f"{ln}.values", (heads, ctx, head_dim)), v], axis=1)
+        sg.update(f"{ln}.keys", g.slice(keys, -ctx, np.iinfo(np.int64).max, axis=1))
+        sg.update(f"{ln}.values", g.slice(values, -ctx, np.iinfo(np.int64).max, axis=1))
+        scores = g.op("Mul", [g.op("MatMul", [q, g.transpose(keys, [0, 2, 1])]), scale])
+        scores = g.op("Where", [mask, scores, g.const(-np.inf)])
+        attn = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values])  # [H, T, Dh]
+        attn = g.reshape(g.transpose(attn, [1, 0, 2]), [1, -1, d])
+        attn = g.linear(attn, w[f"{lp}.self_attn.out_proj.weight"], None, f"{ln}.out_proj")
+        x = g.op("Add", [x, g.op("Mul", [attn, g.const(w[f"{lp}.layer_scale_1.scale"])])])
+        h = g.layer_norm(x, w[f"{lp}.norm2.weight"], w[f"{lp}.norm2.bias"], 1e-5, f"{ln}.norm2")
+        h = g.gelu_tanh(g.linear(h, w[f"{lp}.linear1.weight"], None, f"{ln}.linear1"))
+        h = g.linear(h, w[f"{lp}.linear2.weight"], None, f"{ln}.linear2")
+        x = g.op("Add", [x, g.op("Mul", [h, g.const(w[f"{lp}.layer_scale_2.scale"])])])
+    if f"{prefix}.output_projs.0.weight" in w:
+        x = g.linear(x, w[f"{prefix}.output_projs.0.weight"], None, f"{name}.output_proj")
+    return x
+
+
+def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, list[StateSpec]]:
+    """Normalised latents ``[1, K, latent_dim]`` -> audio ``[1, K * samples_per_frame]``."""
+    g = GraphBuilder("mimi_decoder")
+    sg = _StatefulGraph(g)
+    latents = g.input("latents", np.float32, [1, "frames", cfg.quantizer_dimension])
+    x = g.op("Add", [g.op("Mul", [latents, g.weight("emb_std", w["flow_lm.emb_std"])]),
+                     g.weight("emb_mean", w["flow_lm.emb_mean"])])
+    proj = w["mimi.quantizer.output_proj.weight"][:, :, 0]
+    x = g.transpose(g.linear(x, proj, None, "quantizer.output_proj"), [0, 2, 1])
+    x = _streaming_conv_transpose(sg, x, w, "mimi.upsample.convtr.convtr", "upsample",
+                                  stride=cfg.upsample_stride,
+                                  groups=w["mimi.upsample.convtr.convtr.weight"].shape[0])
+    x = g.transpose(x, [0, 2, 1])
+    x = _windowed_transformer(sg, x, w, "mimi.decoder_transformer", cfg.decoder_transformer,
+                              "dec_tr")
+    x = g.transpose(x, [0, 2, 1])
+    audio = _seanet_decoder(sg, x, w, cfg.decoder_seanet)
+    g.output(g.reshape(audio, [1, -1]), "audio", np.float32, [1, "samples"])
+    return g.model(), sg.states
