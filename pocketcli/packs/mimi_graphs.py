@@ -10,31 +10,14 @@ any split of the latents into calls give the same audio.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import onnx
 
 from pocketcli.config import MimiConfig, MimiTransformerConfig, SEANetConfig
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.state_spec import StateSpec
 
 Weights = dict[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class StateSpec:
-    """One state tensor: the host initialises it with zeros of this shape."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str = "float32"
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> StateSpec:
-        return cls(d["name"], tuple(int(x) for x in d["shape"]), d.get("dtype", "float32"))
 
 
 class _StatefulGraph:

@@ -66,12 +66,12 @@ class GraphBuilder:
 
     def op(self, op_type: str, inputs: Sequence[str], out: str | None = None, **attrs) -> str:
         out = out or self.fresh(op_type.lower())
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=out, **attrs))
         return out
 
     def op_multi(self, op_type: str, inputs: Sequence[str], n_out: int, **attrs) -> list[str]:
         outs = [self.fresh(op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, **attrs))
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=outs[0], **attrs))
         return outs
 
     def model(self) -> onnx.ModelProto:

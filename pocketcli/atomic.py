@@ -1,0 +1,28 @@
+"""Writing files so that a reader never sees a partial one.
+
+Every output (WAV, voice file, pack manifest) goes to a temporary name in the
+destination folder and is renamed into place only when complete: an error,
+Ctrl-C or a full disk leaves either the old file or nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yields a temporary path beside ``path``; renames it onto ``path`` on success."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

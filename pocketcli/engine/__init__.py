@@ -1,0 +1,1 @@
+"""The generation engine: host-side logic shared by every runtime."""

@@ -1,0 +1,117 @@
+"""The generation loop, written once for every runtime.
+
+Per text chunk: a fresh copy of the voice state, the text prefill, then one
+frame at a time: FlowLM step -> EOS rule -> host noise -> flow head -> Mimi.
+Frames are yielded as soon as they are decoded (1920 samples each), so a
+caller can stream audio while the rest is still being generated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pocketcli.engine.decoder_pipeline import DecoderPipeline
+from pocketcli.engine.noise import NoiseSource
+from pocketcli.runtimes.base import Runtime
+from pocketcli.text import ChunkPlan
+from pocketcli.voices.state import VoiceState
+
+# The reference ignores EOS during the first frames of every chunk.
+MIN_FRAMES_BEFORE_EOS = 6
+# The first 5 ms of every chunk are faded in: a fresh Mimi state clicks.
+FADE_IN_SECONDS = 0.005
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    eos_threshold: float
+    decode_steps: int = 1
+    threaded_decoder: bool = True
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One 80 ms frame of audio and what produced it."""
+
+    audio: np.ndarray            # float32 [samples_per_frame]
+    chunk_index: int
+    frame_index: int             # within its chunk
+    latent: np.ndarray           # normalised latent [latent_dim]
+    eos_logit: float
+
+
+@dataclass
+class ChunkTrace:
+    """What happened in one chunk (filled as generation goes; for metrics and tests)."""
+
+    plan: ChunkPlan
+    eos_logits: list[float]
+    frames: int = 0
+    finished_on_eos: bool = False
+
+
+def generate_frames(
+    runtime: Runtime,
+    chunks: Sequence[ChunkPlan],
+    voice: VoiceState | None,
+    noise: NoiseSource,
+    settings: GenerationSettings,
+    on_chunk: Callable[[ChunkTrace], None] | None = None,
+) -> Iterator[Frame]:
+    for index, plan in enumerate(chunks):
+        trace = ChunkTrace(plan, [])
+        if on_chunk is not None:
+            on_chunk(trace)
+        yield from _generate_chunk(runtime, index, plan, voice, noise, settings, trace)
+
+
+def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
+                    voice: VoiceState | None, noise: NoiseSource,
+                    settings: GenerationSettings, trace: ChunkTrace) -> Iterator[Frame]:
+    latent_dim = runtime.config.flow_lm.latent_dim
+    sample_rate = runtime.config.mimi.sample_rate
+    fade = np.linspace(0.0, 1.0, int(sample_rate * FADE_IN_SECONDS), dtype=np.float32)
+
+    seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
+    runtime.prefill(seq, runtime.embed_text(np.asarray(plan.token_ids, np.int64)))
+    decoder_state = runtime.start_decoder()
+    pipeline = DecoderPipeline(
+        lambda lat: runtime.decode(decoder_state, lat[None]), settings.threaded_decoder)
+    latents: list[np.ndarray] = []
+    eos_logits: list[float] = []
+
+    def frame(audio: np.ndarray) -> Frame:
+        i = trace.frames
+        if i == 0:
+            audio = audio.copy()
+            audio[: fade.size] *= fade[: audio.size]
+        trace.frames += 1
+        return Frame(audio, chunk_index, i, latents[i], eos_logits[i])
+
+    try:
+        latent = np.full(latent_dim, np.nan, np.float32)   # NaN = BOS
+        eos_step: int | None = None
+        for step in range(plan.max_frames):
+            if eos_step is not None and step >= eos_step + plan.frames_after_eos:
+                break
+            z, eos_logit = runtime.step(seq, latent)
+            trace.eos_logits.append(eos_logit)
+            if eos_logit > settings.eos_threshold and eos_step is None \
+                    and step >= MIN_FRAMES_BEFORE_EOS:
+                eos_step = step
+                trace.finished_on_eos = True
+            if eos_step is not None and step >= eos_step + plan.frames_after_eos:
+                break
+            latent = runtime.sample_latent(z, noise(latent_dim), settings.decode_steps)
+            latents.append(latent)
+            eos_logits.append(eos_logit)
+            pipeline.submit(latent)
+            for audio in pipeline.ready(wait_for_first=(step == 0)):
+                yield frame(audio)
+        for audio in pipeline.drain():
+            yield frame(audio)
+    finally:
+        pipeline.close()

@@ -1,0 +1,164 @@
+"""Building an ONNX model pack from a Kyutai checkpoint, torch-free.
+
+Input: ``model.safetensors`` in pocket-tts 4.0.1's layout, its config YAML
+and its tokenizer. Output: a pack directory (see ``manifest.py``). The pack
+is assembled in a temporary sibling directory and renamed into place, so an
+interrupted build never leaves a pack that looks complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from safetensors.numpy import save_file
+
+from pocketcli.config import ModelConfig
+from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
+from pocketcli.packs.flowlm_graphs import build_flow_head, build_flowlm_step, build_text_embedding
+from pocketcli.packs.manifest import PRECISIONS, PackManifest
+from pocketcli.packs.mimi_graphs import build_mimi_decoder
+
+log = logging.getLogger(__name__)
+
+# Graphs over this size keep their weights in a side file (protobuf stops at 2 GiB).
+_EXTERNAL_DATA_BYTES = 1 << 30
+# Graphs whose weight MatMuls are quantised for int8; the text table is a lookup.
+_QUANTISED = ("flowlm_step", "flow_head", "mimi_decoder")
+CONSTANTS_FILE = "constants.safetensors"
+
+Progress = Callable[[str], None]
+
+
+def tokenizer_kind(path: Path, declared: str | None = None) -> str:
+    if declared in ("tokenizers", "json") or path.suffix == ".json":
+        return "tokenizers"
+    return "sentencepiece"
+
+
+def build_pack(
+    checkpoint: str | Path,
+    config: ModelConfig,
+    tokenizer: str | Path,
+    out_dir: str | Path,
+    precisions: Sequence[str] = ("fp32",),
+    source: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> PackManifest:
+    """Writes a pack to ``out_dir`` (replacing any pack there) and returns its manifest."""
+    out_dir = Path(out_dir)
+    tokenizer = Path(tokenizer)
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ValueError(f"unknown precision {bad}; choose from {', '.join(PRECISIONS)}")
+    if not tokenizer.is_file():
+        raise FileNotFoundError(f"tokenizer not found: {tokenizer}")
+    say = progress or (lambda _msg: None)
+
+    say("reading checkpoint")
+    weights = read_checkpoint(checkpoint)
+    check_checkpoint(weights, config)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
+    try:
+        manifest = _write_pack(weights, config, tokenizer, work, precisions, source or {}, say)
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+            out_dir.rename(old)
+            work.rename(out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            work.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Path,
+                precisions: Sequence[str], source: dict[str, Any],
+                say: Progress) -> PackManifest:
+    fl = config.flow_lm
+    say("building text embedding")
+    _save(build_text_embedding(weights, fl), work / "text_embedding.onnx")
+    say("building FlowLM step")
+    _save(build_flowlm_step(weights, fl), work / "flowlm_step.onnx")
+    say("building flow head")
+    _save(build_flow_head(weights, fl), work / "flow_head.onnx")
+    say("building Mimi decoder")
+    mimi_model, mimi_states = build_mimi_decoder(weights, config.mimi)
+    _save(mimi_model, work / "mimi_decoder.onnx")
+
+    fp32 = {name: f"{name}.onnx" for name in
+            ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")}
+    graphs: dict[str, dict[str, str]] = {}
+    if "fp32" in precisions:
+        graphs["fp32"] = fp32
+    if "int8" in precisions:
+        say("quantising to int8")
+        graphs["int8"] = dict(fp32)
+        for name in _QUANTISED:
+            target = f"{name}.int8.onnx"
+            quantise_int8(work / fp32[name], work / target)
+            graphs["int8"][name] = target
+    if "fp32" not in precisions:
+        for name in _QUANTISED:
+            _remove_graph(work / fp32[name])
+
+    constants = {
+        "emb_mean": weights["flow_lm.emb_mean"],
+        "emb_std": weights["flow_lm.emb_std"],
+    }
+    if fl.insert_bos_before_voice:
+        constants["bos_before_voice"] = weights["flow_lm.bos_before_voice"]
+    save_file({k: np.ascontiguousarray(v) for k, v in constants.items()}, str(work / CONSTANTS_FILE))
+    shutil.copyfile(tokenizer, work / tokenizer.name)
+
+    manifest = PackManifest(
+        config=config,
+        graphs=graphs,
+        mimi_states=tuple(mimi_states),
+        tokenizer_file=tokenizer.name,
+        tokenizer_kind=tokenizer_kind(tokenizer, fl.lookup_table.tokenizer),
+        constants_file=CONSTANTS_FILE,
+        voice_cloning=False,
+        source=source,
+    )
+    manifest.write(work)
+    return manifest
+
+
+def _save(model: onnx.ModelProto, path: Path) -> None:
+    size = sum(t.ByteSize() for t in model.graph.initializer)
+    if size > _EXTERNAL_DATA_BYTES:
+        onnx.save_model(model, str(path), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=path.name + ".data",
+                        size_threshold=1024)
+    else:
+        onnx.save_model(model, str(path))
+
+
+def _remove_graph(path: Path) -> None:
+    path.unlink()
+    side = path.with_name(path.name + ".data")
+    if side.exists():
+        side.unlink()
+
+
+def quantise_int8(src: Path, dst: Path) -> None:
+    """Dynamic int8: weight MatMuls become MatMulInteger, activations stay float."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+        use_external_data_format=os.path.getsize(src) > _EXTERNAL_DATA_BYTES,
+        extra_options={"MatMulConstBOnly": True},
+    )

@@ -1,0 +1,93 @@
+"""Reading a Kyutai checkpoint (``model.safetensors``) without torch.
+
+The keys and shapes are those of ``TTSModel.state_dict()`` in pocket-tts
+4.0.1. Everything is checked against the config before a graph is built, so a
+checkpoint that does not fit its config fails with a message that names the
+tensor instead of a shape error deep inside ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from safetensors import SafetensorError, safe_open
+
+from pocketcli.config import ModelConfig
+
+Weights = dict[str, np.ndarray]
+
+
+class CheckpointError(ValueError):
+    """The checkpoint cannot be read or does not match its config."""
+
+
+def read_checkpoint(path: str | Path) -> Weights:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            weights = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path} is not a readable safetensors file: {exc}") from exc
+    for key, value in weights.items():
+        if value.dtype != np.float32:
+            if not np.issubdtype(value.dtype, np.floating):
+                raise CheckpointError(f"{key} has dtype {value.dtype}, expected float32")
+            weights[key] = value.astype(np.float32)
+    return weights
+
+
+def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Shapes of the FlowLM tensors the graphs use, derived from the config."""
+    fl = cfg.flow_lm
+    t = fl.transformer
+    d, latent = t.d_model, fl.latent_dim
+    kv = t.kv_heads * t.head_dim
+    lut = fl.lookup_table
+    shapes: dict[str, tuple[int, ...]] = {
+        "flow_lm.bos_emb": (latent,),
+        "flow_lm.emb_std": (latent,),
+        "flow_lm.emb_mean": (latent,),
+        "flow_lm.input_linear.weight": (d, latent),
+        "flow_lm.conditioner.embed.weight": (lut.n_bins + 1, lut.rank or lut.dim),
+        "flow_lm.out_norm.weight": (d,),
+        "flow_lm.out_eos.weight": (1, fl.cond_dim),
+        "flow_lm.flow_net.cond_embed.weight": (fl.flow.dim, fl.cond_dim),
+        "flow_lm.flow_net.input_proj.weight": (fl.flow.dim, latent),
+        "flow_lm.flow_net.final_layer.linear.weight": (latent, fl.flow.dim),
+    }
+    for i in range(t.num_layers):
+        p = f"flow_lm.transformer.layers.{i}"
+        shapes[f"{p}.self_attn.in_proj.weight"] = (t.query_dim + 2 * kv, d)
+        shapes[f"{p}.self_attn.out_proj.weight"] = (d, t.query_dim)
+        shapes[f"{p}.linear1.weight"] = (t.ffn_dim, d)
+        shapes[f"{p}.linear2.weight"] = (d, t.ffn_dim)
+    for i in range(fl.flow.depth):
+        shapes[f"flow_lm.flow_net.res_blocks.{i}.adaLN_modulation.1.weight"] = (
+            3 * fl.flow.dim, fl.flow.dim)
+    if fl.insert_bos_before_voice:
+        shapes["flow_lm.bos_before_voice"] = (1, 1, d)
+    mimi = cfg.mimi
+    shapes["mimi.quantizer.output_proj.weight"] = (
+        mimi.quantizer_output_dimension, mimi.quantizer_dimension, 1)
+    return shapes
+
+
+def check_checkpoint(weights: Weights, cfg: ModelConfig) -> None:
+    missing = [k for k in expected_shapes(cfg) if k not in weights]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise CheckpointError(
+            f"checkpoint lacks {len(missing)} tensor(s) its config needs: {shown}"
+        )
+    for key, shape in expected_shapes(cfg).items():
+        if tuple(weights[key].shape) != shape:
+            raise CheckpointError(
+                f"{key} has shape {list(weights[key].shape)}, the config implies {list(shape)}"
+                " (is this checkpoint for another model size?)"
+            )
+    for key, value in weights.items():
+        if not np.isfinite(value).all():
+            raise CheckpointError(f"{key} holds NaN or infinite values")

@@ -1,0 +1,106 @@
+"""The pack manifest (``pack.json``): what a built ONNX pack holds.
+
+A pack is a directory: ONNX graphs per precision, the tokenizer, constants
+and this manifest, which keeps the model config so a pack is self-describing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.packs.state_spec import StateSpec
+
+MANIFEST_NAME = "pack.json"
+FORMAT = "pockettts-onnx-pack"
+FORMAT_VERSION = 1
+GRAPH_NAMES = ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")
+PRECISIONS = ("fp32", "int8")
+
+
+class PackError(ValueError):
+    """A pack directory is missing, incomplete or not one of ours."""
+
+
+@dataclass(frozen=True)
+class PackManifest:
+    config: ModelConfig
+    graphs: dict[str, dict[str, str]]          # precision -> graph name -> file
+    mimi_states: tuple[StateSpec, ...]
+    tokenizer_file: str
+    tokenizer_kind: str
+    constants_file: str
+    voice_cloning: bool = False
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(p for p in PRECISIONS if p in self.graphs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "config": self.config.to_dict(),
+            "graphs": self.graphs,
+            "mimi_states": [s.to_dict() for s in self.mimi_states],
+            "tokenizer": {"file": self.tokenizer_file, "kind": self.tokenizer_kind},
+            "constants": self.constants_file,
+            "voice_cloning": self.voice_cloning,
+            "source": self.source,
+        }
+
+    def write(self, directory: Path) -> None:
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        (directory / MANIFEST_NAME).write_text(text + "\n", encoding="utf-8")
+
+    @classmethod
+    def read(cls, directory: str | Path) -> PackManifest:
+        directory = Path(directory)
+        path = directory / MANIFEST_NAME
+        if not directory.is_dir():
+            raise PackError(f"model pack not found: {directory}")
+        if not path.is_file():
+            raise PackError(f"{directory} is not a pockettts model pack (no {MANIFEST_NAME})")
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise PackError(f"cannot read {path}: {exc}") from exc
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise PackError(f"{path} is not a pockettts pack manifest")
+        if d.get("version") != FORMAT_VERSION:
+            raise PackError(
+                f"{path} has pack format version {d.get('version')}; this pockettts reads "
+                f"version {FORMAT_VERSION}: rebuild the pack"
+            )
+        try:
+            manifest = cls(
+                config=ModelConfig.from_dict(d["config"]),
+                graphs={p: dict(g) for p, g in d["graphs"].items()},
+                mimi_states=tuple(StateSpec.from_dict(s) for s in d["mimi_states"]),
+                tokenizer_file=d["tokenizer"]["file"],
+                tokenizer_kind=d["tokenizer"]["kind"],
+                constants_file=d["constants"],
+                voice_cloning=bool(d.get("voice_cloning", False)),
+                source=dict(d.get("source", {})),
+            )
+        except (KeyError, TypeError, AttributeError, ConfigError) as exc:
+            raise PackError(f"{path} is incomplete: {exc}") from exc
+        manifest.check_files(directory)
+        return manifest
+
+    def check_files(self, directory: Path) -> None:
+        names = [self.tokenizer_file, self.constants_file]
+        for precision, graphs in self.graphs.items():
+            missing_graphs = [g for g in GRAPH_NAMES if g not in graphs]
+            if missing_graphs:
+                raise PackError(f"{precision} graphs missing from manifest: {missing_graphs}")
+            names += list(graphs.values())
+        for name in names:
+            if Path(name).is_absolute() or ".." in Path(name).parts:
+                raise PackError(f"pack file name {name!r} points outside the pack")
+            if not (directory / name).is_file():
+                raise PackError(f"pack {directory} is incomplete: {name} is missing")

@@ -1,0 +1,68 @@
+"""The narrow interface between the generation engine and an inference backend.
+
+The engine (``pocketcli.engine``) owns everything that is model logic on the
+host: text, noise, the EOS rule, frame budgets, chunking, fade-in, streaming.
+A runtime owns only tensors and networks. ONNX Runtime implements this on
+every OS; CoreML implements it on macOS.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from pocketcli.config import ModelConfig
+from pocketcli.voices.state import VoiceState
+
+
+class RuntimeError_(RuntimeError):
+    """A backend failed while running a network (named to avoid shadowing the builtin)."""
+
+
+class FlowSequence(Protocol):
+    """The FlowLM's KV cache for one chunk: opaque to the engine."""
+
+    @property
+    def length(self) -> int:
+        """Number of positions already in the cache."""
+        ...
+
+
+class DecoderState(Protocol):
+    """Streaming Mimi state for one chunk: opaque to the engine."""
+
+
+class Runtime(Protocol):
+    config: ModelConfig
+
+    def embed_text(self, token_ids: np.ndarray) -> np.ndarray:
+        """Token ids ``[T]`` -> embeddings ``[T, d_model]``."""
+        ...
+
+    def start_sequence(self, voice: VoiceState | None, extra_capacity: int) -> FlowSequence:
+        """A fresh cache holding a copy of the voice, with room for ``extra_capacity`` more."""
+        ...
+
+    def prefill(self, seq: FlowSequence, embeddings: np.ndarray) -> None:
+        """Appends conditioning (voice or text embeddings ``[T, d_model]``) to the cache."""
+        ...
+
+    def step(self, seq: FlowSequence, latent: np.ndarray) -> tuple[np.ndarray, float]:
+        """Appends one latent (NaN = BOS) and returns ``(z, eos_logit)`` for it."""
+        ...
+
+    def sample_latent(self, z: np.ndarray, noise: np.ndarray, decode_steps: int) -> np.ndarray:
+        """Runs the flow head from ``noise`` (x0) to the next latent, conditioned on ``z``."""
+        ...
+
+    def voice_state(self, seq: FlowSequence) -> VoiceState:
+        """The cache as a portable voice state (after a voice prefill)."""
+        ...
+
+    def start_decoder(self) -> DecoderState:
+        ...
+
+    def decode(self, state: DecoderState, latents: np.ndarray) -> np.ndarray:
+        """Normalised latents ``[K, latent_dim]`` -> audio ``[K * samples_per_frame]``."""
+        ...

@@ -1,0 +1,177 @@
+"""The ONNX Runtime backend: runs a pockettts pack on any OS.
+
+Each graph is one InferenceSession with a single intra-op thread by default:
+on small machines the FlowLM and the Mimi decoder then run side by side on
+two cores (the engine overlaps them), which beats giving both cores to each.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from safetensors.numpy import load_file
+
+from pocketcli.config import ModelConfig
+from pocketcli.engine.flow import integrate_flow
+from pocketcli.packs.manifest import PackError, PackManifest
+from pocketcli.voices.state import VoiceState
+
+_ONE = np.ones((1, 1), np.float32)
+
+
+@dataclass
+class OnnxSequence:
+    """One chunk's KV cache: per layer keys ``[Hkv, Dh, C]`` and values ``[Hkv, C, Dh]``."""
+
+    keys: list[np.ndarray]
+    values: list[np.ndarray]
+    length: int = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.keys[0].shape[2]
+
+
+@dataclass
+class OnnxDecoderState:
+    feeds: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _session(path: Path, threads: int) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ORT raises its own exception types
+        raise PackError(f"cannot load {path.name}: {exc}") from exc
+
+
+class OnnxRuntime:
+    """Implements ``pocketcli.runtimes.base.Runtime`` over the graphs of one pack."""
+
+    name = "onnx"
+
+    def __init__(self, pack_dir: str | Path, precision: str = "fp32",
+                 threads: int | None = None) -> None:
+        pack_dir = Path(pack_dir)
+        self.manifest = PackManifest.read(pack_dir)
+        if precision not in self.manifest.graphs:
+            have = ", ".join(self.manifest.precisions)
+            raise PackError(f"pack {pack_dir} has no {precision} graphs (it has: {have})")
+        self.precision = precision
+        self.config: ModelConfig = self.manifest.config
+        self.pack_dir = pack_dir
+        threads = threads or int(os.environ.get("POCKETTTS_THREADS", "1"))
+        files = self.manifest.graphs[precision]
+        self._embed = _session(pack_dir / files["text_embedding"], threads)
+        self._step = _session(pack_dir / files["flowlm_step"], threads)
+        self._head = _session(pack_dir / files["flow_head"], threads)
+        self._mimi = _session(pack_dir / files["mimi_decoder"], threads)
+        self.constants = load_file(str(pack_dir / self.manifest.constants_file))
+
+        t = self.config.flow_lm.transformer
+        self._layers = t.num_layers
+        self._kv_heads, self._head_dim = t.kv_heads, t.head_dim
+        self._d_model = t.d_model
+        self._latent_dim = self.config.flow_lm.latent_dim
+        self._head_inputs = [i.name for i in self._head.get_inputs()]
+        self._step_outputs = [o.name for o in self._step.get_outputs()]
+        self._mimi_outputs = [o.name for o in self._mimi.get_outputs()]
+        self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
+        self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
+
+    @property
+    def tokenizer_path(self) -> Path:
+        return self.pack_dir / self.manifest.tokenizer_file
+
+    # -- FlowLM ---------------------------------------------------------
+    def embed_text(self, token_ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(token_ids, np.int64).reshape(1, -1)
+        return self._embed.run(None, {"token_ids": ids})[0][0]
+
+    def start_sequence(self, voice: VoiceState | None, extra_capacity: int) -> OnnxSequence:
+        used = voice.length if voice is not None else 0
+        capacity = max(1, used + extra_capacity)
+        shape_k = (self._kv_heads, self._head_dim, capacity)
+        shape_v = (self._kv_heads, capacity, self._head_dim)
+        keys = [np.zeros(shape_k, np.float32) for _ in range(self._layers)]
+        values = [np.zeros(shape_v, np.float32) for _ in range(self._layers)]
+        if voice is not None:
+            voice.check_fits(self._layers, self._kv_heads, self._head_dim)
+            for i in range(self._layers):
+                keys[i][:, :, :used] = voice.keys[i].transpose(1, 2, 0)
+                values[i][:, :used] = voice.values[i].transpose(1, 0, 2)
+        return OnnxSequence(keys, values, used)
+
+    def _run_step(self, seq: OnnxSequence, embeddings: np.ndarray,
+                  latents: np.ndarray) -> tuple[np.ndarray, float]:
+        n_new = embeddings.shape[1] + latents.shape[1]
+        if seq.length + n_new > seq.capacity:
+            raise ValueError(
+                f"KV cache full: {seq.length} + {n_new} positions exceed {seq.capacity}")
+        feeds = {"embeddings": embeddings, "latents": latents,
+                 "position": np.array([seq.length], np.int64)}
+        for i in range(self._layers):
+            feeds[f"key_cache_{i}"] = seq.keys[i]
+            feeds[f"value_cache_{i}"] = seq.values[i]
+        out = dict(zip(self._step_outputs, self._step.run(None, feeds), strict=True))
+        start, end = seq.length, seq.length + n_new
+        for i in range(self._layers):
+            seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"]
+            seq.values[i][:, start:end] = out[f"new_values_{i}"]
+        seq.length = end
+        return out["z"][0], float(out["eos_logit"][0, 0])
+
+    def prefill(self, seq: OnnxSequence, embeddings: np.ndarray) -> None:
+        emb = np.ascontiguousarray(embeddings, np.float32)[None]
+        self._run_step(seq, emb, self._no_latents)
+
+    def step(self, seq: OnnxSequence, latent: np.ndarray) -> tuple[np.ndarray, float]:
+        lat = np.asarray(latent, np.float32).reshape(1, 1, self._latent_dim)
+        return self._run_step(seq, self._no_embeddings, lat)
+
+    def sample_latent(self, z: np.ndarray, noise: np.ndarray, decode_steps: int) -> np.ndarray:
+        cond = np.asarray(z, np.float32).reshape(1, -1)
+
+        def velocity(times: tuple[float, ...], x: np.ndarray) -> np.ndarray:
+            feeds = {"z": cond, "x": x.reshape(1, -1)}
+            names = [n for n in self._head_inputs if n in ("s", "t")]
+            for name, value in zip(names, times, strict=True):
+                feeds[name] = _ONE * np.float32(value)
+            return self._head.run(None, feeds)[0][0]
+
+        return integrate_flow(velocity, np.asarray(noise, np.float32),
+                              self.config.flow_lm.flow.type, decode_steps)
+
+    def voice_state(self, seq: OnnxSequence) -> VoiceState:
+        n = seq.length
+        keys = tuple(np.ascontiguousarray(k[:, :, :n].transpose(2, 0, 1)) for k in seq.keys)
+        values = tuple(np.ascontiguousarray(v[:, :n].transpose(1, 0, 2)) for v in seq.values)
+        return VoiceState(keys, values)
+
+    # -- Mimi -------------------------------------------------------------
+    def start_decoder(self) -> OnnxDecoderState:
+        return OnnxDecoderState({
+            f"state.{s.name}": np.zeros(s.shape, np.dtype(s.dtype))
+            for s in self.manifest.mimi_states
+        })
+
+    def decode(self, state: OnnxDecoderState, latents: np.ndarray) -> np.ndarray:
+        lat = np.asarray(latents, np.float32).reshape(1, -1, self._latent_dim)
+        outs = self._mimi.run(None, {"latents": lat, **state.feeds})
+        audio = None
+        for name, value in zip(self._mimi_outputs, outs, strict=True):
+            if name == "audio":
+                audio = value[0]
+            else:
+                state.feeds["state." + name.removeprefix("state_out.")] = value
+        assert audio is not None
+        return audio

@@ -1,0 +1,121 @@
+"""Voice states: the FlowLM KV cache after a voice prompt, in Kyutai's file format.
+
+``pocket-tts export-voice`` writes one safetensors file with, per attention
+layer ``transformer.layers.<i>.self_attn``: ``/cache`` float32
+``[2, 1, T, kv_heads, head_dim]`` (keys after RoPE, then values), ``/offset``
+int64 ``[1]`` and ``/pad`` int64 ``[1]``. We read and write exactly that, so
+voices move between pockettts and Kyutai's tools in both directions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import save_file
+
+from pocketcli.atomic import atomic_path
+
+_KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
+MAX_VOICE_FILE_BYTES = 1 << 30
+
+
+class VoiceError(ValueError):
+    """A voice file is unreadable or does not fit the loaded model."""
+
+
+@dataclass(frozen=True)
+class VoiceState:
+    """Per-layer keys and values ``[T, kv_heads, head_dim]`` for T prompt positions."""
+
+    keys: tuple[np.ndarray, ...]
+    values: tuple[np.ndarray, ...]
+
+    @property
+    def length(self) -> int:
+        return int(self.keys[0].shape[0]) if self.keys else 0
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.keys)
+
+    def check_fits(self, num_layers: int, kv_heads: int, head_dim: int) -> None:
+        if self.num_layers != num_layers:
+            raise VoiceError(
+                f"voice state has {self.num_layers} layers but the model has {num_layers}"
+                " (was it made for another model size?)"
+            )
+        want = (kv_heads, head_dim)
+        got = tuple(self.keys[0].shape[1:])
+        if got != want:
+            raise VoiceError(
+                f"voice state has heads x head_dim {list(got)}, the model needs {list(want)}"
+            )
+
+
+def load_voice_state(path: str | Path) -> VoiceState:
+    path = Path(path)
+    if not path.is_file():
+        raise VoiceError(f"voice file not found: {path}")
+    if path.stat().st_size > MAX_VOICE_FILE_BYTES:
+        raise VoiceError(f"{path} is too large to be a voice state")
+    layers: dict[int, dict[str, np.ndarray]] = {}
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            for key in f.keys():  # noqa: SIM118
+                m = _KEY.match(key)
+                if not m:
+                    raise VoiceError(f"{path}: unexpected tensor {key!r} in a voice state")
+                layers.setdefault(int(m.group(1)), {})[m.group(2)] = f.get_tensor(key)
+    except (SafetensorError, OSError) as exc:
+        raise VoiceError(f"{path} is not a readable safetensors voice state: {exc}") from exc
+    if not layers or sorted(layers) != list(range(len(layers))):
+        raise VoiceError(f"{path}: layers must be numbered 0..N-1, found {sorted(layers)}")
+    keys, values = [], []
+    for i in range(len(layers)):
+        entry = layers[i]
+        cache = entry.get("cache")
+        if cache is None:
+            raise VoiceError(f"{path}: layer {i} has no cache")
+        if cache.ndim != 5 or cache.shape[0] != 2 or cache.shape[1] != 1:
+            raise VoiceError(f"{path}: layer {i} cache has shape {list(cache.shape)},"
+                             " expected [2, 1, T, heads, head_dim]")
+        if "offset" in entry:
+            offset = int(np.asarray(entry["offset"]).reshape(-1)[0])
+        elif "current_end" in entry:
+            offset = int(entry["current_end"].shape[0])
+        else:
+            raise VoiceError(f"{path}: layer {i} has no offset")
+        pad = int(np.asarray(entry.get("pad", np.zeros(1))).reshape(-1)[0])
+        if pad != 0:
+            raise VoiceError(f"{path}: layer {i} has left padding {pad}; batched states"
+                             " are not supported")
+        if not 0 < offset <= cache.shape[2]:
+            raise VoiceError(f"{path}: layer {i} offset {offset} outside its cache"
+                             f" of {cache.shape[2]} positions")
+        valid = cache[:, 0, :offset].astype(np.float32)
+        if not np.isfinite(valid).all():
+            raise VoiceError(f"{path}: layer {i} holds NaN or infinite values")
+        keys.append(np.ascontiguousarray(valid[0]))
+        values.append(np.ascontiguousarray(valid[1]))
+    lengths = {k.shape[0] for k in keys}
+    shapes = {k.shape[1:] for k in keys}
+    if len(lengths) != 1 or len(shapes) != 1:
+        raise VoiceError(f"{path}: layers disagree on length or shape")
+    return VoiceState(tuple(keys), tuple(values))
+
+
+def save_voice_state(state: VoiceState, path: str | Path) -> None:
+    """Writes Kyutai's layout atomically (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    tensors: dict[str, np.ndarray] = {}
+    for i, (k, v) in enumerate(zip(state.keys, state.values, strict=True)):
+        prefix = f"transformer.layers.{i}.self_attn"
+        tensors[f"{prefix}/cache"] = np.ascontiguousarray(np.stack([k, v])[:, None])
+        tensors[f"{prefix}/offset"] = np.array([k.shape[0]], np.int64)
+        tensors[f"{prefix}/pad"] = np.zeros(1, np.int64)
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp))
