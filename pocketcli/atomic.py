@@ -14,6 +14,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+FILE_MODE = 0o666 & ~_UMASK
+DIR_MODE = 0o777 & ~_UMASK
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yields a temporary path beside ``path``; renames it onto ``path`` on success."""
@@ -22,6 +33,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, FILE_MODE)  # mkstemp makes it private; give it the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

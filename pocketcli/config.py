@@ -14,12 +14,14 @@ from typing import Any
 
 import yaml
 
+from pocketcli.errors import UserError
+
 SAMPLE_RATE = 24_000
 DEFAULT_EOS_THRESHOLD = -4.0
 DEFAULT_TEMPERATURE = 0.3
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """The YAML is not a Pocket TTS config we can build."""
 
 

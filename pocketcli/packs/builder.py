@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 from safetensors.numpy import save_file
 
+from pocketcli.atomic import DIR_MODE, FILE_MODE
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
 from pocketcli.packs.flowlm_graphs import build_flow_head, build_flowlm_step, build_text_embedding
@@ -70,6 +71,9 @@ def build_pack(
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
     try:
         manifest = _write_pack(weights, config, tokenizer, work, precisions, source or {}, say)
+        os.chmod(work, DIR_MODE)
+        for item in work.iterdir():
+            os.chmod(item, FILE_MODE)
         if out_dir.exists():
             old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
             out_dir.rename(old)
@@ -157,8 +161,14 @@ def quantise_int8(src: Path, dst: Path) -> None:
     """Dynamic int8: weight MatMuls become MatMulInteger, activations stay float."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(
-        str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-        use_external_data_format=os.path.getsize(src) > _EXTERNAL_DATA_BYTES,
-        extra_options={"MatMulConstBOnly": True},
-    )
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantiser logs advice on the root logger
+    try:
+        quantize_dynamic(
+            str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            use_external_data_format=os.path.getsize(src) > _EXTERNAL_DATA_BYTES,
+            extra_options={"MatMulConstBOnly": True},
+        )
+    finally:
+        root.setLevel(level)

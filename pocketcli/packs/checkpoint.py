@@ -14,11 +14,12 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 
 from pocketcli.config import ModelConfig
+from pocketcli.errors import UserError
 
 Weights = dict[str, np.ndarray]
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """The checkpoint cannot be read or does not match its config."""
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.errors import UserError
 from pocketcli.packs.state_spec import StateSpec
 
 MANIFEST_NAME = "pack.json"
@@ -21,7 +22,7 @@ GRAPH_NAMES = ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")
 PRECISIONS = ("fp32", "int8")
 
 
-class PackError(ValueError):
+class PackError(UserError, ValueError):
     """A pack directory is missing, incomplete or not one of ours."""
 
 

@@ -18,12 +18,13 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from pocketcli.atomic import atomic_path
+from pocketcli.errors import UserError
 
 _KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
 MAX_VOICE_FILE_BYTES = 1 << 30
 
 
-class VoiceError(ValueError):
+class VoiceError(UserError, ValueError):
     """A voice file is unreadable or does not fit the loaded model."""
 
 

@@ -1,0 +1,119 @@
+"""Speed of our ONNX pack against Kyutai's pocket-tts, side by side in one run.
+
+Full-size english architecture with random weights (the real weights cannot
+be downloaded here), a 3 s cloned voice, one chunk of 100 frames (EOS fires
+at frame 6 on random weights; frames_after_eos=94 makes exactly 100). Each
+side runs in its default threading: pocket-tts with its LM and Mimi threads
+on one intra-op thread, pockettts with one thread per session and the Mimi
+decoder overlapped with the FlowLM. Prints ms per frame, real-time factor
+(RTFx = audio seconds / wall seconds) and time to first audio, and ratios.
+
+    pip install -e '.[test]'
+    python benchmarks/bench_engine.py [--repeats 3] [--int8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from oracle.reference import (  # noqa: E402
+    TOKENIZER_MODEL,
+    build_reference,
+    make_config,
+    synthetic_voice_audio,
+)
+
+from pocketcli import PocketTTS  # noqa: E402
+from pocketcli.config import ModelConfig  # noqa: E402
+from pocketcli.packs.builder import build_pack  # noqa: E402
+
+TEXT = "Hello world. I am Kyutai's Pocket TTS. I'm fast enough to run on small CPUs."
+FRAMES = 100
+FRAMES_AFTER_EOS = FRAMES - 6
+
+
+def time_stream(stream) -> tuple[float, float, int]:
+    """(time to first audio, total seconds, samples) for an iterator of audio chunks."""
+    start = time.perf_counter()
+    first = None
+    samples = 0
+    for chunk in stream:
+        if first is None:
+            first = time.perf_counter() - start
+        samples += len(chunk)
+    return first or 0.0, time.perf_counter() - start, samples
+
+
+def measure(label: str, make_stream, repeats: int, sample_rate: int) -> dict:
+    time_stream(make_stream())  # warm-up
+    runs = [time_stream(make_stream()) for _ in range(repeats)]
+    ttfa = statistics.median(r[0] for r in runs)
+    total = statistics.median(r[1] for r in runs)
+    samples = runs[0][2]
+    frames = samples // 1920
+    result = {"label": label, "frames": frames, "ms_per_frame": 1000 * total / frames,
+              "rtfx": samples / sample_rate / total, "ttfa_ms": 1000 * ttfa}
+    print(f"{label:28s} {frames:4d} frames  {result['ms_per_frame']:7.1f} ms/frame  "
+          f"RTFx {result['rtfx']:5.2f}  first audio {result['ttfa_ms']:6.0f} ms", flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--int8", action="store_true", help="also our int8 pack")
+    args = parser.parse_args()
+
+    import torch
+
+    tmp = Path(tempfile.mkdtemp(prefix="pockettts-bench-"))
+    print("building the english architecture with random weights ...", flush=True)
+    ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, tmp / "ref")
+    precisions = ("fp32", "int8") if args.int8 else ("fp32",)
+    t0 = time.perf_counter()
+    build_pack(ref.checkpoint_path, ModelConfig.from_dict(ref.config), TOKENIZER_MODEL,
+               tmp / "pack", precisions=precisions)
+    print(f"pack built in {time.perf_counter() - t0:.1f} s", flush=True)
+    voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000)
+    ref.export_voice(voice_state, tmp / "voice.safetensors")
+
+    model = ref.model
+    model.temp = 0.3
+    print(f"torch threads: {torch.get_num_threads()}", flush=True)
+
+    def oracle_stream():
+        torch.manual_seed(0)
+        return (c.numpy() for c in model.generate_audio_stream(
+            voice_state, TEXT, frames_after_eos=FRAMES_AFTER_EOS))
+
+    results = [measure("pocket-tts 4.0.1 fp32", oracle_stream, args.repeats, 24_000)]
+    for precision in precisions:
+        ours = PocketTTS.load(tmp / "pack", precision=precision)
+        voice = ours.load_voice(tmp / "voice.safetensors")
+
+        def our_stream(ours=ours, voice=voice):
+            return (f.audio for f in ours.stream(TEXT, voice, seed=0,
+                                                 frames_after_eos=FRAMES_AFTER_EOS))
+
+        results.append(measure(f"pockettts onnx {precision}", our_stream, args.repeats, 24_000))
+
+    base = results[0]
+    print()
+    for r in results[1:]:
+        print(f"{r['label']} vs {base['label']}: RTFx x{r['rtfx'] / base['rtfx']:.2f}, "
+              f"first audio x{base['ttfa_ms'] / r['ttfa_ms']:.2f} faster")
+    assert all(r["frames"] == FRAMES for r in results), [r["frames"] for r in results]
+
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Audio in and out: WAV writing and (later) reading prompts."""

@@ -1,0 +1,104 @@
+"""The ``pockettts`` command: subcommands and the one place errors become exit codes.
+
+Exit status: 0 success, 1 runtime failure, 2 usage error, 130 Ctrl-C,
+143 SIGTERM. Every failure is a single line on stderr; a traceback only
+with POCKETTTS_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import typer
+
+from pocketcli import __version__
+from pocketcli.cli import tts
+from pocketcli.cli import clickcompat as click
+from pocketcli.errors import UserError
+
+app = typer.Typer(
+    name="pockettts",
+    help=(
+        "Speak text with Kyutai's Pocket TTS.\n\n"
+        "Examples:\n\n"
+        "  pockettts tts \"Hello world.\" -o hello.wav --model-dir ./pack\n\n"
+        "  echo \"Read from a pipe.\" | pockettts tts -o piped.wav --model-dir ./pack"
+    ),
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command(
+    "tts",
+    help=tts.HELP,
+    no_args_is_help=False,
+)(tts.tts_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"pockettts {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Speak text with Kyutai's Pocket TTS."""
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM so cleanup (temporary files) still runs."""
+
+
+def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
+    raise Terminated()
+
+
+def fail(message: str, code: int) -> None:
+    sys.stderr.write(f"pockettts: error: {message}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    debug = os.environ.get("POCKETTTS_DEBUG") == "1"
+    try:
+        result = app(args=argv, prog_name="pockettts", standalone_mode=False)
+    except click.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except click.UsageError as exc:
+        exc.show()
+        raise SystemExit(2) from None
+    except click.Abort:
+        fail("interrupted", 130)
+    except click.ClickException as exc:
+        fail(exc.format_message(), exc.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Terminated:
+        fail("terminated", 143)
+    except UserError as exc:
+        if debug:
+            raise
+        fail(str(exc), 1)
+    except OSError as exc:
+        if debug:
+            raise
+        fail(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", 1)
+    except Exception as exc:  # a bug: still one line unless debugging
+        if debug:
+            raise
+        fail(f"{type(exc).__name__}: {exc} (set POCKETTTS_DEBUG=1 for details)", 1)
+    raise SystemExit(result if isinstance(result, int) else 0)
+
+
+if __name__ == "__main__":
+    run()

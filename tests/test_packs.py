@@ -1,0 +1,84 @@
+"""Building packs from a Kyutai checkpoint without torch."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import yaml
+from safetensors.numpy import load_file, save_file
+
+from pocketcli import PocketTTS
+from pocketcli.config import ModelConfig
+from pocketcli.packs.builder import build_pack
+from pocketcli.packs.checkpoint import CheckpointError
+from pocketcli.packs.manifest import PackError, PackManifest
+
+TOKENIZER = Path(__file__).parent / "data" / "tokenizer-en" / "tokenizer.model"
+
+
+def _config(fixture_dir: Path) -> ModelConfig:
+    return ModelConfig.from_yaml(fixture_dir / "config.yaml")
+
+
+def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice_path) -> None:
+    out = tmp_path / "pack"
+    build_pack(fixture_dir / "model.safetensors", _config(fixture_dir), TOKENIZER, out,
+               precisions=("fp32", "int8"))
+    manifest = PackManifest.read(out)
+    assert manifest.precisions == ("fp32", "int8")
+    ours = PocketTTS.load(out)
+    committed = PocketTTS.load(fixture_dir / "pack")
+    voice = ours.load_voice(voice_path)
+    a = ours.synthesize("Rebuilt.", voice, temperature=0.0)
+    b = committed.synthesize("Rebuilt.", voice, temperature=0.0)
+    assert np.array_equal(a, b)
+
+
+def test_int8_graphs_use_integer_matmuls(pack_dir) -> None:
+    manifest = PackManifest.read(pack_dir)
+    step = onnx.load(str(pack_dir / manifest.graphs["int8"]["flowlm_step"]))
+    ops = [n.op_type for n in step.graph.node]
+    assert "MatMulInteger" in ops
+    # Attention products (activation x activation) stay in float.
+    assert "MatMul" in ops
+
+
+def test_checkpoint_for_another_size_is_refused(fixture_dir, tmp_path) -> None:
+    raw = yaml.safe_load((fixture_dir / "config.yaml").read_text())
+    raw["flow_lm"]["transformer"]["num_layers"] = 3
+    with pytest.raises(CheckpointError, match="lacks .* tensor"):
+        build_pack(fixture_dir / "model.safetensors", ModelConfig.from_dict(raw), TOKENIZER,
+                   tmp_path / "pack")
+    raw["flow_lm"]["transformer"]["num_layers"] = 2
+    raw["flow_lm"]["transformer"]["hidden_scale"] = 8
+    with pytest.raises(CheckpointError, match="linear1.weight has shape"):
+        build_pack(fixture_dir / "model.safetensors", ModelConfig.from_dict(raw), TOKENIZER,
+                   tmp_path / "pack")
+    assert not (tmp_path / "pack").exists()
+
+
+def test_corrupt_checkpoint_is_refused(fixture_dir, tmp_path) -> None:
+    weights = load_file(str(fixture_dir / "model.safetensors"))
+    weights["flow_lm.bos_emb"] = np.full_like(weights["flow_lm.bos_emb"], np.nan)
+    save_file(weights, str(tmp_path / "nan.safetensors"))
+    with pytest.raises(CheckpointError, match="NaN"):
+        build_pack(tmp_path / "nan.safetensors", _config(fixture_dir), TOKENIZER, tmp_path / "p")
+    (tmp_path / "junk.safetensors").write_bytes(b"junk")
+    with pytest.raises(CheckpointError, match="not a readable"):
+        build_pack(tmp_path / "junk.safetensors", _config(fixture_dir), TOKENIZER, tmp_path / "p")
+
+
+def test_incomplete_pack_is_reported(pack_dir, tmp_path) -> None:
+    copy = tmp_path / "pack"
+    shutil.copytree(pack_dir, copy)
+    (copy / "flow_head.onnx").unlink()
+    with pytest.raises(PackError, match="flow_head.onnx is missing"):
+        PackManifest.read(copy)
+    with pytest.raises(PackError, match="not found"):
+        PackManifest.read(tmp_path / "nowhere")
+    with pytest.raises(PackError, match="no fp16 graphs|has no"):
+        PocketTTS.load(pack_dir, precision="fp16")

@@ -1,0 +1,105 @@
+"""The ONNX runtime and engine on the committed tiny pack, without torch.
+
+The pack's reference audio was produced by Kyutai's pocket-tts on the same
+random weights, so these tests keep checking equality with the oracle on
+machines that do not have it installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pocketcli import PocketTTS
+from pocketcli.engine.noise import InjectedNoise
+from pocketcli.voices.state import VoiceError, VoiceState, save_voice_state
+
+
+@pytest.fixture(scope="module")
+def tts(pack_dir: Path) -> PocketTTS:
+    return PocketTTS.load(pack_dir)
+
+
+def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> None:
+    voice = tts.load_voice(voice_path)
+    audio = tts.synthesize(reference["text"], voice, temperature=0.0,
+                           max_tokens=reference["max_tokens"])
+    expected = np.load(fixture_dir / "reference_audio.npy")
+    assert audio.shape == expected.shape
+    assert np.abs(audio - expected).max() <= 1e-4
+    plans = tts.plan(reference["text"], reference["max_tokens"])
+    assert [list(p.token_ids) for p in plans] == reference["token_ids"]
+
+
+def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) -> None:
+    voice = tts.load_voice(voice_path)
+    frames = list(tts.stream(reference["text"], voice, temperature=0.0,
+                             max_tokens=reference["max_tokens"]))
+    assert all(f.audio.shape == (1920,) and f.audio.dtype == np.float32 for f in frames)
+    per_chunk = [sum(1 for f in frames if f.chunk_index == c)
+                 for c in range(len(reference["frames_per_chunk"]))]
+    assert per_chunk == reference["frames_per_chunk"]
+    for c in range(len(per_chunk)):
+        assert [f.frame_index for f in frames if f.chunk_index == c] == list(range(per_chunk[c]))
+    # The first 5 ms of every chunk fade in from silence.
+    firsts = [f for f in frames if f.frame_index == 0]
+    assert all(f.audio[0] == 0.0 for f in firsts)
+
+
+def test_seed_makes_runs_repeatable(tts, voice_path) -> None:
+    voice = tts.load_voice(voice_path)
+    a = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3)
+    b = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3)
+    c = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=4)
+    assert np.array_equal(a, b)
+    assert a.shape != c.shape or not np.array_equal(a, c)
+
+
+def test_injected_noise_equals_seeded_noise(tts, voice_path) -> None:
+    voice = tts.load_voice(voice_path)
+    rng = np.random.default_rng(9)
+    noise = [rng.standard_normal(32).astype(np.float32) for _ in range(400)]
+    a = tts.synthesize("Injected noise.", voice, noise=InjectedNoise(noise))
+    b = tts.synthesize("Injected noise.", voice, noise=InjectedNoise(noise))
+    zero = tts.synthesize("Injected noise.", voice, temperature=0.0)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a[: len(zero)], zero[: len(a)])
+
+
+def test_decoder_thread_does_not_change_numbers(tts, voice_path) -> None:
+    from pocketcli.engine.generator import GenerationSettings, generate_frames
+    from pocketcli.engine.noise import GaussianNoise
+
+    voice = tts.load_voice(voice_path)
+    plans = tts.plan("Threaded or not, the same audio.")
+    outs = []
+    for threaded in (True, False):
+        settings = GenerationSettings(eos_threshold=-4.0, threaded_decoder=threaded)
+        frames = generate_frames(tts.runtime, plans, voice, GaussianNoise(0.5, 1), settings)
+        outs.append(np.concatenate([f.audio for f in frames]))
+    assert np.array_equal(outs[0], outs[1])
+
+
+def test_no_voice_is_allowed(tts) -> None:
+    audio = tts.synthesize("No voice prompt at all.", None, temperature=0.0)
+    assert audio.size > 0 and np.isfinite(audio).all()
+
+
+def test_int8_pack_runs_close_to_fp32(pack_dir, voice_path) -> None:
+    fp32 = PocketTTS.load(pack_dir)
+    int8 = PocketTTS.load(pack_dir, precision="int8")
+    voice = fp32.load_voice(voice_path)
+    a = fp32.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9)
+    b = int8.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9)
+    assert a.shape == b.shape
+    assert 0 < np.abs(a - b).max() < 0.5 * np.abs(a).max()
+
+
+def test_voice_for_another_model_size_is_refused(tts, tmp_path) -> None:
+    keys = tuple(np.zeros((5, 4, 16), np.float32) for _ in range(3))
+    path = tmp_path / "other.safetensors"
+    save_voice_state(VoiceState(keys, keys), path)
+    with pytest.raises(VoiceError, match="3 layers but the model has 2"):
+        tts.load_voice(path)
