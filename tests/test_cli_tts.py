@@ -47,7 +47,7 @@ def test_same_seed_same_file(pack_dir, tmp_path) -> None:
 
 
 def test_text_from_stdin_and_default_output(pack_dir, tmp_path) -> None:
-    r = run("tts", "--model-dir", str(pack_dir), "-q", stdin="Piped text.\n".encode(), cwd=tmp_path)
+    r = run("tts", "--model-dir", str(pack_dir), "-q", stdin=b"Piped text.\n", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "output.wav").stat().st_size > 44
 

@@ -14,8 +14,8 @@ import sys
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import tts
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli import tts
 from pocketcli.errors import UserError
 
 app = typer.Typer(

@@ -41,7 +41,8 @@ def tts_command(
         None, "--voice-file", help="Voice state (.safetensors, Kyutai's export-voice format)."),
     temperature: float | None = typer.Option(
         None, "--temperature", min=0.0, help="Sampling temperature (default: the model's)."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed for the noise: same seed, same audio."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Seed for the noise: same seed, same audio."),
     precision: str = typer.Option("fp32", "--precision", help=f"One of: {', '.join(PRECISIONS)}."),
     max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No timing summary on stderr."),

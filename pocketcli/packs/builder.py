@@ -123,7 +123,8 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
     }
     if fl.insert_bos_before_voice:
         constants["bos_before_voice"] = weights["flow_lm.bos_before_voice"]
-    save_file({k: np.ascontiguousarray(v) for k, v in constants.items()}, str(work / CONSTANTS_FILE))
+    save_file({k: np.ascontiguousarray(v) for k, v in constants.items()},
+              str(work / CONSTANTS_FILE))
     shutil.copyfile(tokenizer, work / tokenizer.name)
 
     manifest = PackManifest(

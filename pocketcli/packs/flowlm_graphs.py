@@ -145,7 +145,8 @@ def _variance_norm(g: GraphBuilder, x: str, alpha: np.ndarray, name: str) -> str
     sq_sum = g.op("ReduceSum", [g.op("Mul", [centred, centred]), g.const([-1], np.int64)],
                   keepdims=1)
     var = g.op("Add", [g.op("Div", [sq_sum, g.const(n - 1.0)]), g.const(1e-5)])
-    gain = g.op("Mul", [g.weight(f"{name}.alpha", alpha), g.op("Reciprocal", [g.op("Sqrt", [var])])])
+    inv_std = g.op("Reciprocal", [g.op("Sqrt", [var])])
+    gain = g.op("Mul", [g.weight(f"{name}.alpha", alpha), inv_std])
     return g.op("Mul", [x, gain])
 
 

@@ -137,7 +137,7 @@ def _split_long_sentence(
     """
     ids = tokenizer.encode(sentence.strip())
     pieces = _segments(ids, _cut_points(ids, pause_marks), tokenizer)
-    return pieces
+    return pieces if len(pieces) > 1 else [(n_tokens, sentence)]
 
 
 def _pack(segments: Sequence[tuple[int, str]], max_tokens: int) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pocketcli.errors import UserError
 from pocketcli.text.rules import TextRules
 
 __all__ = ["EmptyTextError", "PreparedText", "prepare_text"]
@@ -35,7 +36,7 @@ _PAD_BELOW_WORDS = 5
 _PADDING = " " * 8
 
 
-class EmptyTextError(ValueError):
+class EmptyTextError(UserError, ValueError):
     """The text has nothing left to speak once whitespace (and deletions) are removed."""
 
 

@@ -16,6 +16,8 @@ from typing import Protocol, runtime_checkable
 import sentencepiece
 import tokenizers
 
+from pocketcli.errors import UserError
+
 __all__ = [
     "JsonTokenizer",
     "SentencePieceTokenizer",
@@ -28,7 +30,7 @@ _JSON_KINDS = frozenset({"tokenizers", "json"})
 _SENTENCEPIECE_KINDS = frozenset({"sentencepiece"})
 
 
-class TokenizerError(ValueError):
+class TokenizerError(UserError, ValueError):
     """A tokenizer file is missing, unreadable or does not fit the model."""
 
 
