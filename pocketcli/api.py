@@ -19,6 +19,7 @@ from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
+from pocketcli.text.overlong import split_overlong
 from pocketcli.voices.state import VoiceState, load_voice_state
 
 
@@ -57,9 +58,16 @@ class PocketTTS:
 
     def plan(self, text: str, max_tokens: int = MAX_TOKENS_PER_CHUNK,
              frames_after_eos: int | None = None) -> list[ChunkPlan]:
-        """The chunks, token ids and frame budgets the text will be spoken as."""
-        return plan_chunks(self.tokenizer, text, self.rules, max_tokens, frames_after_eos,
-                           frame_rate=self.config.mimi.frame_rate)
+        """The chunks, token ids and frame budgets the text will be spoken as.
+
+        Equal to pocket-tts's chunking, except that a chunk it would leave over
+        ``max_tokens`` (text without sentence or clause marks) is cut at words.
+        """
+        rate = self.config.mimi.frame_rate
+        plans = plan_chunks(self.tokenizer, text, self.rules, max_tokens, frames_after_eos,
+                            frame_rate=rate)
+        return split_overlong(self.tokenizer, plans, self.rules, max_tokens, frames_after_eos,
+                              rate)
 
     def stream(
         self,

@@ -82,8 +82,9 @@ def test_bad_input_is_one_line_and_no_output(pack_dir, tmp_path, args, stdin, co
 
 
 def test_unwritable_destination_is_one_line(pack_dir, tmp_path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
     r = run("tts", "Hi.", "--model-dir", str(pack_dir), "-q",
-            "-o", str(tmp_path / "no-such-dir" / "x.wav"))
+            "-o", str(tmp_path / "a-file" / "x.wav"))
     assert r.returncode == 1
     assert b"Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
