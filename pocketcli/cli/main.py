@@ -15,7 +15,7 @@ import typer
 
 from pocketcli import __version__
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli import tts
+from pocketcli.cli import completion, tts
 from pocketcli.errors import UserError
 
 app = typer.Typer(
@@ -36,6 +36,7 @@ app.command(
     help=tts.HELP,
     no_args_is_help=False,
 )(tts.tts_command)
+app.command("completion", help=completion.HELP)(completion.completion_command)
 
 
 def _version(value: bool) -> None:
@@ -50,6 +51,9 @@ def _root(
                                  help="Print the version and exit."),
 ) -> None:
     """Speak text with Kyutai's Pocket TTS."""
+
+
+COMPLETE_VAR = completion.COMPLETE_VAR
 
 
 class Terminated(BaseException):
@@ -69,9 +73,14 @@ def fail(message: str, code: int) -> None:
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if COMPLETE_VAR in os.environ:
+        from typer.completion import completion_init
+
+        completion_init()  # registers bash/zsh/fish for the completion protocol
     debug = os.environ.get("POCKETTTS_DEBUG") == "1"
     try:
-        result = app(args=argv, prog_name="pockettts", standalone_mode=False)
+        result = app(args=argv, prog_name="pockettts", standalone_mode=False,
+                     complete_var=COMPLETE_VAR)
     except click.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except click.UsageError as exc:

@@ -14,7 +14,10 @@ import typer
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import (
     BACKENDS,
+    COMPUTE_UNITS,
     DEFAULT_VOICE,
+    PLACEMENTS,
+    RUNTIMES,
     ModelChoice,
     load_model,
     resolve_named_voice,
@@ -91,13 +94,17 @@ def tts_command(
         None, "--temperature", min=0.0, help="Sampling temperature (default: the model's)."),
     seed: int | None = typer.Option(
         None, "--seed", help="Seed for the noise: same seed, same audio."),
-    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
+    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml.",
+                                autocompletion=lambda: list(RUNTIMES)),
     precision: str | None = typer.Option(
-        None, "--precision", help="onnx: fp32 (default) or int8; coreml: fp16 or int8."),
+        None, "--precision", help="onnx: fp32 (default) or int8; coreml: fp16 or int8.",
+        autocompletion=lambda: ["fp32", "fp16", "int8"]),
     compute_units: str = typer.Option(
         "default", "--compute-units",
-        help="CoreML: default, no-ane, all, cpu-gpu, cpu-ane, cpu-only."),
-    placement: str = typer.Option("gpu", "--placement", help="CoreML: gpu or ane."),
+        help="CoreML: default, no-ane, all, cpu-gpu, cpu-ane, cpu-only.",
+        autocompletion=lambda: list(COMPUTE_UNITS)),
+    placement: str = typer.Option("gpu", "--placement", help="CoreML: gpu or ane.",
+                                  autocompletion=lambda: list(PLACEMENTS)),
     backend: str = typer.Option("pocket", "--backend", help="Accepted for FluidAudio parity."),
     no_deess: bool = typer.Option(
         False, "--no-deess",

@@ -1,0 +1,1 @@
+complete --command pockettts --no-files --arguments "(env _POCKETTTS_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) pockettts)" --condition "env _POCKETTTS_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) pockettts"
