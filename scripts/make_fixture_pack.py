@@ -55,7 +55,8 @@ def main() -> None:
         yaml.safe_dump(config, f, sort_keys=False, allow_unicode=True)
     build_pack(out / "model.safetensors", ModelConfig.from_dict(config), TOKENIZER_MODEL,
                out / "pack", precisions=("fp32", "int8"),
-               source={"checkpoint": f"random weights (tests/oracle, seed {WEIGHT_SEED})"})
+               source={"checkpoint": f"random weights (tests/oracle, seed {WEIGHT_SEED})",
+                       "checkpoint_path": "../model.safetensors"})
 
     voice = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
     ref.export_voice(voice, out / "voice.safetensors")

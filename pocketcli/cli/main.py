@@ -14,8 +14,8 @@ import sys
 import typer
 
 from pocketcli import __version__
+from pocketcli.cli import benchmark, completion, tts
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli import completion, tts
 from pocketcli.errors import UserError
 
 app = typer.Typer(
@@ -37,6 +37,8 @@ app.command(
     no_args_is_help=False,
 )(tts.tts_command)
 app.command("completion", help=completion.HELP)(completion.completion_command)
+app.command("benchmark", help=benchmark.HELP)(benchmark.benchmark_command)
+app.command("corpus", help=benchmark.CORPUS_HELP)(benchmark.corpus_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,1 @@
+"""The benchmark harness: FluidAudio's TTS figures on the MiniMax test set."""

@@ -1,0 +1,197 @@
+"""``pockettts benchmark`` and ``pockettts corpus``: FluidAudio's TTS benchmark, and more."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import clickcompat as click
+from pocketcli.cli.model_options import DEFAULT_VOICE, load_model, validate_choice
+from pocketcli.errors import UserError
+
+HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
+
+Examples:
+
+  pockettts benchmark --limit 20
+
+  pockettts benchmark --model-dir ./pack --precision int8 --output-json bench.json
+
+  pockettts benchmark --model-dir ./pack --compare-reference --skip-asr
+
+  pockettts benchmark --corpus-path my-lines.txt --audio-dir wavs/
+"""
+
+CORPUS_HELP = """Fetch MiniMax test-set phrase lists for other languages.
+
+Examples:
+
+  pockettts corpus --languages french,german
+
+  pockettts corpus --languages all
+"""
+
+FIGURES = [
+    ("cold_start_s", "cold start", "s", False),
+    ("first_synth_ms", "first synthesis", "ms", False),
+    ("ttft_ms_p50", "time to first audio p50", "ms", False),
+    ("ttft_ms_p95", "time to first audio p95", "ms", False),
+    ("synth_ms_p50", "synthesis p50", "ms", False),
+    ("synth_ms_p95", "synthesis p95", "ms", False),
+    ("agg_rtfx", "aggregate RTFx", "x", True),
+    ("peak_rss_mb", "peak RSS", "MB", False),
+]
+
+
+def _ratios(ours: dict, ref: dict) -> dict[str, float]:
+    """How many times better we are on each figure (>1 = pockettts ahead)."""
+    out = {}
+    for key, _, _, higher_better in FIGURES:
+        a, b = ours.get(key), ref.get(key)
+        if a and b:
+            out[key] = (a / b) if higher_better else (b / a)
+    return out
+
+
+def _print_table(report, ratios: dict | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    s = report.summary.__dict__
+    table = Table(title="pockettts benchmark", show_lines=False)
+    table.add_column("figure")
+    table.add_column("pockettts", justify="right")
+    if report.reference:
+        table.add_column(report.reference.get("label", "reference"), justify="right")
+        table.add_column("ratio", justify="right")
+    for key, label, unit, _ in FIGURES:
+        row = [label, f"{s[key]:.2f} {unit}"]
+        if report.reference:
+            ref = report.reference.get(key)
+            row += [f"{ref:.2f} {unit}" if ref is not None else "-",
+                    f"x{ratios[key]:.2f}" if ratios and key in ratios else "-"]
+        table.add_row(*row)
+    for stage, ms in report.stages_ms.items():
+        table.add_row(f"{stage} per call", f"{ms:.2f} ms", *([""] * 2 if report.reference else []))
+    table.add_row("phrases / frames / chunks",
+                  f"{s['phrases']} / {s['frames']} / {s['chunks']}",
+                  *([""] * 2 if report.reference else []))
+    if s["wer_macro"] is not None:
+        table.add_row(f"WER / CER ({report.asr_backend})",
+                      f"{100 * s['wer_macro']:.1f}% / {100 * s['cer_macro']:.1f}%",
+                      *([""] * 2 if report.reference else []))
+    Console(stderr=True).print(table)
+
+
+def benchmark_command(
+    corpus: str = typer.Option("minimax-english", "--corpus", help="minimax-<language>."),
+    corpus_path: Path | None = typer.Option(None, "--corpus-path",
+                                            help="Phrase file (# comments)."),
+    language: str | None = typer.Option(None, "--language", help="Language pack."),
+    voice: str | None = typer.Option(None, "--voice", "-v", help="Built-in voice (default alba)."),
+    voice_file: Path | None = typer.Option(None, "--voice-file", help="Voice file to use."),
+    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
+    precision: str | None = typer.Option(None, "--precision", help="fp32/int8 (onnx)."),
+    compute_units: str = typer.Option("default", "--compute-units", help="CoreML preset."),
+    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
+    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    output_json: Path | None = typer.Option(None, "--output-json", help="Write the report."),
+    audio_dir: Path | None = typer.Option(None, "--audio-dir", help="Keep phrase_NNN.wav."),
+    skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
+    asr_backend: str = typer.Option("auto", "--asr-backend",
+                                    help="auto, pocketsphinx, faster-whisper or none."),
+    asr_model: str | None = typer.Option(None, "--asr-model", help="faster-whisper model."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N phrases."),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0),
+    compare_reference: bool = typer.Option(
+        False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No table on stderr."),
+) -> None:
+    from pocketcli.bench.asr import load_recognizer
+    from pocketcli.bench.corpus import load_corpus
+    from pocketcli.bench.runner import run_benchmark
+
+    choice = validate_choice(model_dir, language, None, runtime, precision, compute_units,
+                             "gpu", offline)
+    phrases = load_corpus(corpus, corpus_path)[:limit]
+    if not phrases:
+        raise click.UsageError("the corpus has no phrases")
+    recognizer = None if skip_asr else load_recognizer(asr_backend, choice.language or "english",
+                                                       asr_model)
+    voice_path: list[Path | None] = [voice_file]
+
+    def load():
+        tts = load_model(choice, quiet=quiet)
+        if voice_file is not None:
+            return tts, tts.load_voice(voice_file)
+        name = voice or DEFAULT_VOICE
+        from pocketcli.cli.model_options import resolve_named_voice
+
+        try:
+            path = resolve_named_voice(choice, name)
+        except UserError:
+            if voice is not None or choice.model_dir is None:
+                raise
+            return tts, None          # a bare pack without voices: unconditioned
+        voice_path[0] = path
+        return tts, tts.load_voice(path)
+
+    def progress(done: int, total: int) -> None:
+        if not quiet:
+            sys.stderr.write(f"\r{done}/{total} phrases")
+            sys.stderr.flush()
+            if done == total:
+                sys.stderr.write("\n")
+
+    options = {"temperature": temperature}
+    report = run_benchmark(load, phrases, options=options, audio_dir=audio_dir,
+                           recognizer=recognizer, progress=progress)
+    report.settings = {
+        "corpus": str(corpus_path) if corpus_path else corpus, "language": choice.language,
+        "model_dir": str(model_dir) if model_dir else None, "runtime": choice.runtime,
+        "precision": choice.precision, "voice": str(voice_path[0]) if voice_path[0] else None,
+        "temperature": temperature,
+    }
+    ratios = None
+    if compare_reference:
+        from pocketcli.bench.reference import run_reference
+
+        if model_dir is None:
+            raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
+        report.reference = run_reference(model_dir, phrases, voice=voice_path[0],
+                                         temperature=temperature,
+                                         quantize=choice.precision == "int8")
+        ratios = _ratios(report.summary.__dict__, report.reference)
+        report.ratios = ratios
+    if output_json is not None:
+        from pocketcli.atomic import atomic_path
+
+        with atomic_path(output_json) as tmp:
+            tmp.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
+                           encoding="utf-8")
+    if not quiet:
+        _print_table(report, ratios)
+
+
+def corpus_command(
+    languages: str = typer.Option(..., "--languages", "-l",
+                                  help="Comma-separated MiniMax languages, or 'all'."),
+    revision: str | None = typer.Option(None, "--revision", help="Dataset revision."),
+    out_dir: Path | None = typer.Option(None, "--out-dir", help="Where to write <lang>.txt."),
+    offline: bool = typer.Option(False, "--offline", help="Only use the local HF cache."),
+) -> None:
+    from pocketcli.bench.corpus import MINIMAX_LANGUAGES
+    from pocketcli.bench.fetch import fetch_minimax
+
+    wanted = list(MINIMAX_LANGUAGES) if languages == "all" else [
+        x.strip() for x in languages.split(",") if x.strip()]
+    unknown = [x for x in wanted if x not in MINIMAX_LANGUAGES]
+    if unknown or not wanted:
+        raise click.BadParameter(f"{', '.join(unknown) or languages!r}; choose from "
+                                 f"{', '.join(MINIMAX_LANGUAGES)} or all",
+                                 param_hint="--languages")
+    for path in fetch_minimax(wanted, revision=revision, out_dir=out_dir, offline=offline):
+        typer.echo(str(path))

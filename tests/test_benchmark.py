@@ -1,0 +1,108 @@
+"""The benchmark harness on the committed tiny pack (real console script, real files)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile as sf
+from test_cli_tts import run
+
+from pocketcli.bench.corpus import load_corpus, parse_corpus
+from pocketcli.bench.fetch import minimax_lines
+from pocketcli.bench.scoring import cer, normalize_for_scoring, wer
+
+
+def test_shipped_corpus_has_the_100_english_phrases() -> None:
+    phrases = load_corpus("minimax-english")
+    assert len(phrases) == 100
+    assert not any(p.startswith("#") for p in phrases)
+
+
+def test_corpus_rules() -> None:
+    assert parse_corpus("# header\n\n  one  \n#two\nthree\n") == ["one", "three"]
+    assert minimax_lines("a.wav|Hello | there\n\nb.wav|Bye\n") == ["Hello | there", "Bye"]
+
+
+def test_scoring_normalises_both_sides() -> None:
+    assert normalize_for_scoring("Don't CRY, he said!") == "don't cry he said"
+    assert wer("Don't cry, he said.", "don't cry he said") == 0.0
+    assert wer("a b c d", "a x c") == pytest.approx(0.5)
+    assert cer("abcd", "abed") == pytest.approx(0.25)
+
+
+def test_benchmark_report(pack_dir, voice_path, tmp_path) -> None:
+    report_path, audio_dir = tmp_path / "bench.json", tmp_path / "wavs"
+    r = run("benchmark", "--model-dir", str(pack_dir), "--voice-file", str(voice_path),
+            "--limit", "4", "--skip-asr", "--output-json", str(report_path),
+            "--audio-dir", str(audio_dir))
+    assert r.returncode == 0, r.stderr
+    assert b"aggregate RTFx" in r.stderr
+    report = json.loads(report_path.read_text())
+    assert report["schema"] == "pockettts-benchmark/1"
+    summary, phrases = report["summary"], report["phrases"]
+    assert summary["phrases"] == len(phrases) == 4
+    assert [p["text"] for p in phrases] == load_corpus("minimax-english")[:4]
+    audio = sum(p["audio_s"] for p in phrases)
+    synth = sum(p["synth_ms"] for p in phrases) / 1000
+    assert summary["agg_rtfx"] == pytest.approx(audio / synth, rel=1e-6)
+    assert all(0 < p["ttft_ms"] <= p["synth_ms"] for p in phrases)
+    assert summary["frames"] == sum(p["frame_count"] for p in phrases)
+    assert set(report["stages_ms"]) == {"text_prefill", "flowlm_step", "flow_head",
+                                        "mimi_decode"}
+    assert summary["peak_rss_mb"] > 10
+    for i, p in enumerate(phrases):
+        wav, rate = sf.read(audio_dir / f"phrase_{i:03d}.wav")
+        assert rate == 24_000 and len(wav) == p["frame_count"] * 1920
+        assert np.abs(wav).max() == pytest.approx(1.0, abs=1e-4)
+    assert summary["wer_macro"] is None and report["asr_backend"] is None
+
+
+def test_corpus_path_and_bad_options(pack_dir, tmp_path) -> None:
+    lines = tmp_path / "mine.txt"
+    lines.write_text("# my corpus\nFirst.\n\nSecond one.\n")
+    out = tmp_path / "r.json"
+    r = run("benchmark", "--model-dir", str(pack_dir), "--corpus-path", str(lines),
+            "--skip-asr", "-q", "--output-json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert [p["text"] for p in json.loads(out.read_text())["phrases"]] == ["First.",
+                                                                          "Second one."]
+    bad = run("benchmark", "--model-dir", str(pack_dir), "--corpus", "minimax-klingon")
+    assert bad.returncode == 1 and b"unknown corpus" in bad.stderr
+    bad = run("corpus", "--languages", "klingon")
+    assert bad.returncode == 2 and b"english" in bad.stderr
+
+
+def test_asr_round_trip_on_real_speech() -> None:
+    pytest.importorskip("pocketsphinx")
+    from pathlib import Path
+
+    from pocketcli.bench.asr import load_recognizer
+
+    clip = Path(__file__).parent / "data" / "speech" / "librispeech"
+    wavs = sorted(clip.glob("*7902-96591-0001.wav")) if clip.is_dir() else []
+    if not wavs:
+        pytest.skip("speech clips not present")
+    audio, rate = sf.read(wavs[0], dtype="float32")
+    recognizer = load_recognizer("pocketsphinx")
+    hypothesis = recognizer.transcribe(audio, rate)
+    truth = wavs[0].with_suffix(".txt").read_text()
+    assert wer(truth, hypothesis) < 0.6         # a real recogniser on real speech
+
+
+@pytest.mark.oracle
+def test_compare_reference_prints_both_and_ratios(pack_dir, voice_path, tmp_path) -> None:
+    pytest.importorskip("pocket_tts")
+    out = tmp_path / "r.json"
+    r = run("benchmark", "--model-dir", str(pack_dir), "--voice-file", str(voice_path),
+            "--limit", "2", "--skip-asr", "--compare-reference", "--output-json", str(out))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["reference"]["label"].startswith("pocket-tts")
+    for key in ("agg_rtfx", "ttft_ms_p50", "peak_rss_mb", "cold_start_s"):
+        assert report["reference"][key] > 0
+        assert report["ratios"][key] > 0
+    assert report["reference"]["audio_s"] == pytest.approx(report["summary"]["audio_s"],
+                                                           rel=0.01)
+    assert b"ratio" in r.stderr
