@@ -14,7 +14,7 @@ import sys
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import benchmark, completion, tts
+from pocketcli.cli import benchmark, completion, normalize, tts
 from pocketcli.cli import clickcompat as click
 from pocketcli.errors import UserError
 
@@ -36,6 +36,7 @@ app.command(
     help=tts.HELP,
     no_args_is_help=False,
 )(tts.tts_command)
+app.command("normalize", help=normalize.HELP, no_args_is_help=False)(normalize.normalize_command)
 app.command("completion", help=completion.HELP)(completion.completion_command)
 app.command("benchmark", help=benchmark.HELP)(benchmark.benchmark_command)
 app.command("corpus", help=benchmark.CORPUS_HELP)(benchmark.corpus_command)

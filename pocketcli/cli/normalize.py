@@ -1,0 +1,81 @@
+"""``pockettts normalize``: print what would be spoken, so users can see and script it."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from pocketcli.cli import clickcompat as click
+from pocketcli.normalize import (
+    SUPPORTED_LANGUAGES,
+    MarkupError,
+    Pause,
+    UnknownLanguageError,
+    normalize_text,
+    parse_markup,
+)
+
+HELP = """Print TEXT (or standard input) as it would be spoken: numbers, dates, money,
+units, abbreviations and symbols in words, with pauses shown as \\[pause 0.50s].
+
+Examples:
+
+  pockettts normalize "Dr. Smith paid $1,234.56 on 2024-03-15."
+
+  pockettts normalize "Am 3. März um 14:30 Uhr" --language german
+
+  pockettts normalize "<speak>Wait<break time='1s'/>now</speak>"
+
+  echo "Visit www.example.com \\[pause:1.5s] thanks" | pockettts normalize --urls drop
+"""
+
+_MODES = ("read", "drop")
+
+
+def _read_stdin() -> str:
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"standard input is not UTF-8 text (byte {exc.start})") from None
+
+
+def _mode(value: str, flag: str) -> str:
+    if value not in _MODES:
+        raise click.BadParameter(f"{value!r}; choose from {', '.join(_MODES)}", param_hint=flag)
+    return value
+
+
+def normalize_command(
+    text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to read."),
+    language: str = typer.Option(
+        "english", "-l", "--language",
+        help=f"Language (a model id works too, e.g. french_24l): "
+             f"{', '.join(SUPPORTED_LANGUAGES)}."),
+    ssml: bool | None = typer.Option(
+        None, "--ssml/--no-ssml",
+        help="Read the text as SSML (default: when it starts with <speak>)."),
+    urls: str = typer.Option("read", "--urls", help="read or drop URLs."),
+    emails: str = typer.Option("read", "--emails", help="read or drop e-mail addresses."),
+) -> None:
+    urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")
+    words = text_arg
+    if words is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError("no text: give TEXT or pipe text on standard input")
+        words = _read_stdin()
+    if "\x00" in words:
+        raise click.UsageError("the text contains NUL bytes: is it a binary file?")
+    if not words.strip():
+        raise click.UsageError("the text is empty")
+    try:
+        items = parse_markup(words, ssml=ssml, language=language,
+                             on_warning=lambda m: sys.stderr.write(f"pockettts: warning: {m}\n"))
+    except UnknownLanguageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--language") from None
+    except MarkupError as exc:
+        raise click.UsageError(str(exc)) from None
+    said = [f"[pause {item.seconds:.2f}s]" if isinstance(item, Pause)
+            else normalize_text(item.text, language, urls=urls, emails=emails)
+            for item in items]
+    typer.echo(" ".join(s for s in said if s))
