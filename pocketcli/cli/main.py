@@ -14,7 +14,7 @@ import sys
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import benchmark, completion, normalize, tts
+from pocketcli.cli import benchmark, completion, download, normalize, tts, voices
 from pocketcli.cli import clickcompat as click
 from pocketcli.errors import UserError
 
@@ -40,6 +40,8 @@ app.command("normalize", help=normalize.HELP, no_args_is_help=False)(normalize.n
 app.command("completion", help=completion.HELP)(completion.completion_command)
 app.command("benchmark", help=benchmark.HELP)(benchmark.benchmark_command)
 app.command("corpus", help=benchmark.CORPUS_HELP)(benchmark.corpus_command)
+app.command("download", help=download.HELP)(download.download_command)
+app.command("voices", help=voices.HELP)(voices.voices_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,202 @@
+"""Fetching one source (hf://, https:// or a local path) into the cache, safely.
+
+Rules every fetch follows:
+
+- the local cache is tried first with ``local_files_only=True``: a cached
+  file at a pinned revision never costs a request;
+- offline (``--offline`` or HF_HUB_OFFLINE) stops there;
+- every request has the deadline of ``hubclient``;
+- a downloaded file whose bytes do not hash to the sha256 the Hub announced
+  (the blob name huggingface_hub stores it under) is deleted, not used.
+  huggingface_hub checks the size but not the hash, so this is ours; a mark
+  in the store remembers a blob already checked, so the hash is computed
+  once per blob, also for blobs that were cached before a crash could
+  interrupt their check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import LocalEntryNotFoundError
+
+from pocketcli.atomic import atomic_path
+from pocketcli.store.errors import StoreError, explain, offline_error
+from pocketcli.store.hubclient import get_session, install_deadline, no_network
+from pocketcli.store.paths import hub_cache_dir, hub_endpoint, store_dir
+from pocketcli.store.progress import Reporter
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class HfRef:
+    """``hf://org/name/path/in/repo@revision``, the URL form pocket-tts configs use."""
+
+    repo: str
+    path: str
+    revision: str | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> HfRef:
+        rest = url.removeprefix("hf://")
+        parts = rest.split("/")
+        if not url.startswith("hf://") or len(parts) < 3 or not all(parts[:3]):
+            raise StoreError(f"{url!r} is not an hf://org/repo/path[@revision] URL")
+        path = "/".join(parts[2:])
+        revision = None
+        if "@" in path:
+            path, revision = path.rsplit("@", 1)
+        return cls("/".join(parts[:2]), path, revision or None)
+
+    def __str__(self) -> str:
+        return f"hf://{self.repo}/{self.path}" + (f"@{self.revision}" if self.revision else "")
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """How to describe a fetch in messages."""
+
+    what: str
+    hint: str = "pockettts download"
+    not_found: str | None = None
+    gated_terms: str | None = None
+
+
+def _hub_kwargs(ref: HfRef) -> dict:
+    return {"repo_id": ref.repo, "filename": ref.path, "revision": ref.revision,
+            "cache_dir": str(hub_cache_dir()), "endpoint": hub_endpoint()}
+
+
+def cached_hf_file(ref: HfRef) -> Path | None:
+    """The cached copy of an hf:// file, without any request, or None."""
+    try:
+        with no_network():
+            return Path(hf_hub_download(**_hub_kwargs(ref), local_files_only=True))
+    except (LocalEntryNotFoundError, OSError, ValueError):
+        return None
+
+
+def fetch_hf_file(ref: HfRef, job: Fetch, offline: bool, reporter: Reporter) -> Path:
+    """The path of an hf:// file in the hub cache, downloading it if needed and allowed."""
+    install_deadline()
+    cached = cached_hf_file(ref)
+    if cached is not None:
+        return verify_blob(cached, job.what)
+    if offline:
+        raise offline_error(job.what, job.hint)
+    reporter.progress_line(f"downloading {job.what} ({ref.repo}/{ref.path})")
+    try:
+        path = hf_hub_download(**_hub_kwargs(ref), tqdm_class=reporter.tqdm_class(job.what))
+    except Exception as exc:
+        mapped = explain(exc, what=job.what, repo=ref.repo, not_found=job.not_found,
+                         gated_terms=job.gated_terms, hint=job.hint)
+        if mapped is None:
+            raise
+        raise mapped from exc
+    return verify_blob(Path(path), job.what)
+
+
+def _mark(etag: str) -> Path:
+    return store_dir() / "verified" / etag
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_blob(path: Path, what: str) -> Path:
+    """Checks a cached file against the sha256 it is stored under; deletes it on mismatch."""
+    blob = Path(os.path.realpath(path))
+    etag = blob.name
+    if blob.parent.name != "blobs" or not SHA256.fullmatch(etag):
+        return path  # a git (non-LFS) file: the Hub gives no sha256 to check against
+    mark = _mark(etag)
+    if mark.exists():
+        return path
+    actual = sha256_file(blob)
+    if actual != etag:
+        for item in (path, blob):
+            Path(item).unlink(missing_ok=True)
+        raise StoreError(
+            f"{what} is corrupted: its sha256 is {actual[:16]}..., the Hub announced "
+            f"{etag[:16]}...; the file was deleted, run the command again")
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.touch()
+    return path
+
+
+def _url_cache_path(url: str) -> Path:
+    name = Path(urlparse(url).path).name or "download"
+    return store_dir() / "urls" / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}-{name}"
+
+
+def fetch_url(url: str, job: Fetch, offline: bool, reporter: Reporter) -> Path:
+    """An http(s) file (a config YAML, say), cached in the store under a hash of its URL."""
+    dest = _url_cache_path(url)
+    if dest.is_file():
+        return dest
+    if offline:
+        raise offline_error(job.what, job.hint)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    client = get_session()
+    reporter.progress_line(f"downloading {job.what} ({url})")
+    try:
+        with client.stream("GET", url) as response:
+            if response.status_code >= 400:
+                raise StoreError(job.not_found if response.status_code == 404 and job.not_found
+                                 else f"HTTP {response.status_code} for {url}")
+            with atomic_path(dest) as tmp, open(tmp, "wb") as f:
+                for chunk in response.iter_bytes(_CHUNK):
+                    f.write(chunk)
+    except StoreError:
+        raise
+    except Exception as exc:
+        mapped = explain(exc, what=job.what, hint=job.hint)
+        if mapped is None:
+            raise
+        raise mapped from exc
+    return dest
+
+
+def _local(source: str, base_dir: Path | None) -> Path:
+    path = Path(source).expanduser()
+    if not path.is_absolute() and base_dir is not None and (base_dir / path).exists():
+        path = base_dir / path
+    return path
+
+
+def cached_source(source: str, what: str, base_dir: Path | None = None) -> Path | None:
+    """A source already on disk (cache or local path), checked, without any request."""
+    if source.startswith("hf://"):
+        cached = cached_hf_file(HfRef.parse(source))
+        return verify_blob(cached, what) if cached is not None else None
+    if source.startswith(("https://", "http://")):
+        dest = _url_cache_path(source)
+        return dest if dest.is_file() else None
+    path = _local(source, base_dir)
+    return path if path.is_file() else None
+
+
+def fetch_source(source: str, job: Fetch, offline: bool, reporter: Reporter,
+                 base_dir: Path | None = None) -> Path:
+    """hf://, http(s):// or a local path (relative to ``base_dir`` if it exists there)."""
+    if source.startswith("hf://"):
+        return fetch_hf_file(HfRef.parse(source), job, offline, reporter)
+    if source.startswith(("https://", "http://")):
+        return fetch_url(source, job, offline, reporter)
+    path = _local(source, base_dir)
+    if not path.is_file():
+        raise StoreError(f"{job.what} not found: {path}")
+    return path
