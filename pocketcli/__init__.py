@@ -1,7 +1,18 @@
-"""pockettts: Kyutai Pocket TTS on ONNX Runtime and CoreML."""
+"""pockettts: Kyutai Pocket TTS on ONNX Runtime and CoreML.
+
+``PocketTTS`` is imported on first use, so ``import pocketcli.text`` (or the
+CLI's ``--help``) does not load runtimes, the normaliser or ONNX Runtime.
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
-
-from pocketcli.api import PocketTTS  # noqa: E402
-
 __all__ = ["PocketTTS", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PocketTTS":
+        from pocketcli.api import PocketTTS
+
+        return PocketTTS
+    raise AttributeError(f"module 'pocketcli' has no attribute {name!r}")

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pocketcli.interrupts import raise_if_stopped
+
 
 def _current_umask() -> int:
     mask = os.umask(0)
@@ -33,6 +35,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        raise_if_stopped()      # never publish an output after Ctrl-C or SIGTERM
         os.chmod(tmp, FILE_MODE)  # mkstemp makes it private; give it the usual permissions
         os.replace(tmp, path)
     except BaseException:

@@ -2,6 +2,9 @@
 
 The committed fixture lets the rest of the suite (runtime, CLI, API) run
 without torch, and still compare against numbers Kyutai's package produced.
+For voice cloning it also keeps a real speech clip resampled to 24 kHz by
+pocket-tts itself (so our resampler is out of the comparison), the voice
+state pocket-tts clones from it, and audio spoken with that voice.
 
     pip install -e '.[test]'
     python scripts/make_fixture_pack.py
@@ -35,6 +38,9 @@ from pocketcli.packs.builder import build_pack  # noqa: E402
 WEIGHT_SEED = 2026
 TEXT = "Hello world. This fixture speaks two short chunks!"
 MAX_TOKENS = 12
+CLONE_SOURCE = ROOT / "tests" / "data" / "speech" / "librispeech" / (
+    "librispeech_test_other_7902-96591-0000.wav")
+CLONE_TEXT = "Hello world."
 
 
 def main() -> None:
@@ -70,7 +76,34 @@ def main() -> None:
         "token_ids": [c.token_ids for c in run.chunks],
         "made_by": "pocket-tts 4.0.1 (Kyutai) on random weights; scripts/make_fixture_pack.py",
     }, indent=2) + "\n", encoding="utf-8")
+    reference = json.loads((out / "reference.json").read_text(encoding="utf-8"))
+    reference["clone"] = _clone_fixture(ref, out)
+    (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n",
+                                        encoding="utf-8")
     print(f"wrote {out}")
+
+
+def _clone_fixture(ref, out: Path) -> dict:
+    """The oracle's cloning of a real clip, fed the 24 kHz float samples we store."""
+    import soundfile as sf
+    import torch
+    from pocket_tts.data.audio_utils import convert_audio
+
+    samples, rate = sf.read(CLONE_SOURCE, dtype="float32")
+    prompt = convert_audio(torch.from_numpy(samples)[None], rate, 24_000, 1)[0].numpy()
+    sf.write(out / "clone_prompt_24k.wav", prompt, 24_000, subtype="FLOAT")
+    stored, _ = sf.read(out / "clone_prompt_24k.wav", dtype="float32")
+    voice = ref.voice_state_from_audio(stored, 24_000)
+    ref.export_voice(voice, out / "clone_voice.safetensors")
+    run = ref.generate(CLONE_TEXT, voice, temperature=0.0, seed=0)
+    np.save(out / "clone_reference_audio.npy", run.audio.astype(np.float32))
+    return {
+        "source": str(CLONE_SOURCE.relative_to(ROOT)),
+        "prompt": "clone_prompt_24k.wav",
+        "voice": "clone_voice.safetensors",
+        "text": CLONE_TEXT,
+        "audio": "clone_reference_audio.npy",
+    }
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 from fakehub import FakeHub, running, subprocess_env
 from test_cli_tts import SCRIPT
@@ -22,7 +23,7 @@ def test_fetch_french_then_benchmark_with_it(tmp_path, pack_dir) -> None:
         assert r.returncode == 0, r.stderr
         assert any(MINIMAX_REVISION in x.path for x in hub.requests("french.txt"))
         written = r.stdout.decode().strip()
-        lines = [x for x in open(written, encoding="utf-8").read().splitlines()
+        lines = [x for x in Path(written).read_text(encoding="utf-8").splitlines()
                  if not x.startswith("#")]
         assert lines == ["Bonjour à tous.", "Merci | bien."]
         hub.clear_log()

@@ -155,3 +155,31 @@ def test_interrupt_leaves_no_partial_file(pack_dir, tmp_path, sig, code) -> None
     assert b"Traceback" not in err
     assert not out.exists()
     assert list(Path(tmp_path).iterdir()) == []
+
+
+def test_pause_markup_gives_silence_unless_normalisation_is_off(pack_dir, tmp_path) -> None:
+    text = "Before. [pause:1.5s] After."
+    for flag, name in (([], "p.wav"), (["--no-normalize"], "raw.wav")):
+        r = run("tts", text, "-o", str(tmp_path / name), "--model-dir", str(pack_dir),
+                "--seed", "1", "--no-deess", "-q", *flag)
+        assert r.returncode == 0, r.stderr
+    paused, _ = sf.read(tmp_path / "p.wav", dtype="float32")
+    raw, _ = sf.read(tmp_path / "raw.wav", dtype="float32")
+
+    def longest_silence(x: np.ndarray) -> int:
+        best = run_ = 0
+        for v in x == 0:
+            run_ = run_ + 1 if v else 0
+            best = max(best, run_)
+        return best
+
+    assert longest_silence(paused) >= int(1.5 * 24_000)
+    assert longest_silence(raw) < 24_000
+
+
+def test_malformed_ssml_is_a_usage_error_naming_the_place(pack_dir, tmp_path) -> None:
+    r = run("tts", '<speak>Hi <break time="1s"/> there', "--model-dir", str(pack_dir),
+            "-o", str(tmp_path / "x.wav"))
+    assert r.returncode == 2
+    assert b"line 1, column" in r.stderr
+    assert not (tmp_path / "x.wav").exists()

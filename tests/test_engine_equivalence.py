@@ -68,7 +68,7 @@ def _ours(tts: PocketTTS, voice_path: Path, **kwargs) -> tuple[list[Frame], list
     traces: list[ChunkTrace] = []
     voice = tts.load_voice(voice_path)
     frames = list(tts.stream(TEXT, voice, max_tokens=MAX_TOKENS, on_chunk=traces.append,
-                             **kwargs))
+                             normalize=False, **kwargs))
     return frames, traces
 
 

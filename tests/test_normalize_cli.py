@@ -71,3 +71,10 @@ def test_usage_errors_exit_2(args: list[str], stdin: bytes | None, message: byte
 def test_help_has_examples() -> None:
     r = run("--help")
     assert r.returncode == 0 and b"Examples:" in r.stdout
+
+
+def test_cli_language_list_matches_the_normaliser() -> None:
+    from pocketcli.cli.normalize import LANGUAGES
+    from pocketcli.normalize import SUPPORTED_LANGUAGES
+
+    assert set(LANGUAGES) == set(SUPPORTED_LANGUAGES)

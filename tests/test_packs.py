@@ -82,3 +82,18 @@ def test_incomplete_pack_is_reported(pack_dir, tmp_path) -> None:
         PackManifest.read(tmp_path / "nowhere")
     with pytest.raises(PackError, match="no fp16 graphs|has no"):
         PocketTTS.load(pack_dir, precision="fp16")
+
+
+def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice_path) -> None:
+    out = tmp_path / "pack4"
+    build_pack(fixture_dir / "model.safetensors", _config(fixture_dir), TOKENIZER, out,
+               precisions=("fp32", "int4"))
+    manifest = PackManifest.read(out)
+    step = onnx.load(str(out / manifest.graphs["int4"]["flowlm_step"]))
+    assert "MatMulNBits" in [n.op_type for n in step.graph.node]
+    fp32, int4 = PocketTTS.load(out), PocketTTS.load(out, precision="int4")
+    voice = fp32.load_voice(voice_path)
+    a = fp32.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9)
+    b = int4.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9)
+    assert a.shape == b.shape and np.isfinite(b).all()
+    assert 0 < np.abs(a - b).max() < np.abs(a).max()

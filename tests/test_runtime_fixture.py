@@ -24,7 +24,7 @@ def tts(pack_dir: Path) -> PocketTTS:
 
 def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> None:
     voice = tts.load_voice(voice_path)
-    audio = tts.synthesize(reference["text"], voice, temperature=0.0,
+    audio = tts.synthesize(reference["text"], voice, temperature=0.0, normalize=False,
                            max_tokens=reference["max_tokens"])
     expected = np.load(fixture_dir / "reference_audio.npy")
     assert audio.shape == expected.shape
@@ -35,7 +35,7 @@ def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> Non
 
 def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) -> None:
     voice = tts.load_voice(voice_path)
-    frames = list(tts.stream(reference["text"], voice, temperature=0.0,
+    frames = list(tts.stream(reference["text"], voice, temperature=0.0, normalize=False,
                              max_tokens=reference["max_tokens"]))
     assert all(f.audio.shape == (1920,) and f.audio.dtype == np.float32 for f in frames)
     per_chunk = [sum(1 for f in frames if f.chunk_index == c)
@@ -103,3 +103,22 @@ def test_voice_for_another_model_size_is_refused(tts, tmp_path) -> None:
     save_voice_state(VoiceState(keys, keys), path)
     with pytest.raises(VoiceError, match="3 layers but the model has 2"):
         tts.load_voice(path)
+
+
+def test_pauses_are_exact_silence_between_chunks(tts) -> None:
+    frames = list(tts.stream("First part. [pause:1.25s] Second part.", None, temperature=0.0))
+    pauses = [f for f in frames if f.is_pause]
+    assert sum(f.audio.size for f in pauses) == int(1.25 * 24_000)
+    assert all(not f.audio.any() for f in pauses)
+    chunks = [f.chunk_index for f in frames if not f.is_pause]
+    first_pause = next(i for i, f in enumerate(frames) if f.is_pause)
+    assert all(f.chunk_index == 0 for f in frames[:first_pause])
+    assert {f.chunk_index for f in frames[first_pause + len(pauses):]} == {max(chunks)}
+
+
+def test_normalisation_reads_numbers_and_can_be_switched_off(tts) -> None:
+    spoken = [p.text for p in tts.script("It costs $5.")]
+    assert spoken == ["It costs five dollars."]
+    raw = [p.text for p in tts.script("It costs $5.", normalize=False)]
+    assert raw == ["It costs $5."]
+    assert raw == [p.text for p in tts.plan("It costs $5.")]

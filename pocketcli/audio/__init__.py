@@ -1,1 +1,1 @@
-"""Audio in and out: WAV writing and (later) reading prompts."""
+"""Audio in and out: WAV writing, and reading recordings for voice cloning (read.py)."""

@@ -9,8 +9,12 @@ from pathlib import Path
 import typer
 
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli.model_options import DEFAULT_VOICE, load_model, validate_choice
-from pocketcli.errors import UserError
+from pocketcli.cli.model_options import (
+    check_voice_name,
+    choose_voice,
+    load_model,
+    validate_choice,
+)
 
 HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
 
@@ -116,6 +120,7 @@ def benchmark_command(
 
     choice = validate_choice(model_dir, language, None, runtime, precision, compute_units,
                              "gpu", offline)
+    check_voice_name(choice, voice)
     phrases = load_corpus(corpus, corpus_path)[:limit]
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
@@ -125,19 +130,9 @@ def benchmark_command(
 
     def load():
         tts = load_model(choice, quiet=quiet)
-        if voice_file is not None:
-            return tts, tts.load_voice(voice_file)
-        name = voice or DEFAULT_VOICE
-        from pocketcli.cli.model_options import resolve_named_voice
-
-        try:
-            path = resolve_named_voice(choice, name)
-        except UserError:
-            if voice is not None or choice.model_dir is None:
-                raise
-            return tts, None          # a bare pack without voices: unconditioned
-        voice_path[0] = path
-        return tts, tts.load_voice(path)
+        chosen = choose_voice(tts, choice, voice, voice_file)
+        voice_path[0] = chosen.path
+        return tts, chosen.state
 
     def progress(done: int, total: int) -> None:
         if not quiet:

@@ -8,15 +8,16 @@ with POCKETTTS_DEBUG=1.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import benchmark, completion, download, normalize, tts, voices
+from pocketcli.cli import benchmark, clone, completion, download, normalize, tts, voices
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.entry import exit_for_signal
 from pocketcli.errors import UserError
+from pocketcli.interrupts import Terminated, install_signal_handlers
 
 app = typer.Typer(
     name="pockettts",
@@ -42,6 +43,7 @@ app.command("benchmark", help=benchmark.HELP)(benchmark.benchmark_command)
 app.command("corpus", help=benchmark.CORPUS_HELP)(benchmark.corpus_command)
 app.command("download", help=download.HELP)(download.download_command)
 app.command("voices", help=voices.HELP)(voices.voices_command)
+app.command("clone", help=clone.HELP)(clone.clone_command)
 
 
 def _version(value: bool) -> None:
@@ -61,14 +63,6 @@ def _root(
 COMPLETE_VAR = completion.COMPLETE_VAR
 
 
-class Terminated(BaseException):
-    """Raised in the main thread on SIGTERM so cleanup (temporary files) still runs."""
-
-
-def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
-    raise Terminated()
-
-
 def fail(message: str, code: int) -> None:
     sys.stderr.write(f"pockettts: error: {message}\n")
     sys.stderr.flush()
@@ -77,7 +71,7 @@ def fail(message: str, code: int) -> None:
 
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    install_signal_handlers()
     if COMPLETE_VAR in os.environ:
         from typer.completion import completion_init
 
@@ -86,6 +80,18 @@ def run(argv: list[str] | None = None) -> None:
     try:
         result = app(args=argv, prog_name="pockettts", standalone_mode=False,
                      complete_var=COMPLETE_VAR)
+    except BaseException as exc:
+        if not isinstance(exc, SystemExit):
+            exit_for_signal()
+        _report(exc, debug)
+    exit_for_signal()
+    raise SystemExit(result if isinstance(result, int) else 0)
+
+
+def _report(exc: BaseException, debug: bool) -> None:
+    """Turns any exception into the right exit status and one line on stderr."""
+    try:
+        raise exc
     except click.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except click.UsageError as exc:
@@ -111,7 +117,6 @@ def run(argv: list[str] | None = None) -> None:
         if debug:
             raise
         fail(f"{type(exc).__name__}: {exc} (set POCKETTTS_DEBUG=1 for details)", 1)
-    raise SystemExit(result if isinstance(result, int) else 0)
 
 
 if __name__ == "__main__":

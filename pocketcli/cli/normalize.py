@@ -7,14 +7,10 @@ import sys
 import typer
 
 from pocketcli.cli import clickcompat as click
-from pocketcli.normalize import (
-    SUPPORTED_LANGUAGES,
-    MarkupError,
-    Pause,
-    UnknownLanguageError,
-    normalize_text,
-    parse_markup,
-)
+
+# Spelled out here so `--help` does not import the normaliser (num2words is slow
+# to import); a test checks it equals pocketcli.normalize.SUPPORTED_LANGUAGES.
+LANGUAGES = ("english", "french", "german", "italian", "portuguese", "spanish", "dutch")
 
 HELP = """Print TEXT (or standard input) as it would be spoken: numbers, dates, money,
 units, abbreviations and symbols in words, with pauses shown as \\[pause 0.50s].
@@ -51,7 +47,7 @@ def normalize_command(
     language: str = typer.Option(
         "english", "-l", "--language",
         help=f"Language (a model id works too, e.g. french_24l): "
-             f"{', '.join(SUPPORTED_LANGUAGES)}."),
+             f"{', '.join(LANGUAGES)}."),
     ssml: bool | None = typer.Option(
         None, "--ssml/--no-ssml",
         help="Read the text as SSML (default: when it starts with <speak>)."),
@@ -68,6 +64,14 @@ def normalize_command(
         raise click.UsageError("the text contains NUL bytes: is it a binary file?")
     if not words.strip():
         raise click.UsageError("the text is empty")
+    from pocketcli.normalize import (
+        MarkupError,
+        Pause,
+        UnknownLanguageError,
+        normalize_text,
+        parse_markup,
+    )
+
     try:
         items = parse_markup(words, ssml=ssml, language=language,
                              on_warning=lambda m: sys.stderr.write(f"pockettts: warning: {m}\n"))

@@ -8,19 +8,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import typer
 
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import (
     BACKENDS,
     COMPUTE_UNITS,
-    DEFAULT_VOICE,
-    PLACEMENTS,
     RUNTIMES,
-    ModelChoice,
+    check_voice_name,
+    choose_voice,
     load_model,
-    resolve_named_voice,
     validate_choice,
 )
 from pocketcli.errors import UserError
@@ -40,10 +37,9 @@ Examples:
   pockettts tts --input-file lines.txt --output-dir out/      (one WAV per line)
 
   echo "Streamed." | pockettts tts -o - | aplay
+
+  pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
 """
-
-FLUIDAUDIO_DEFAULT_VOICE = "af_heart"
-
 
 @dataclass
 class Timing:
@@ -97,14 +93,14 @@ def tts_command(
     runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml.",
                                 autocompletion=lambda: list(RUNTIMES)),
     precision: str | None = typer.Option(
-        None, "--precision", help="onnx: fp32 (default) or int8; coreml: fp16 or int8.",
-        autocompletion=lambda: ["fp32", "fp16", "int8"]),
+        None, "--precision", help="onnx: fp32 (default), int8 or int4; coreml: fp16 or int8.",
+        autocompletion=lambda: ["fp32", "fp16", "int8", "int4"]),
     compute_units: str = typer.Option(
         "default", "--compute-units",
         help="CoreML: default, no-ane, all, cpu-gpu, cpu-ane, cpu-only.",
         autocompletion=lambda: list(COMPUTE_UNITS)),
     placement: str = typer.Option("gpu", "--placement", help="CoreML: gpu or ane.",
-                                  autocompletion=lambda: list(PLACEMENTS)),
+                                  autocompletion=lambda: ["gpu", "ane"]),
     backend: str = typer.Option("pocket", "--backend", help="Accepted for FluidAudio parity."),
     no_deess: bool = typer.Option(
         False, "--no-deess",
@@ -119,6 +115,11 @@ def tts_command(
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where batch WAVs go."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
     max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
+    no_normalize: bool = typer.Option(
+        False, "--no-normalize",
+        help="Speak the text as written: no number reading, no [pause] or SSML."),
+    ssml: bool | None = typer.Option(
+        None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No timing summary on stderr."),
 ) -> None:
     started = time.perf_counter()
@@ -127,6 +128,14 @@ def tts_command(
                                  param_hint="--backend")
     if save_voice is not None and clone_voice is None:
         raise click.UsageError("--save-voice needs --clone-voice")
+    if save_voice is not None:
+        from pocketcli.voices.files import check_voice_suffix
+        from pocketcli.voices.state import VoiceError
+
+        try:
+            check_voice_suffix(save_voice)
+        except VoiceError as exc:
+            raise click.BadParameter(str(exc), param_hint="--save-voice") from None
     words = _read_text(text_arg, text, input_file)
     if input_file is not None and output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
@@ -134,15 +143,19 @@ def tts_command(
         raise click.UsageError("--output-dir goes with --input-file")
     choice = validate_choice(model_dir, language, config, runtime, precision, compute_units,
                              placement, offline)
+    check_voice_name(choice, voice)
     batch_data = _read_batch_input(input_file) if input_file is not None else None
 
     timing = Timing()
     t0 = time.perf_counter()
     tts = load_model(choice, quiet=quiet)
-    voice_state, voice_name = _choose_voice(tts, choice, voice, voice_file, clone_voice,
-                                            save_voice)
+    chosen = choose_voice(tts, choice, voice, voice_file, clone_voice, save_voice,
+                          on_warning=None if quiet else _warn)
+    voice_state, voice_name = chosen.state, chosen.name
     timing.load = time.perf_counter() - t0
-    options = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens}
+    options = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens,
+               "normalize": not no_normalize, "ssml": ssml,
+               "on_warning": None if quiet else _warn}
 
     if batch_data is not None:
         from pocketcli.cli.batch_run import run_batch
@@ -153,10 +166,16 @@ def tts_command(
         raise click.Exit(1 if failed else 0)
 
     assert words is not None
-    if output == "-":
-        _stream_to_stdout(tts, words, voice_state, not no_deess, options, timing)
-    else:
-        _write_file(tts, words, voice_state, Path(output), not no_deess, options, timing)
+    from pocketcli.normalize import MarkupError
+    from pocketcli.text import EmptyTextError
+
+    try:
+        if output == "-":
+            _stream_to_stdout(tts, words, voice_state, not no_deess, options, timing)
+        else:
+            _write_file(tts, words, voice_state, Path(output), not no_deess, options, timing)
+    except (MarkupError, EmptyTextError) as exc:
+        raise click.UsageError(str(exc)) from None
     total = time.perf_counter() - started
     if metrics is not None:
         _write_metrics(metrics, words, voice_name, output, timing, total)
@@ -168,6 +187,10 @@ def tts_command(
             f"audio {timing.audio:.3f} s, RTFx {rtfx:.2f}x, total {total:.3f} s -> {where}\n")
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"pockettts: warning: {message}\n")
+
+
 def _read_batch_input(input_file: Path) -> bytes:
     if str(input_file) == "-":
         return sys.stdin.buffer.read()
@@ -177,28 +200,7 @@ def _read_batch_input(input_file: Path) -> bytes:
         raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
 
 
-def _choose_voice(tts, choice: ModelChoice, voice: str | None, voice_file: Path | None,
-                  clone_voice: Path | None, save_voice: Path | None):
-    """The voice state and the name reported in metrics, by FluidAudio's precedence."""
-    if clone_voice is not None:
-        state = tts.clone_voice(clone_voice)
-        if save_voice is not None:
-            tts.save_voice(state, save_voice)
-        return state, (voice or DEFAULT_VOICE)
-    if voice_file is not None:
-        return tts.load_voice(voice_file), voice_file.stem
-    name = voice
-    if name == FLUIDAUDIO_DEFAULT_VOICE:
-        name = DEFAULT_VOICE
-    if name is None:
-        if choice.model_dir is not None:
-            local = choice.model_dir / "voices" / f"{DEFAULT_VOICE}.safetensors"
-            return (tts.load_voice(local), DEFAULT_VOICE) if local.is_file() else (None, "none")
-        name = DEFAULT_VOICE
-    return tts.load_voice(resolve_named_voice(choice, name)), name
-
-
-def _postprocessed(tts, audio: np.ndarray, postprocess: bool) -> np.ndarray:
+def _postprocessed(tts, audio, postprocess: bool):
     if not postprocess:
         return audio
     from pocketcli.audio.postprocess import apply_output_chain

@@ -15,6 +15,7 @@ import numpy as np
 
 from pocketcli.engine.decoder_pipeline import DecoderPipeline
 from pocketcli.engine.noise import NoiseSource
+from pocketcli.normalize.timeline import Pause
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
@@ -34,13 +35,17 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class Frame:
-    """One 80 ms frame of audio and what produced it."""
+    """One 80 ms frame of audio and what produced it (or a piece of a pause)."""
 
-    audio: np.ndarray            # float32 [samples_per_frame]
-    chunk_index: int
-    frame_index: int             # within its chunk
-    latent: np.ndarray           # normalised latent [latent_dim]
-    eos_logit: float
+    audio: np.ndarray            # float32 [samples_per_frame]; a pause's last piece is shorter
+    chunk_index: int             # -1 for pause frames
+    frame_index: int             # within its chunk (or pause)
+    latent: np.ndarray | None    # normalised latent [latent_dim]; None in a pause
+    eos_logit: float             # NaN in a pause
+
+    @property
+    def is_pause(self) -> bool:
+        return self.latent is None
 
 
 @dataclass
@@ -55,17 +60,34 @@ class ChunkTrace:
 
 def generate_frames(
     runtime: Runtime,
-    chunks: Sequence[ChunkPlan],
+    chunks: Sequence[ChunkPlan | Pause],
     voice: VoiceState | None,
     noise: NoiseSource,
     settings: GenerationSettings,
     on_chunk: Callable[[ChunkTrace], None] | None = None,
 ) -> Iterator[Frame]:
-    for index, plan in enumerate(chunks):
-        trace = ChunkTrace(plan, [])
+    """Frames for each chunk in order; a ``Pause`` becomes exact digital silence."""
+    index = 0
+    for item in chunks:
+        if isinstance(item, Pause):
+            yield from _silence(item.seconds, runtime.config.mimi.sample_rate,
+                                runtime.config.mimi.samples_per_frame)
+            continue
+        trace = ChunkTrace(item, [])
         if on_chunk is not None:
             on_chunk(trace)
-        yield from _generate_chunk(runtime, index, plan, voice, noise, settings, trace)
+        yield from _generate_chunk(runtime, index, item, voice, noise, settings, trace)
+        index += 1
+
+
+def _silence(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Frame]:
+    remaining = int(round(seconds * sample_rate))
+    i = 0
+    while remaining > 0:
+        n = min(frame_size, remaining)
+        yield Frame(np.zeros(n, np.float32), -1, i, None, float("nan"))
+        remaining -= n
+        i += 1
 
 
 def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,

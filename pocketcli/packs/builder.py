@@ -23,15 +23,19 @@ from safetensors.numpy import save_file
 from pocketcli.atomic import DIR_MODE, FILE_MODE
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
+from pocketcli.packs.encoder_weights import cloning_support
 from pocketcli.packs.flowlm_graphs import build_flow_head, build_flowlm_step, build_text_embedding
-from pocketcli.packs.manifest import PRECISIONS, PackManifest
+from pocketcli.packs.manifest import ENCODER_GRAPH, PRECISIONS, PackManifest
+from pocketcli.packs.mimi_encoder_graph import build_mimi_encoder
 from pocketcli.packs.mimi_graphs import build_mimi_decoder
+from pocketcli.packs.quantize import EXTERNAL_DATA_BYTES, quantise_int4, quantise_int8
 
 log = logging.getLogger(__name__)
 
 # Graphs over this size keep their weights in a side file (protobuf stops at 2 GiB).
-_EXTERNAL_DATA_BYTES = 1 << 30
-# Graphs whose weight MatMuls are quantised for int8; the text table is a lookup.
+_EXTERNAL_DATA_BYTES = EXTERNAL_DATA_BYTES
+# Graphs whose weight MatMuls are quantised (int8, int4); the text table is a lookup, and
+# the voice encoder runs once per voice, so it stays fp32 where quality matters most.
 _QUANTISED = ("flowlm_step", "flow_head", "mimi_decoder")
 CONSTANTS_FILE = "constants.safetensors"
 
@@ -70,7 +74,8 @@ def build_pack(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
     try:
-        manifest = _write_pack(weights, config, tokenizer, work, precisions, source or {}, say)
+        origin = {"checkpoint_path": str(Path(checkpoint).resolve()), **(source or {})}
+        manifest = _write_pack(weights, config, tokenizer, work, precisions, origin, say)
         os.chmod(work, DIR_MODE)
         for item in work.iterdir():
             os.chmod(item, FILE_MODE)
@@ -103,16 +108,25 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
 
     fp32 = {name: f"{name}.onnx" for name in
             ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")}
+    cloning = cloning_support(weights, config)
+    if cloning.available:
+        say("building Mimi encoder (voice cloning)")
+        _save(build_mimi_encoder(weights, config.mimi), work / f"{ENCODER_GRAPH}.onnx")
+        fp32[ENCODER_GRAPH] = f"{ENCODER_GRAPH}.onnx"
+    else:
+        say(f"no voice cloning: {cloning.reason}")
     graphs: dict[str, dict[str, str]] = {}
     if "fp32" in precisions:
         graphs["fp32"] = fp32
-    if "int8" in precisions:
-        say("quantising to int8")
-        graphs["int8"] = dict(fp32)
+    for precision, quantise in (("int8", quantise_int8), ("int4", quantise_int4)):
+        if precision not in precisions:
+            continue
+        say(f"quantising to {precision}")
+        graphs[precision] = dict(fp32)
         for name in _QUANTISED:
-            target = f"{name}.int8.onnx"
-            quantise_int8(work / fp32[name], work / target)
-            graphs["int8"][name] = target
+            target = f"{name}.{precision}.onnx"
+            quantise(work / fp32[name], work / target)
+            graphs[precision][name] = target
     if "fp32" not in precisions:
         for name in _QUANTISED:
             _remove_graph(work / fp32[name])
@@ -134,7 +148,8 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
         tokenizer_file=tokenizer.name,
         tokenizer_kind=tokenizer_kind(tokenizer, fl.lookup_table.tokenizer),
         constants_file=CONSTANTS_FILE,
-        voice_cloning=False,
+        voice_cloning=cloning.available,
+        voice_cloning_note=cloning.reason,
         source=source,
     )
     manifest.write(work)
@@ -156,20 +171,3 @@ def _remove_graph(path: Path) -> None:
     side = path.with_name(path.name + ".data")
     if side.exists():
         side.unlink()
-
-
-def quantise_int8(src: Path, dst: Path) -> None:
-    """Dynamic int8: weight MatMuls become MatMulInteger, activations stay float."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)  # the quantiser logs advice on the root logger
-    try:
-        quantize_dynamic(
-            str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
-            use_external_data_format=os.path.getsize(src) > _EXTERNAL_DATA_BYTES,
-            extra_options={"MatMulConstBOnly": True},
-        )
-    finally:
-        root.setLevel(level)

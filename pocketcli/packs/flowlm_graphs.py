@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from pocketcli.config import FlowLMConfig
+from pocketcli.config import FlowLMConfig, FlowTransformerConfig
 from pocketcli.packs.onnx_graph import GraphBuilder
 
 Weights = dict[str, np.ndarray]
@@ -41,6 +41,44 @@ def _rope(g: GraphBuilder, x: str, cos: str, sin: str, heads: int, head_dim: int
     out_imag = g.op("Add", [g.op("Mul", [real, sin]), g.op("Mul", [imag, cos])])
     rotated = g.concat([g.unsqueeze(out_real, [3]), g.unsqueeze(out_imag, [3])], axis=3)
     return g.reshape(rotated, [-1, heads, head_dim])
+
+
+def attention_inputs(g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: int, x: str,
+                     cos: str, sin: str) -> tuple[str, str, str]:
+    """Layer ``i``'s pre-norm and projections on ``x [1, T, d]``, RoPE applied.
+
+    Returns q ``[T, heads, head_dim]``, k and v ``[T, kv_heads, head_dim]``;
+    how they meet the cache is the caller's (each graph keeps its own cache).
+    """
+    p = f"flow_lm.transformer.layers.{i}"
+    heads, kv_heads, head_dim = t.num_heads, t.kv_heads, t.head_dim
+    h = g.layer_norm(x, w[f"{p}.norm1.weight"], w[f"{p}.norm1.bias"], 1e-5, f"l{i}.norm1")
+    qkv = g.linear(h, w[f"{p}.self_attn.in_proj.weight"], None, f"l{i}.in_proj")
+    q, k, v = g.split(qkv, [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], 2)
+    q = _rope(g, q, cos, sin, heads, head_dim)                 # [T, H, Dh]
+    k = _rope(g, k, cos, sin, kv_heads, head_dim)              # [T, Hkv, Dh]
+    v = g.reshape(v, [-1, kv_heads, head_dim])
+    return q, k, v
+
+
+def attention_output_and_ffn(g: GraphBuilder, w: Weights, i: int, x: str, attn: str) -> str:
+    """Layer ``i`` after attention: output projection, residual, pre-norm FFN, residual."""
+    p = f"flow_lm.transformer.layers.{i}"
+    x = g.op("Add", [x, g.linear(attn, w[f"{p}.self_attn.out_proj.weight"], None,
+                                 f"l{i}.out_proj")])
+    h = g.layer_norm(x, w[f"{p}.norm2.weight"], w[f"{p}.norm2.bias"], 1e-5, f"l{i}.norm2")
+    h = g.gelu_tanh(g.linear(h, w[f"{p}.linear1.weight"], None, f"l{i}.linear1"))
+    return g.op("Add", [x, g.linear(h, w[f"{p}.linear2.weight"], None, f"l{i}.linear2")])
+
+
+def output_heads(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, last: str) -> tuple[str, str]:
+    """Backbone output of the last position ``[.., d]`` -> (z after out_norm/z_proj, EOS logit)."""
+    z = g.layer_norm(last, w["flow_lm.out_norm.weight"], w["flow_lm.out_norm.bias"], 1e-5,
+                     "out_norm")
+    if cfg.z_dim is not None:
+        z = g.linear(z, w["flow_lm.z_proj.weight"], None, "z_proj")
+    eos = g.linear(z, w["flow_lm.out_eos.weight"], w["flow_lm.out_eos.bias"], "out_eos")
+    return z, eos
 
 
 def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
@@ -95,13 +133,7 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     minus_inf = g.const(-np.inf)
 
     for i, (key_cache, value_cache) in enumerate(caches):
-        p = f"flow_lm.transformer.layers.{i}"
-        h = g.layer_norm(x, w[f"{p}.norm1.weight"], w[f"{p}.norm1.bias"], 1e-5, f"l{i}.norm1")
-        qkv = g.linear(h, w[f"{p}.self_attn.in_proj.weight"], None, f"l{i}.in_proj")
-        q, k, v = g.split(qkv, [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], 2)
-        q = _rope(g, q, cos, sin, heads, head_dim)                 # [T, H, Dh]
-        k = _rope(g, k, cos, sin, kv_heads, head_dim)              # [T, Hkv, Dh]
-        v = g.reshape(v, [-1, kv_heads, head_dim])
+        q, k, v = attention_inputs(g, w, t, i, x, cos, sin)
         q = g.transpose(g.reshape(q, [-1, kv_heads, group, head_dim]), [1, 2, 0, 3])
         new_keys = g.transpose(k, [1, 2, 0])                       # [Hkv, Dh, T]
         new_values = g.transpose(v, [1, 0, 2])                     # [Hkv, T, Dh]
@@ -120,19 +152,10 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
             g.op("MatMul", [p_new, g.unsqueeze(new_values, [1])]),
         ])                                                         # [Hkv, G, T, Dh]
         attn = g.reshape(g.transpose(attn, [2, 0, 1, 3]), [1, -1, heads * head_dim])
-        x = g.op("Add", [x, g.linear(attn, w[f"{p}.self_attn.out_proj.weight"], None,
-                                     f"l{i}.out_proj")])
-
-        h = g.layer_norm(x, w[f"{p}.norm2.weight"], w[f"{p}.norm2.bias"], 1e-5, f"l{i}.norm2")
-        h = g.gelu_tanh(g.linear(h, w[f"{p}.linear1.weight"], None, f"l{i}.linear1"))
-        x = g.op("Add", [x, g.linear(h, w[f"{p}.linear2.weight"], None, f"l{i}.linear2")])
+        x = attention_output_and_ffn(g, w, i, x, attn)
 
     last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [1, d])
-    z = g.layer_norm(last, w["flow_lm.out_norm.weight"], w["flow_lm.out_norm.bias"], 1e-5,
-                     "out_norm")
-    if cfg.z_dim is not None:
-        z = g.linear(z, w["flow_lm.z_proj.weight"], None, "z_proj")
-    eos = g.linear(z, w["flow_lm.out_eos.weight"], w["flow_lm.out_eos.bias"], "out_eos")
+    z, eos = output_heads(g, w, cfg, last)
     g.output(z, "z", np.float32, [1, cfg.cond_dim])
     g.output(eos, "eos_logit", np.float32, [1, 1])
     return g.model()
@@ -166,11 +189,25 @@ def _modulate(g: GraphBuilder, x: str, shift: str, scale: str) -> str:
 def build_flow_head(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     """The flow network v(z, s, t, x) (SimpleMLPAdaLN); the host integrates it."""
     f = cfg.flow
-    n, latent = f.dim, cfg.latent_dim
     g = GraphBuilder("flow_head")
     cond = g.input("z", np.float32, [1, cfg.cond_dim])
     times = [g.input(name, np.float32, [1, 1]) for name in ("s", "t")[2 - f.num_time_conds:]]
-    x = g.input("x", np.float32, [1, latent])
+    x = g.input("x", np.float32, [1, cfg.latent_dim])
+    g.output(flow_velocity(g, w, cfg, cond, times, x), "velocity", np.float32,
+             [1, cfg.latent_dim])
+    return g.model()
+
+
+def flow_velocity(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, cond: str,
+                  times: list[str], x: str) -> str:
+    """v(z, times, x) on ``cond [1, cond_dim]``, ``x [1, latent]``, times ``[1, 1]`` each.
+
+    A function, not only a graph, so a graph can unroll a sampler over it
+    (FluidAudio's fused decoder); such a graph's builder must share weights
+    registered under one name.
+    """
+    f = cfg.flow
+    n = f.dim
     p = "flow_lm.flow_net"
 
     y = g.linear(cond, w[f"{p}.cond_embed.weight"], w[f"{p}.cond_embed.bias"], "cond_embed")
@@ -196,6 +233,4 @@ def build_flow_head(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
                    w[f"{fl}.adaLN_modulation.1.bias"], "final.ada")
     shift, scale = g.split(mod, [n, n], axis=-1)
     h = _modulate(g, g.layer_norm(h, None, None, 1e-6, "final.ln", dim=n), shift, scale)
-    out = g.linear(h, w[f"{fl}.linear.weight"], w[f"{fl}.linear.bias"], "final.linear")
-    g.output(out, "velocity", np.float32, [1, latent])
-    return g.model()
+    return g.linear(h, w[f"{fl}.linear.weight"], w[f"{fl}.linear.bias"], "final.linear")

@@ -19,7 +19,9 @@ MANIFEST_NAME = "pack.json"
 FORMAT = "pockettts-onnx-pack"
 FORMAT_VERSION = 1
 GRAPH_NAMES = ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")
-PRECISIONS = ("fp32", "int8")
+# Present only in packs whose checkpoint has voice-cloning weights (voice_cloning: true).
+ENCODER_GRAPH = "mimi_encoder"
+PRECISIONS = ("fp32", "int8", "int4")
 
 
 class PackError(UserError, ValueError):
@@ -35,6 +37,7 @@ class PackManifest:
     tokenizer_kind: str
     constants_file: str
     voice_cloning: bool = False
+    voice_cloning_note: str = ""                # why not, when voice_cloning is false
     source: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -51,6 +54,7 @@ class PackManifest:
             "tokenizer": {"file": self.tokenizer_file, "kind": self.tokenizer_kind},
             "constants": self.constants_file,
             "voice_cloning": self.voice_cloning,
+            "voice_cloning_note": self.voice_cloning_note,
             "source": self.source,
         }
 
@@ -86,6 +90,7 @@ class PackManifest:
                 tokenizer_kind=d["tokenizer"]["kind"],
                 constants_file=d["constants"],
                 voice_cloning=bool(d.get("voice_cloning", False)),
+                voice_cloning_note=str(d.get("voice_cloning_note", "")),
                 source=dict(d.get("source", {})),
             )
         except (KeyError, TypeError, AttributeError, ConfigError) as exc:
@@ -96,7 +101,8 @@ class PackManifest:
     def check_files(self, directory: Path) -> None:
         names = [self.tokenizer_file, self.constants_file]
         for precision, graphs in self.graphs.items():
-            missing_graphs = [g for g in GRAPH_NAMES if g not in graphs]
+            required = GRAPH_NAMES + ((ENCODER_GRAPH,) if self.voice_cloning else ())
+            missing_graphs = [g for g in required if g not in graphs]
             if missing_graphs:
                 raise PackError(f"{precision} graphs missing from manifest: {missing_graphs}")
             names += list(graphs.values())

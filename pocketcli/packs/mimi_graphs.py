@@ -14,10 +14,9 @@ import numpy as np
 import onnx
 
 from pocketcli.config import MimiConfig, MimiTransformerConfig, SEANetConfig
+from pocketcli.packs.mimi_layers import Weights, conv_weight, elu, mimi_transformer, rope_tables
 from pocketcli.packs.onnx_graph import GraphBuilder
 from pocketcli.packs.state_spec import StateSpec
-
-Weights = dict[str, np.ndarray]
 
 
 class _StatefulGraph:
@@ -37,15 +36,11 @@ class _StatefulGraph:
         self.g.output(value, f"state_out.{name}", np.dtype(spec.dtype).type, list(spec.shape))
 
 
-def _conv_weight(w: Weights, prefix: str) -> tuple[np.ndarray, np.ndarray | None]:
-    return w[f"{prefix}.weight"], w.get(f"{prefix}.bias")
-
-
 def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
                     stride: int = 1, dilation: int = 1) -> str:
     """Causal conv whose left context comes from the previous call (zeros at start)."""
     g = sg.g
-    weight, bias = _conv_weight(w, prefix)
+    weight, bias = conv_weight(w, prefix)
     c_in, k = weight.shape[1], weight.shape[2]
     context = (k - 1) * dilation + 1 - stride
     if context > 0:
@@ -68,7 +63,7 @@ def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: st
     several times faster than ONNX Runtime's ConvTranspose and quantisable.
     """
     g = sg.g
-    weight, bias = _conv_weight(w, prefix)
+    weight, bias = conv_weight(w, prefix)
     c_in, c_out, k = weight.shape[0], weight.shape[1] * groups, weight.shape[2]
     if k != 2 * stride or groups not in (1, c_in):
         return _generic_conv_transpose(sg, x, weight, bias, name, stride, groups)
@@ -114,40 +109,40 @@ def _generic_conv_transpose(sg: _StatefulGraph, x: str, weight: np.ndarray,
     return g.slice(y, 0, -tail, axis=2)
 
 
-def _elu(g: GraphBuilder, x: str) -> str:
-    return g.op("Elu", [x], alpha=1.0)
-
-
 def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -> str:
     p = "mimi.decoder.model"
     idx = 0
     x = _streaming_conv(sg, x, w, f"{p}.{idx}.conv", "dec.conv_in")
     idx += 1
     for ratio in cfg.ratios:
-        x = _elu(sg.g, x)
+        x = elu(sg.g, x)
         idx += 1
         x = _streaming_conv_transpose(sg, x, w, f"{p}.{idx}.convtr", f"dec.up{idx}", ratio)
         idx += 1
         for j in range(cfg.n_residual_layers):
             block = f"{p}.{idx}.block"
-            h = _elu(sg.g, x)
+            h = elu(sg.g, x)
             h = _streaming_conv(sg, h, w, f"{block}.1.conv", f"dec.res{idx}.conv1",
                                 dilation=cfg.dilation_base**j)
-            h = _elu(sg.g, h)
+            h = elu(sg.g, h)
             h = _streaming_conv(sg, h, w, f"{block}.3.conv", f"dec.res{idx}.conv2")
             x = sg.g.op("Add", [x, h])
             idx += 1
-    x = _elu(sg.g, x)
+    x = elu(sg.g, x)
     idx += 1
     return _streaming_conv(sg, x, w, f"{p}.{idx}.conv", "dec.conv_out")
 
 
 def _windowed_transformer(sg: _StatefulGraph, x: str, w: Weights, prefix: str,
                           cfg: MimiTransformerConfig, name: str) -> str:
-    """Streaming transformer over ``x [1, T, d]`` with attention limited to ``context``."""
+    """Streaming transformer over ``x [1, T, d]`` with attention limited to ``context``.
+
+    Each layer keeps the keys and values of the last ``context`` positions as
+    state; new queries attend to that window plus the new keys.
+    """
     g = sg.g
-    d, heads, ctx = cfg.d_model, cfg.num_heads, cfg.context
-    head_dim = d // heads
+    heads, ctx = cfg.num_heads, cfg.context
+    head_dim = cfg.d_model // heads
     position = sg.state(f"{name}.position", (1,), np.int64)
     n_new = g.shape_dim(x, 1)
     new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
@@ -164,45 +159,20 @@ def _windowed_transformer(sg: _StatefulGraph, x: str, w: Weights, prefix: str,
         ]),
         g.op("Less", [delta, g.const(ctx, np.int64)]),
     ])
-    angles_t = g.op("Cast", [q_pos], to=onnx.TensorProto.FLOAT)
-    freqs = np.exp(np.arange(head_dim // 2, dtype=np.float32)
-                   * np.float32(-np.log(cfg.max_period) * 2 / head_dim)).astype(np.float32)
-    angles = g.op("Mul", [g.unsqueeze(angles_t, [1]), g.const(freqs)])
-    cos = g.unsqueeze(g.op("Cos", [angles]), [1])
-    sin = g.unsqueeze(g.op("Sin", [angles]), [1])
+    cos, sin = rope_tables(g, q_pos, head_dim, cfg.max_period)
     scale = g.const(1.0 / np.sqrt(head_dim))
     sg.update(f"{name}.position", g.op("Add", [position, n_new]))
 
-    from pocketcli.packs.flowlm_graphs import _rope
-
-    if f"{prefix}.input_proj.weight" in w:
-        x = g.linear(x, w[f"{prefix}.input_proj.weight"], None, f"{name}.input_proj")
-    for i in range(cfg.num_layers):
-        lp = f"{prefix}.transformer.layers.{i}"
-        ln = f"{name}.l{i}"
-        h = g.layer_norm(x, w[f"{lp}.norm1.weight"], w[f"{lp}.norm1.bias"], 1e-5, f"{ln}.norm1")
-        qkv = g.linear(h, w[f"{lp}.self_attn.in_proj.weight"], None, f"{ln}.in_proj")
-        q, k, v = g.split(qkv, [d, d, d], axis=2)
-        q = g.transpose(_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])   # [H, T, Dh]
-        k = g.transpose(_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
-        v = g.transpose(g.reshape(v, [-1, heads, head_dim]), [1, 0, 2])
+    def attend(ln: str, q: str, k: str, v: str) -> str:
         keys = g.concat([sg.state(f"{ln}.keys", (heads, ctx, head_dim)), k], axis=1)
         values = g.concat([sg.state(f"{ln}.values", (heads, ctx, head_dim)), v], axis=1)
         sg.update(f"{ln}.keys", g.slice(keys, -ctx, np.iinfo(np.int64).max, axis=1))
         sg.update(f"{ln}.values", g.slice(values, -ctx, np.iinfo(np.int64).max, axis=1))
         scores = g.op("Mul", [g.op("MatMul", [q, g.transpose(keys, [0, 2, 1])]), scale])
         scores = g.op("Where", [mask, scores, g.const(-np.inf)])
-        attn = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values])  # [H, T, Dh]
-        attn = g.reshape(g.transpose(attn, [1, 0, 2]), [1, -1, d])
-        attn = g.linear(attn, w[f"{lp}.self_attn.out_proj.weight"], None, f"{ln}.out_proj")
-        x = g.op("Add", [x, g.op("Mul", [attn, g.const(w[f"{lp}.layer_scale_1.scale"])])])
-        h = g.layer_norm(x, w[f"{lp}.norm2.weight"], w[f"{lp}.norm2.bias"], 1e-5, f"{ln}.norm2")
-        h = g.gelu_tanh(g.linear(h, w[f"{lp}.linear1.weight"], None, f"{ln}.linear1"))
-        h = g.linear(h, w[f"{lp}.linear2.weight"], None, f"{ln}.linear2")
-        x = g.op("Add", [x, g.op("Mul", [h, g.const(w[f"{lp}.layer_scale_2.scale"])])])
-    if f"{prefix}.output_projs.0.weight" in w:
-        x = g.linear(x, w[f"{prefix}.output_projs.0.weight"], None, f"{name}.output_proj")
-    return x
+        return g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values])  # [H, T, Dh]
+
+    return mimi_transformer(g, x, w, prefix, cfg, name, cos, sin, attend)
 
 
 def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, list[StateSpec]]:

@@ -60,6 +60,22 @@ class Runtime(Protocol):
         """The cache as a portable voice state (after a voice prefill)."""
         ...
 
+    # -- voice cloning (pocketcli.voices.cloning drives these) ------------
+    @property
+    def cloning_unavailable_reason(self) -> str | None:
+        """None when ``encode_voice`` works; else why not (e.g. zeroed encoder weights)."""
+        ...
+
+    @property
+    def bos_before_voice(self) -> np.ndarray | None:
+        """The ``[d_model]`` row prefilled before voice conditioning, if the model has one."""
+        ...
+
+    def encode_voice(self, audio_24k: np.ndarray) -> np.ndarray:
+        """Mono 24 kHz prompt ``[samples]`` -> conditioning ``[frames, d_model]``
+        (Mimi encoder, then the speaker projection)."""
+        ...
+
     def start_decoder(self) -> DecoderState:
         ...
 

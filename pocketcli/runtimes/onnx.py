@@ -17,7 +17,8 @@ from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
 from pocketcli.engine.flow import integrate_flow
-from pocketcli.packs.manifest import PackError, PackManifest
+from pocketcli.packs.manifest import ENCODER_GRAPH, PackError, PackManifest
+from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 
 _ONE = np.ones((1, 1), np.float32)
@@ -87,6 +88,8 @@ class OnnxRuntime:
         self._mimi_outputs = [o.name for o in self._mimi.get_outputs()]
         self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
+        self._threads = threads
+        self._encoder: ort.InferenceSession | None = None   # loaded on first clone
 
     @property
     def tokenizer_path(self) -> Path:
@@ -156,6 +159,40 @@ class OnnxRuntime:
         keys = tuple(np.ascontiguousarray(k[:, :, :n].transpose(2, 0, 1)) for k in seq.keys)
         values = tuple(np.ascontiguousarray(v[:, :n].transpose(1, 0, 2)) for v in seq.values)
         return VoiceState(keys, values)
+
+    # -- voice cloning ----------------------------------------------------
+    @property
+    def cloning_unavailable_reason(self) -> str | None:
+        if self.manifest.voice_cloning and ENCODER_GRAPH in self.manifest.graphs[self.precision]:
+            return None
+        return self.manifest.voice_cloning_note or "the pack has no Mimi encoder"
+
+    @property
+    def bos_before_voice(self) -> np.ndarray | None:
+        if not self.config.flow_lm.insert_bos_before_voice:
+            return None
+        bos = self.constants.get("bos_before_voice")
+        if bos is None or bos.size != self._d_model or not np.isfinite(bos).all():
+            raise PackError(f"pack {self.pack_dir}: bos_before_voice is missing or is not"
+                            f" {self._d_model} finite floats; rebuild the pack")
+        return bos.reshape(self._d_model).astype(np.float32)
+
+    def encode_voice(self, audio_24k: np.ndarray) -> np.ndarray:
+        reason = self.cloning_unavailable_reason
+        if reason is not None:
+            raise VoiceCloningUnavailable(unavailable_message(reason))
+        audio = np.ascontiguousarray(audio_24k, np.float32).reshape(1, -1)
+        if audio.shape[1] == 0:
+            raise ValueError("cannot encode an empty voice prompt")
+        graph = self.manifest.graphs[self.precision][ENCODER_GRAPH]
+        if self._encoder is None:
+            self._encoder = _session(self.pack_dir / graph, self._threads)
+        conditioning = self._encoder.run(None, {"audio": audio})[0]
+        frames = -(-audio.shape[1] // self.config.mimi.samples_per_frame)
+        if conditioning.shape != (frames, self._d_model):
+            raise PackError(f"{graph} returned {list(conditioning.shape)},"
+                            f" expected [{frames}, {self._d_model}]")
+        return conditioning
 
     # -- Mimi -------------------------------------------------------------
     def start_decoder(self) -> OnnxDecoderState:

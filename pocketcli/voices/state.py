@@ -10,7 +10,7 @@ voices move between pockettts and Kyutai's tools in both directions.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +30,18 @@ class VoiceError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class VoiceState:
-    """Per-layer keys and values ``[T, kv_heads, head_dim]`` for T prompt positions."""
+    """Per-layer keys and values ``[T, kv_heads, head_dim]`` for T prompt positions.
+
+    ``conditioning`` is the ``[frames, d_model]`` encoder output the state was
+    prefilled from (without ``bos_before_voice``), kept when the voice was
+    cloned or read from a FluidAudio ``.bin``, so it can be saved as ``.bin``
+    again. A state read from ``.safetensors`` has none: that format stores
+    only the cache.
+    """
 
     keys: tuple[np.ndarray, ...]
     values: tuple[np.ndarray, ...]
+    conditioning: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def length(self) -> int:
@@ -84,6 +92,8 @@ def load_voice_state(path: str | Path) -> VoiceState:
         if cache.ndim != 5 or cache.shape[0] != 2 or cache.shape[1] != 1:
             raise VoiceError(f"{path}: layer {i} cache has shape {list(cache.shape)},"
                              " expected [2, 1, T, heads, head_dim]")
+        if not np.issubdtype(cache.dtype, np.floating):
+            raise VoiceError(f"{path}: layer {i} cache has dtype {cache.dtype}, expected float32")
         if "offset" in entry:
             offset = int(np.asarray(entry["offset"]).reshape(-1)[0])
         elif "current_end" in entry:

@@ -1,0 +1,79 @@
+"""``pockettts clone``: a recording in, a voice file out."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import clickcompat as click
+from pocketcli.cli.model_options import load_model, validate_choice
+
+HELP = """Clone the voice in AUDIO into a voice file (-o), chosen by extension:
+.safetensors (Kyutai's voice state, also read by pocket-tts) or .bin
+(FluidAudio's conditioning, at most 10 s).
+
+AUDIO is WAV, FLAC, OGG/Vorbis, Opus or MP3 at any sample rate and channel
+count (M4A/AAC with: pip install 'pockettts\\[m4a]'). At most its first 30 s are
+used and trailing silence is trimmed; at least 1 s of speech is needed.
+Cloning needs a pack built from Kyutai's gated kyutai/pocket-tts weights.
+
+Examples:
+
+  pockettts clone speaker.wav -o speaker.safetensors
+
+  pockettts clone voz.flac -o voz.safetensors --language spanish
+
+  pockettts clone speaker.wav -o speaker.safetensors --model-dir ./pack
+
+  pockettts clone interview.mp3 -o speaker.bin --model-dir ./pack
+
+  pockettts tts "Hello." --voice-file speaker.safetensors --model-dir ./pack
+"""
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"pockettts: warning: {message}\n")
+    sys.stderr.flush()
+
+
+def clone_command(
+    audio: Path = typer.Argument(..., metavar="AUDIO", help="The recording to clone."),
+    output: Path = typer.Option(..., "-o", "--output",
+                                help="Voice file to write: .safetensors or .bin."),
+    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
+    language: str | None = typer.Option(None, "--language",
+                                        help="Language pack (default english)."),
+    config: str | None = typer.Option(None, "--config", help="Kyutai config YAML instead."),
+    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
+    precision: str | None = typer.Option(None, "--precision",
+                                         help="onnx: fp32 or int8; coreml: fp16 or int8."),
+    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary on stderr."),
+) -> None:
+    from pocketcli.voices.files import check_voice_suffix
+    from pocketcli.voices.state import VoiceError
+
+    try:
+        check_voice_suffix(output)
+    except VoiceError as exc:
+        raise click.BadParameter(str(exc), param_hint="-o/--output") from None
+    choice = validate_choice(model_dir, language, config, runtime, precision, "default", "gpu",
+                             offline)
+
+    from pocketcli.voices.cloning import require_cloning
+
+    started = time.perf_counter()
+    tts = load_model(choice, quiet=quiet)
+    require_cloning(tts.runtime)              # the gated-weights message before any decoding
+    loaded = time.perf_counter()
+    voice = tts.clone_voice(audio, on_warning=_warn)
+    cloned = time.perf_counter()
+    tts.save_voice(voice, output, on_warning=_warn)
+    if not quiet:
+        frames = voice.conditioning.shape[0] if voice.conditioning is not None else 0
+        seconds = frames * tts.samples_per_frame / tts.sample_rate
+        sys.stderr.write(f"wrote {output}: {seconds:.2f} s of voice prompt ({frames} frames),"
+                         f" load {loaded - started:.2f} s, cloning {cloned - loaded:.2f} s\n")

@@ -1,0 +1,80 @@
+"""Pieces shared by the Mimi decoder and encoder graphs.
+
+Both Mimi transformers (decoder side, streaming; encoder side, the whole
+prompt at once) have the same layers and differ only in how a query finds
+its keys: a window carried between calls, or blocks of the prompt itself.
+So the layer stack is written once here and the attention core is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+
+from pocketcli.config import MimiTransformerConfig
+from pocketcli.packs.flowlm_graphs import _rope
+from pocketcli.packs.onnx_graph import GraphBuilder
+
+Weights = dict[str, np.ndarray]
+# (layer name, q, k, v) with q/k/v [heads, T, head_dim] -> attention output [heads, T, head_dim]
+Attend = Callable[[str, str, str, str], str]
+
+
+def conv_weight(w: Weights, prefix: str) -> tuple[np.ndarray, np.ndarray | None]:
+    return w[f"{prefix}.weight"], w.get(f"{prefix}.bias")
+
+
+def elu(g: GraphBuilder, x: str) -> str:
+    return g.op("Elu", [x], alpha=1.0)
+
+
+def rope_tables(g: GraphBuilder, positions: str, head_dim: int,
+                max_period: float) -> tuple[str, str]:
+    """cos/sin ``[T, 1, head_dim/2]`` for int64 positions ``[T]``, in float32 as torch does."""
+    freqs = np.exp(np.arange(head_dim // 2, dtype=np.float32)
+                   * np.float32(-np.log(max_period) * 2 / head_dim)).astype(np.float32)
+    t = g.op("Cast", [positions], to=onnx.TensorProto.FLOAT)
+    angles = g.op("Mul", [g.unsqueeze(t, [1]), g.const(freqs)])
+    return (g.unsqueeze(g.op("Cos", [angles]), [1]),
+            g.unsqueeze(g.op("Sin", [angles]), [1]))
+
+
+def mimi_transformer(g: GraphBuilder, x: str, w: Weights, prefix: str,
+                     cfg: MimiTransformerConfig, name: str, cos: str, sin: str,
+                     attend: Attend) -> str:
+    """The ProjectedTransformer of pocket-tts on ``x [1, T, input_dim]``.
+
+    Pre-norm layers with LayerScale on both branches, GELU-tanh FFN, no
+    biases; RoPE from ``cos``/``sin`` on q and k before ``attend``.
+    """
+    d, heads = cfg.d_model, cfg.num_heads
+    head_dim = d // heads
+    if f"{prefix}.input_proj.weight" in w:
+        x = g.linear(x, w[f"{prefix}.input_proj.weight"], None, f"{name}.input_proj")
+    for i in range(cfg.num_layers):
+        lp = f"{prefix}.transformer.layers.{i}"
+        ln = f"{name}.l{i}"
+        h = g.layer_norm(x, w[f"{lp}.norm1.weight"], w[f"{lp}.norm1.bias"], 1e-5, f"{ln}.norm1")
+        qkv = g.linear(h, w[f"{lp}.self_attn.in_proj.weight"], None, f"{ln}.in_proj")
+        q, k, v = g.split(qkv, [d, d, d], axis=2)
+        q = g.transpose(_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])   # [H, T, Dh]
+        k = g.transpose(_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
+        v = g.transpose(g.reshape(v, [-1, heads, head_dim]), [1, 0, 2])
+        attn = attend(ln, q, k, v)
+        attn = g.reshape(g.transpose(attn, [1, 0, 2]), [1, -1, d])
+        attn = g.linear(attn, w[f"{lp}.self_attn.out_proj.weight"], None, f"{ln}.out_proj")
+        x = g.op("Add", [x, _layer_scale(g, w, f"{lp}.layer_scale_1.scale", attn)])
+        h = g.layer_norm(x, w[f"{lp}.norm2.weight"], w[f"{lp}.norm2.bias"], 1e-5, f"{ln}.norm2")
+        h = g.gelu_tanh(g.linear(h, w[f"{lp}.linear1.weight"], None, f"{ln}.linear1"))
+        h = g.linear(h, w[f"{lp}.linear2.weight"], None, f"{ln}.linear2")
+        x = g.op("Add", [x, _layer_scale(g, w, f"{lp}.layer_scale_2.scale", h)])
+    if f"{prefix}.output_projs.0.weight" in w:
+        x = g.linear(x, w[f"{prefix}.output_projs.0.weight"], None, f"{name}.output_proj")
+    return x
+
+
+def _layer_scale(g: GraphBuilder, w: Weights, key: str, x: str) -> str:
+    """Per-channel LayerScale; a config without layer_scale has no such tensor."""
+    return g.op("Mul", [x, g.const(w[key])]) if key in w else x

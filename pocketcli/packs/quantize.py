@@ -1,0 +1,69 @@
+"""Weight quantisation of built graphs: dynamic int8 and 4-bit blocks (MatMulNBits).
+
+Only MatMuls whose second input is a weight are quantised; attention
+products between activations stay in float. int8 quantises activations on
+the fly (MatMulInteger); int4 keeps activations in float and stores weights
+as 4-bit blocks (MatMulNBits with accuracy level 4, the fast kernel on CPUs).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import onnx
+
+from pocketcli.errors import UserError
+
+EXTERNAL_DATA_BYTES = 1 << 30
+INT4_BLOCK_SIZE = 32
+
+
+@contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """ORT's quantisers log advice on the root logger; users need none of it."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def quantise_int8(src: Path, dst: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with _quiet_root_logger():
+        quantize_dynamic(
+            str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            use_external_data_format=os.path.getsize(src) > EXTERNAL_DATA_BYTES,
+            extra_options={"MatMulConstBOnly": True},
+        )
+
+
+def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE) -> None:
+    try:
+        from onnxruntime.quantization.matmul_nbits_quantizer import (
+            DefaultWeightOnlyQuantConfig,
+            MatMulNBitsQuantizer,
+        )
+    except ImportError as exc:
+        raise UserError(f"int4 packs need onnxruntime's 4-bit quantiser ({exc}); "
+                        "pip install onnx-ir") from None
+    model = onnx.load(str(src))
+    config = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True,
+                                          accuracy_level=4)
+    with _quiet_root_logger():
+        quantiser = MatMulNBitsQuantizer(model, algo_config=config)
+        quantiser.process()
+    out = quantiser.model.model
+    size = sum(t.ByteSize() for t in out.graph.initializer)
+    if size > EXTERNAL_DATA_BYTES:
+        onnx.save_model(out, str(dst), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=dst.name + ".data")
+    else:
+        onnx.save_model(out, str(dst))
