@@ -125,6 +125,46 @@ def test_dropped_connection_resumes_with_range_and_the_file_is_whole(hub, tmp_pa
     assert not [b for b in blobs(tmp_path, NO_CLONING) if b.name.endswith(".incomplete")]
 
 
+def test_download_cut_by_a_previous_run_resumes_from_its_partial_file(hub) -> None:
+    """A crashed or Ctrl-C'd run leaves <store>/partial/<sha256>.part; the next run
+    asks only for the rest (Range) and the result is checked and complete."""
+    from fakehub import sha256
+
+    from pocketcli.store.resume import partial_path
+
+    data = np.random.default_rng(4).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
+    path_in_repo = "languages/english/embeddings/paul.safetensors"
+    hub.add(NO_CLONING, path_in_repo, data)
+    partial = partial_path(sha256(data))
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    partial.write_bytes(data[:1_000_000])
+    path = store.resolve_voice("english", "paul")
+    assert path.read_bytes() == data
+    gets = [r for r in hub.requests("/cdn/") if r.method == "GET"]
+    assert [r.range for r in gets] == ["bytes=1000000-"]
+    assert not partial.exists()
+    hub.clear_log()
+    assert store.resolve_voice("english", "paul", offline=True).read_bytes() == data
+    assert hub.requests() == []
+
+
+def test_partial_file_with_wrong_bytes_is_refused_and_removed(hub) -> None:
+    from fakehub import sha256
+
+    from pocketcli.store.resume import partial_path
+
+    data = np.random.default_rng(5).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+    path_in_repo = "languages/english/embeddings/vera.safetensors"
+    hub.add(NO_CLONING, path_in_repo, data)
+    partial = partial_path(sha256(data))
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    partial.write_bytes(b"\x00" * 1000)            # not the file's first bytes
+    with pytest.raises(StoreError, match="corrupted"):
+        store.resolve_voice("english", "vera")
+    assert not partial.exists()
+    assert store.resolve_voice("english", "vera").read_bytes() == data
+
+
 def test_stalled_server_hits_the_deadline(hub, monkeypatch) -> None:
     monkeypatch.setenv("POCKETTTS_HUB_TIMEOUT", "0.5")
     hub.hang = True

@@ -31,6 +31,7 @@ from pocketcli.store.errors import StoreError, explain, offline_error
 from pocketcli.store.hubclient import get_session, install_deadline, no_network
 from pocketcli.store.paths import hub_cache_dir, hub_endpoint, store_dir
 from pocketcli.store.progress import Reporter
+from pocketcli.store.resume import download_lfs, recorded_blob
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
@@ -81,7 +82,22 @@ def cached_hf_file(ref: HfRef) -> Path | None:
         with no_network():
             return Path(hf_hub_download(**_hub_kwargs(ref), local_files_only=True))
     except (LocalEntryNotFoundError, OSError, ValueError):
-        return None
+        return recorded_blob(ref.repo, ref.path, ref.revision)
+
+
+def _download(ref: HfRef, job: Fetch, reporter: Reporter) -> Path:
+    """Large files resumably (see resume.py), small git files through huggingface_hub."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers
+
+    url = hf_hub_url(ref.repo, ref.path, revision=ref.revision, endpoint=hub_endpoint())
+    meta = get_hf_file_metadata(url, endpoint=hub_endpoint())
+    sha = (meta.etag or "").strip('"')
+    if not SHA256.fullmatch(sha) or not meta.location or meta.location == url:
+        return Path(hf_hub_download(**_hub_kwargs(ref), tqdm_class=reporter.tqdm_class(job.what)))
+    return download_lfs(ref.repo, ref.path, ref.revision, location=meta.location, sha=sha,
+                        size=meta.size, headers=build_hf_headers(),
+                        tqdm_class=reporter.tqdm_class(job.what))
 
 
 def fetch_hf_file(ref: HfRef, job: Fetch, offline: bool, reporter: Reporter) -> Path:
@@ -94,7 +110,9 @@ def fetch_hf_file(ref: HfRef, job: Fetch, offline: bool, reporter: Reporter) -> 
         raise offline_error(job.what, job.hint)
     reporter.progress_line(f"downloading {job.what} ({ref.repo}/{ref.path})")
     try:
-        path = hf_hub_download(**_hub_kwargs(ref), tqdm_class=reporter.tqdm_class(job.what))
+        path = _download(ref, job, reporter)
+    except StoreError:
+        raise
     except Exception as exc:
         mapped = explain(exc, what=job.what, repo=ref.repo, not_found=job.not_found,
                          gated_terms=job.gated_terms, hint=job.hint)
