@@ -343,3 +343,13 @@ def test_a_bad_deadline_setting_is_a_user_error(hub, monkeypatch, value) -> None
     with pytest.raises(UserError, match="POCKETTTS_HUB_TIMEOUT"):
         store.resolve_voice("english", "alba")
     assert hub.requests() == []
+
+
+def test_dns_failure_is_one_line_that_says_what_to_do(hub, monkeypatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://hub.pockettts-test.invalid")
+    with pytest.raises(StoreError) as info:
+        store.resolve_voice("english", "alba")
+    text = one_line(info.value)
+    assert "cannot resolve hub.pockettts-test.invalid" in text
+    assert "--offline" in text
+    assert hub.requests() == []
