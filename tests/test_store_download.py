@@ -353,3 +353,22 @@ def test_dns_failure_is_one_line_that_says_what_to_do(hub, monkeypatch) -> None:
     assert "cannot resolve hub.pockettts-test.invalid" in text
     assert "--offline" in text
     assert hub.requests() == []
+
+
+def test_coreml_cloning_encoders_are_fetched_on_demand_then_offline(hub) -> None:
+    from fakehub import _mlmodelc
+
+    _mlmodelc(hub, "mimi_encoderv2.mlmodelc", 90)
+    _mlmodelc(hub, "v2.1/spanish_24l/mimi_encoderv3.mlmodelc", 91)
+    hub.add(COREML, "encoder_recover_pinv.bin", np.zeros((1024, 32), np.float32).tobytes())
+    pack = store.resolve_coreml_pack("spanish_24l", "fp16")
+    assert not (pack / "mimi_encoderv3.mlmodelc").exists()     # not needed to speak
+    folder = store.resolve_coreml_encoder("spanish_24l")
+    assert folder == pack
+    assert (folder / "mimi_encoderv3.mlmodelc" / "coremldata.bin").is_file()
+    root = folder.parent.parent
+    assert (root / "mimi_encoderv2.mlmodelc" / "coremldata.bin").is_file()
+    assert (root / "encoder_recover_pinv.bin").stat().st_size == 1024 * 32 * 4
+    hub.clear_log()
+    assert store.resolve_coreml_encoder("spanish_24l", offline=True) == folder
+    assert hub.requests() == []

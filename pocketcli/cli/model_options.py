@@ -155,6 +155,8 @@ def choose_voice(tts, choice: ModelChoice, voice: str | None, voice_file: Path |
     from pocketcli import store
 
     if clone_voice is not None:
+        if choice.runtime == "coreml":     # FluidAudio's encoders are fetched on demand
+            store.resolve_coreml_encoder(model_language(choice), choice.offline)
         state = tts.clone_voice(clone_voice, on_warning=on_warning)
         if save_voice is not None:
             tts.save_voice(state, save_voice, on_warning=on_warning)

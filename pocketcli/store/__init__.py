@@ -33,6 +33,7 @@ _EXPORTS = {
     "known_precisions": "catalog",
     "known_voices": "catalog",
     "native_voice": "catalog",
+    "resolve_coreml_encoder": "coreml",
     "resolve_coreml_pack": "coreml",
     "AccessRefused": "errors",
     "StoreError": "errors",

@@ -136,6 +136,45 @@ def resolve_coreml_pack(language: str, precision: str = "fp16", placement: str =
     return lang_dir
 
 
+# FluidAudio's cloning encoders: the pack's own (non-English packs), else the
+# repository root's English-codec encoder with the 24-layer reprojection matrix.
+_ENCODER_PATTERNS = ("{sub}/mimi_encoderv3.mlmodelc/*", "mimi_encoderv2.mlmodelc/*",
+                     "encoder_recover_pinv.bin")
+
+
+def resolve_coreml_encoder(language: str, offline: bool = False,
+                           progress: bool = False) -> Path:
+    """Fetches what cloning with a CoreML pack needs (FluidAudio's encoders), and
+    returns the pack folder; the runtime picks the encoder that is there."""
+    cat = catalog().coreml
+    check_language("coreml", language)
+    offline = offline or env_offline()
+    install_deadline()
+    sub = cat.language_dir(language)
+    allow = [p.format(sub=sub) for p in _ENCODER_PATTERNS]
+    what = f"the CoreML voice encoder for {language}"
+    hint = f"pockettts download --runtime coreml --language {language}"
+    with Reporter(progress) as reporter:
+        try:
+            root = _snapshot(cat, allow, list(cat.never), True, reporter)
+        except (LocalEntryNotFoundError, OSError, ValueError):
+            root = None
+        have = root is not None and any(
+            (root / name).is_dir() for name in (f"{sub}/mimi_encoderv3.mlmodelc",
+                                                "mimi_encoderv2.mlmodelc"))
+        if not have:
+            if offline:
+                raise offline_error(what, hint)
+            try:
+                root = _snapshot(cat, allow, list(cat.never), False, reporter)
+            except Exception as exc:
+                mapped = explain(exc, what=what, repo=cat.repo, hint=hint)
+                if mapped is None:
+                    raise
+                raise mapped from exc
+    return root / sub
+
+
 def cached_coreml_dir(language: str) -> Path | None:
     """The cached ``v2.1/<language>`` folder (any precision), without any request."""
     cat = catalog().coreml
