@@ -30,6 +30,9 @@ def test_scoring_normalises_both_sides() -> None:
     assert wer("Don't cry, he said.", "don't cry he said") == 0.0
     assert wer("a b c d", "a x c") == pytest.approx(0.5)
     assert cer("abcd", "abed") == pytest.approx(0.25)
+    # Both sides are read out the same way: digits and words score alike.
+    assert wer("It is 3 km away.", "it is three kilometers away", "english") == 0.0
+    assert wer("It is 3 km away.", "it is three kilometers away") > 0
 
 
 def test_benchmark_report(pack_dir, voice_path, tmp_path) -> None:

@@ -159,8 +159,9 @@ def run_benchmark(
         for result, audio in zip(results, audios, strict=True):
             hypothesis = recognizer.transcribe(audio, tts.sample_rate)
             result.asr_hypothesis = hypothesis
-            result.wer = wer(result.text, hypothesis)
-            result.cer = cer(result.text, hypothesis)
+            language = getattr(tts, "language", None)
+            result.wer = wer(result.text, hypothesis, language)
+            result.cer = cer(result.text, hypothesis, language)
 
     synth = [r.synth_ms for r in results]
     ttfts = [r.ttft_ms for r in results]
