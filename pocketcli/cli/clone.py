@@ -11,9 +11,10 @@ import typer
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import load_model, validate_choice
 
-HELP = """Clone the voice in AUDIO into a voice file (-o), chosen by extension:
-.safetensors (Kyutai's voice state, also read by pocket-tts) or .bin
-(FluidAudio's conditioning, at most 10 s).
+HELP = """Clone the voice of a recording into a voice file.
+
+The format follows the extension of -o: .safetensors (Kyutai's voice state,
+also read by pocket-tts) or .bin (FluidAudio's conditioning, at most 10 s).
 
 AUDIO is WAV, FLAC, OGG/Vorbis, Opus or MP3 at any sample rate and channel
 count (M4A/AAC with: pip install 'pockettts\\[m4a]'). At most its first 30 s are
