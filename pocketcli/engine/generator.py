@@ -24,6 +24,10 @@ from pocketcli.voices.state import VoiceState
 MIN_FRAMES_BEFORE_EOS = 6
 # The first 5 ms of every chunk are faded in: a fresh Mimi state clicks.
 FADE_IN_SECONDS = 0.005
+# After a chunk's first frame (decoded alone, for the time to first audio), Mimi
+# decodes frames in pairs: about 10% less work per frame on ONNX Runtime, and a
+# fixed grouping, so the same seed still gives the same samples on every run.
+DECODE_BATCH = 2
 
 
 @dataclass(frozen=True)
@@ -100,18 +104,22 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
     seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
     runtime.prefill(seq, runtime.embed_text(np.asarray(plan.token_ids, np.int64)))
     decoder_state = runtime.start_decoder()
-    pipeline = DecoderPipeline(
-        lambda lat: runtime.decode(decoder_state, lat[None]), settings.threaded_decoder)
+    pipeline = DecoderPipeline(lambda lat: runtime.decode(decoder_state, lat),
+                               settings.threaded_decoder)
+    frame_size = runtime.config.mimi.samples_per_frame
     latents: list[np.ndarray] = []
     eos_logits: list[float] = []
+    pending: list[np.ndarray] = []
 
-    def frame(audio: np.ndarray) -> Frame:
-        i = trace.frames
-        if i == 0:
-            audio = audio.copy()
-            audio[: fade.size] *= fade[: audio.size]
-        trace.frames += 1
-        return Frame(audio, chunk_index, i, latents[i], eos_logits[i])
+    def frames(audio: np.ndarray) -> Iterator[Frame]:
+        for start in range(0, audio.size, frame_size):
+            piece = audio[start:start + frame_size]
+            i = trace.frames
+            if i == 0:
+                piece = piece.copy()
+                piece[: fade.size] *= fade[: piece.size]
+            trace.frames += 1
+            yield Frame(piece, chunk_index, i, latents[i], eos_logits[i])
 
     try:
         latent = np.full(latent_dim, np.nan, np.float32)   # NaN = BOS
@@ -130,10 +138,15 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
             latent = runtime.sample_latent(z, noise(latent_dim), settings.decode_steps)
             latents.append(latent)
             eos_logits.append(eos_logit)
-            pipeline.submit(latent)
+            pending.append(latent)
+            if step == 0 or len(pending) == DECODE_BATCH:
+                pipeline.submit(np.stack(pending))
+                pending = []
             for audio in pipeline.ready(wait_for_first=(step == 0)):
-                yield frame(audio)
+                yield from frames(audio)
+        if pending:
+            pipeline.submit(np.stack(pending))
         for audio in pipeline.drain():
-            yield frame(audio)
+            yield from frames(audio)
     finally:
         pipeline.close()
