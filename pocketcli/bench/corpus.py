@@ -28,10 +28,10 @@ def parse_corpus(text: str) -> list[str]:
 
 
 def corpus_dir() -> Path:
-    """Where ``pockettts corpus`` stores fetched corpora (beside our cache)."""
-    from pocketcli.bench.paths import user_corpus_dir
+    """Where ``pockettts corpus`` stores fetched corpora: in the store's cache folder."""
+    from pocketcli.store.paths import store_dir
 
-    return user_corpus_dir()
+    return store_dir() / "corpora"
 
 
 def load_corpus(name: str | None = None, path: Path | None = None) -> list[str]:

@@ -44,6 +44,12 @@ class HfRef:
     repo: str
     path: str
     revision: str | None = None
+    repo_type: str = "model"          # "dataset" for Hub datasets (the MiniMax corpus)
+
+    @property
+    def key(self) -> str:
+        """Names this file in our resumable-download records."""
+        return f"{self.repo_type}:{self.repo}/{self.path}@{self.revision or 'main'}"
 
     @classmethod
     def parse(cls, url: str) -> HfRef:
@@ -73,7 +79,8 @@ class Fetch:
 
 def _hub_kwargs(ref: HfRef) -> dict:
     return {"repo_id": ref.repo, "filename": ref.path, "revision": ref.revision,
-            "cache_dir": str(hub_cache_dir()), "endpoint": hub_endpoint()}
+            "repo_type": ref.repo_type, "cache_dir": str(hub_cache_dir()),
+            "endpoint": hub_endpoint()}
 
 
 def cached_hf_file(ref: HfRef) -> Path | None:
@@ -82,7 +89,7 @@ def cached_hf_file(ref: HfRef) -> Path | None:
         with no_network():
             return Path(hf_hub_download(**_hub_kwargs(ref), local_files_only=True))
     except (LocalEntryNotFoundError, OSError, ValueError):
-        return recorded_blob(ref.repo, ref.path, ref.revision)
+        return recorded_blob(ref.key)
 
 
 def _download(ref: HfRef, job: Fetch, reporter: Reporter) -> Path:
@@ -90,12 +97,13 @@ def _download(ref: HfRef, job: Fetch, reporter: Reporter) -> Path:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
     from huggingface_hub.utils import build_hf_headers
 
-    url = hf_hub_url(ref.repo, ref.path, revision=ref.revision, endpoint=hub_endpoint())
+    url = hf_hub_url(ref.repo, ref.path, revision=ref.revision, repo_type=ref.repo_type,
+                     endpoint=hub_endpoint())
     meta = get_hf_file_metadata(url, endpoint=hub_endpoint())
     sha = (meta.etag or "").strip('"')
     if not SHA256.fullmatch(sha) or not meta.location or meta.location == url:
         return Path(hf_hub_download(**_hub_kwargs(ref), tqdm_class=reporter.tqdm_class(job.what)))
-    return download_lfs(ref.repo, ref.path, ref.revision, location=meta.location, sha=sha,
+    return download_lfs(ref.key, f"{ref.repo}/{ref.path}", location=meta.location, sha=sha,
                         size=meta.size, headers=build_hf_headers(),
                         tqdm_class=reporter.tqdm_class(job.what))
 

@@ -22,14 +22,13 @@ from pocketcli.store.paths import store_dir
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _ref_key(repo: str, path: str, revision: str | None) -> Path:
-    text = f"{repo}/{path}@{revision or 'main'}"
-    return store_dir() / "refs" / hashlib.sha256(text.encode()).hexdigest()[:40]
+def _ref_key(ref_key: str) -> Path:
+    return store_dir() / "refs" / hashlib.sha256(ref_key.encode()).hexdigest()[:40]
 
 
-def recorded_blob(repo: str, path: str, revision: str | None) -> Path | None:
+def recorded_blob(ref_key: str) -> Path | None:
     """The blob a previous resumable download stored for this reference, if any."""
-    key = _ref_key(repo, path, revision)
+    key = _ref_key(ref_key)
     try:
         sha = key.read_text(encoding="ascii").strip()
     except OSError:
@@ -42,8 +41,8 @@ def partial_path(sha: str) -> Path:
     return store_dir() / "partial" / f"{sha}.part"
 
 
-def download_lfs(repo: str, path: str, revision: str | None, *, location: str, sha: str,
-                 size: int | None, headers: dict, tqdm_class=None) -> Path:
+def download_lfs(ref_key: str, what: str, *, location: str, sha: str, size: int | None,
+                 headers: dict, tqdm_class=None) -> Path:
     """Fetches ``location`` into the partial file (resuming), then publishes the blob."""
     from huggingface_hub.file_download import http_get
 
@@ -58,7 +57,7 @@ def download_lfs(repo: str, path: str, revision: str | None, *, location: str, s
     if size is None or have < size:
         with open(partial, "ab") as f:
             http_get(location, f, resume_size=have, headers=headers, expected_size=size,
-                     displayed_filename=Path(path).name, tqdm_class=tqdm_class)
+                     displayed_filename=Path(what).name, tqdm_class=tqdm_class)
     digest = hashlib.sha256()
     with open(partial, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -66,7 +65,7 @@ def download_lfs(repo: str, path: str, revision: str | None, *, location: str, s
     if digest.hexdigest() != sha:
         partial.unlink(missing_ok=True)
         raise StoreError(
-            f"{repo}/{path} is corrupted: its sha256 is {digest.hexdigest()[:16]}..., the Hub "
+            f"{what} is corrupted: its sha256 is {digest.hexdigest()[:16]}..., the Hub "
             f"announced {sha[:16]}...; the partial file was deleted, run the command again")
     blob = store_dir() / "blobs" / sha
     blob.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +73,7 @@ def download_lfs(repo: str, path: str, revision: str | None, *, location: str, s
     mark = store_dir() / "verified" / sha          # checked just now: fetch.verify_blob trusts it
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()
-    key = _ref_key(repo, path, revision)
+    key = _ref_key(ref_key)
     key.parent.mkdir(parents=True, exist_ok=True)
     key.write_text(sha + "\n", encoding="ascii")
     return blob
