@@ -104,12 +104,18 @@ class Grammar:
       the language joins them (Italian elides "una ora" to "un'ora").
     """
 
-    agree: Callable[[str, int, str], str]
     ordinal: Callable[[int, str, str], str]
     date: Callable[[int, int, int | None, str], str]
     time: Callable[[int, int], str]
-    singular: Callable[[Decimal], bool]
+    # Defaults: numbers that do not agree with nouns, and nouns singular only after 1.
+    agree: Callable[[str, int, str], str] = lambda words, n, gender: words
+    singular: Callable[[Decimal], bool] = lambda value: value == 1
     phrase: Callable[[str, str], str] = lambda number, noun: f"{number} {noun}"
+
+
+def singular_below_two(value: Decimal) -> bool:
+    """French and Portuguese keep the noun singular below 2 ("1,5 kilomètre")."""
+    return value < 2
 
 
 @dataclass(frozen=True)

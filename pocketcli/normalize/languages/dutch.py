@@ -6,8 +6,6 @@ Dutch pluralises ("vijf minuten").
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
     Abbreviation,
@@ -22,9 +20,6 @@ from pocketcli.normalize.languages.base import (
 MONTHS = ("januari", "februari", "maart", "april", "mei", "juni", "juli", "augustus",
           "september", "oktober", "november", "december")
 
-
-def _agree(words: str, n: int, gender: str) -> str:
-    return words
 
 
 def _ordinal(n: int, mark: str, previous: str) -> str:
@@ -45,9 +40,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} {numbers.cardinal(minute, 'nl')}" if minute else said
 
 
-def _singular(value: Decimal) -> bool:
-    return value == 1
-
 
 def _same(word: str) -> Noun:
     return Noun(word, word)
@@ -67,8 +59,7 @@ LANGUAGE = Language(
         ampersand="en", degree=Noun("graad", "graden"), seconds=Noun("seconde", "seconden"),
     ),
     months=MONTHS,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular),
+    grammar=Grammar(ordinal=_ordinal, date=_date, time=_time),
     currencies={
         "USD": Currency(_same("dollar"), _same("cent")),
         "EUR": Currency(_same("euro"), _same("cent")),

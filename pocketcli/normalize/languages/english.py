@@ -6,8 +6,6 @@ a year context use the paired reading num2words gives ("twenty twenty-four").
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
     Abbreviation,
@@ -22,9 +20,6 @@ from pocketcli.normalize.languages.base import (
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 
-
-def _agree(words: str, n: int, gender: str) -> str:
-    return words
 
 
 def _ordinal(n: int, mark: str, previous: str) -> str:
@@ -49,9 +44,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} {numbers.cardinal(minute, 'en')}"
 
 
-def _singular(value: Decimal) -> bool:
-    return value == 1
-
 
 def _noun(singular: str, plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s")
@@ -75,8 +67,7 @@ LANGUAGE = Language(
     month_aliases={"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8,
                    "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12},
     months_case_sensitive=True,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular),
+    grammar=Grammar(ordinal=_ordinal, date=_date, time=_time),
     currencies={
         "USD": Currency(_noun("dollar"), _noun("cent")),
         "EUR": Currency(_noun("euro"), _noun("cent")),

@@ -7,7 +7,6 @@ nouns are singular below two ("1,5 kilomètre"), as French grammar has it.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
@@ -18,6 +17,7 @@ from pocketcli.normalize.languages.base import (
     Noun,
     Scale,
     Words,
+    singular_below_two,
 )
 
 MONTHS = ("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août",
@@ -54,9 +54,6 @@ def _time(hour: int, minute: int) -> str:
     return said
 
 
-def _singular(value: Decimal) -> bool:
-    return value < 2
-
 
 def _noun(singular: str, gender: str = "m", plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s", gender)
@@ -77,7 +74,7 @@ LANGUAGE = Language(
     ),
     months=MONTHS,
     grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular),
+                    singular=singular_below_two),
     currencies={
         "USD": Currency(_noun("dollar"), _noun("cent")),
         "EUR": Currency(_noun("euro"), _noun("centime")),

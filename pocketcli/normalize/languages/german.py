@@ -7,8 +7,6 @@ before it: "am dritten", "der dritte", and the bare "dritter" otherwise.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
     Abbreviation,
@@ -66,9 +64,6 @@ def _time(hour: int, minute: int) -> str:
     return said.replace("eine Uhr", "ein Uhr")
 
 
-def _singular(value: Decimal) -> bool:
-    return value == 1
-
 
 def _same(word: str, gender: str = "m") -> Noun:
     return Noun(word, word, gender)
@@ -89,8 +84,7 @@ LANGUAGE = Language(
     ),
     months=MONTHS,
     months_case_sensitive=True,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular),
+    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time),
     currencies={
         "USD": Currency(_same("Dollar"), _same("Cent")),
         "EUR": Currency(_same("Euro"), _same("Cent")),

@@ -6,8 +6,6 @@ follows; "una" elides before a vowel ("un'ora").
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
     Abbreviation,
@@ -55,9 +53,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} e {numbers.cardinal(minute, 'it')}" if minute else said
 
 
-def _singular(value: Decimal) -> bool:
-    return value == 1
-
 
 def _noun(singular: str, plural: str, gender: str = "m") -> Noun:
     return Noun(singular, plural, gender)
@@ -77,8 +72,7 @@ LANGUAGE = Language(
         degree=_noun("grado", "gradi"), seconds=_noun("secondo", "secondi"),
     ),
     months=MONTHS,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular, phrase=_phrase),
+    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time, phrase=_phrase),
     currencies={
         "USD": Currency(_noun("dollaro", "dollari"), _noun("centesimo", "centesimi")),
         "EUR": Currency(_noun("euro", "euro"), _noun("centesimo", "centesimi")),

@@ -7,7 +7,6 @@ in a few number words only. Nouns are singular below two, as in French.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
@@ -18,6 +17,7 @@ from pocketcli.normalize.languages.base import (
     Noun,
     Scale,
     Words,
+    singular_below_two,
 )
 from pocketcli.normalize.languages.romance import agreeing_tail, feminine_ordinal
 
@@ -60,9 +60,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} {'hora' if hour <= 1 else 'horas'}"
 
 
-def _singular(value: Decimal) -> bool:
-    return value < 2
-
 
 def _noun(singular: str, gender: str = "m", plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s", gender)
@@ -83,7 +80,7 @@ LANGUAGE = Language(
     ),
     months=MONTHS,
     grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular),
+                    singular=singular_below_two),
     currencies={
         "USD": Currency(Noun("dólar", "dólares"), _noun("centavo")),
         "EUR": Currency(_noun("euro"), _noun("centavo")),

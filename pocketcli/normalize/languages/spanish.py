@@ -7,7 +7,6 @@ feminine before feminine ones ("una hora", "doscientas libras").
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 from pocketcli.normalize import numbers
 from pocketcli.normalize.languages.base import (
@@ -68,9 +67,6 @@ def _time(hour: int, minute: int) -> str:
     return said if hour == 1 else f"{said} horas"  # "a la una", "a las trece horas"
 
 
-def _singular(value: Decimal) -> bool:
-    return value == 1
-
 
 def _noun(singular: str, gender: str = "m", plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s", gender)
@@ -90,8 +86,7 @@ LANGUAGE = Language(
         degree=_noun("grado"), seconds=_noun("segundo"),
     ),
     months=MONTHS,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=_singular),
+    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time),
     currencies={
         "USD": Currency(Noun("dólar", "dólares"), _noun("centavo")),
         "EUR": Currency(_noun("euro"), _noun("céntimo")),
