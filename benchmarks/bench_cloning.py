@@ -30,8 +30,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 from oracle.reference import TOKENIZER_MODEL, build_reference, make_config  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
-from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
 from pocketcli.voices import cloning  # noqa: E402
 from pocketcli.voices.prompt import prepare_prompt  # noqa: E402
 
@@ -73,8 +71,7 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
 
     print("building the english architecture with random weights ...", flush=True)
     ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, tmp / "ref")
-    build_pack(ref.checkpoint_path, ModelConfig.from_dict(ref.config), TOKENIZER_MODEL,
-               tmp / "pack")
+    ref.build_pack(tmp / "pack")
     samples, rate = sf.read(ALBA, dtype="float32")
     alba = convert_audio(torch.from_numpy(samples)[None], rate, 24_000, 1)[0].numpy()
     tts = PocketTTS.load(tmp / "pack")

@@ -32,8 +32,6 @@ from oracle.reference import (  # noqa: E402
 )
 
 from pocketcli import PocketTTS  # noqa: E402
-from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
 
 TEXT = "Hello world. I am Kyutai's Pocket TTS. I'm fast enough to run on small CPUs."
 FRAMES = 100
@@ -80,8 +78,7 @@ def main() -> None:
     ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, tmp / "ref")
     precisions = ("fp32", "int8") if args.int8 else ("fp32",)
     t0 = time.perf_counter()
-    build_pack(ref.checkpoint_path, ModelConfig.from_dict(ref.config), TOKENIZER_MODEL,
-               tmp / "pack", precisions=precisions)
+    ref.build_pack(tmp / "pack", precisions=precisions)
     print(f"pack built in {time.perf_counter() - t0:.1f} s", flush=True)
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000)
     ref.export_voice(voice_state, tmp / "voice.safetensors")

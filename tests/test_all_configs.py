@@ -26,8 +26,6 @@ from oracle.reference import (  # noqa: E402
 from pocket_tts.utils.config import CONFIGS_DIR  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
-from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 CONFIGS = sorted(p.stem for p in Path(CONFIGS_DIR).glob("*.yaml"))
@@ -73,8 +71,7 @@ def shrunk(name: str) -> dict:
 @pytest.mark.parametrize("name", CONFIGS)
 def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None:
     ref = build_reference(shrunk(name), 5, tmp_path / "ref")
-    config = ModelConfig.from_dict(ref.config)
-    build_pack(ref.checkpoint_path, config, TOKENIZER_MODEL, tmp_path / "pack")
+    ref.build_pack(tmp_path / "pack")
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
     run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)

@@ -31,8 +31,6 @@ from pocket_tts.data.audio_utils import convert_audio  # noqa: E402
 from pocket_tts.data.audio_utils import end_on_pause as torch_end_on_pause  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
-from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
 from pocketcli.voices.prompt import _torch_linspace, end_on_pause  # noqa: E402
 from pocketcli.voices.state import VoiceState  # noqa: E402
 
@@ -65,8 +63,7 @@ class Setup:
 def setup(request, tmp_path_factory) -> Setup:
     root = tmp_path_factory.mktemp(f"clone-{request.param}")
     ref = build_reference(make_config(request.param, str(TOKENIZER_MODEL)), 23, root / "ref")
-    build_pack(ref.checkpoint_path, ModelConfig.from_dict(ref.config), TOKENIZER_MODEL,
-               root / "pack")
+    ref.build_pack(root / "pack")
     return Setup(ref, PocketTTS.load(root / "pack"), root)
 
 

@@ -27,10 +27,8 @@ from oracle.reference import (  # noqa: E402
 )
 
 from pocketcli import PocketTTS  # noqa: E402
-from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.engine.generator import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -55,8 +53,7 @@ class Setup:
 def setup(request, tmp_path_factory) -> Setup:
     root = tmp_path_factory.mktemp(request.param)
     ref = build_reference(make_config(request.param, str(TOKENIZER_MODEL)), 11, root / "ref")
-    build_pack(ref.checkpoint_path, ModelConfig.from_dict(ref.config), TOKENIZER_MODEL,
-               root / "pack", precisions=("fp32", "int8"))
+    ref.build_pack(root / "pack", precisions=("fp32", "int8"))
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
     voice_path = root / "voice.safetensors"
     ref.export_voice(voice_state, voice_path)

@@ -453,6 +453,15 @@ class Reference:
         checkpoint = Path(full.pop("weights_path"))
         return cls(model, full, checkpoint, config_path)
 
+    def build_pack(self, out_dir: Path, precisions: tuple[str, ...] = ("fp32",)) -> Path:
+        """Our torch-free pack built from this reference's checkpoint (what users do)."""
+        from pocketcli.config import ModelConfig
+        from pocketcli.packs.builder import build_pack
+
+        build_pack(self.checkpoint_path, ModelConfig.from_dict(self.config), TOKENIZER_MODEL,
+                   out_dir, precisions=precisions)
+        return Path(out_dir)
+
     @property
     def sample_rate(self) -> int:
         return int(self.model.sample_rate)
