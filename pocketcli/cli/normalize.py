@@ -7,6 +7,7 @@ import sys
 import typer
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.text_input import read_text
 
 # Spelled out here so `--help` does not import the normaliser (num2words is slow
 # to import); a test checks it equals pocketcli.normalize.SUPPORTED_LANGUAGES.
@@ -29,13 +30,6 @@ Examples:
 _MODES = ("read", "drop")
 
 
-def _read_stdin() -> str:
-    try:
-        return sys.stdin.buffer.read().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.UsageError(f"standard input is not UTF-8 text (byte {exc.start})") from None
-
-
 def _mode(value: str, flag: str) -> str:
     if value not in _MODES:
         raise click.BadParameter(f"{value!r}; choose from {', '.join(_MODES)}", param_hint=flag)
@@ -55,15 +49,7 @@ def normalize_command(
     emails: str = typer.Option("read", "--emails", help="read or drop e-mail addresses."),
 ) -> None:
     urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")
-    words = text_arg
-    if words is None:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise click.UsageError("no text: give TEXT or pipe text on standard input")
-        words = _read_stdin()
-    if "\x00" in words:
-        raise click.UsageError("the text contains NUL bytes: is it a binary file?")
-    if not words.strip():
-        raise click.UsageError("the text is empty")
+    words = read_text(text_arg, "TEXT")
     from pocketcli.normalize import (
         MarkupError,
         Pause,

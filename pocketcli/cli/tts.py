@@ -20,6 +20,7 @@ from pocketcli.cli.model_options import (
     load_model,
     validate_choice,
 )
+from pocketcli.cli.text_input import read_text
 from pocketcli.errors import UserError
 
 HELP = """Speak TEXT (or --text, or standard input) into a 24 kHz mono WAV file.
@@ -56,20 +57,7 @@ def _read_text(text_arg: str | None, text: str | None, input_file: Path | None) 
         if words is not None:
             raise click.UsageError("--input-file reads the text from a file: drop TEXT/--text")
         return None
-    if words is None:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise click.UsageError("no text: give TEXT, --text, or pipe text on standard input")
-        data = sys.stdin.buffer.read()
-        try:
-            words = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise click.UsageError(
-                f"standard input is not UTF-8 text (byte {exc.start})") from None
-    if "\x00" in words:
-        raise click.UsageError("the text contains NUL bytes: is it a binary file?")
-    if not words.strip():
-        raise click.UsageError("the text is empty")
-    return words
+    return read_text(words)
 
 
 def tts_command(

@@ -32,8 +32,6 @@ from pocketcli.packs.quantize import EXTERNAL_DATA_BYTES, quantise_int4, quantis
 
 log = logging.getLogger(__name__)
 
-# Graphs over this size keep their weights in a side file (protobuf stops at 2 GiB).
-_EXTERNAL_DATA_BYTES = EXTERNAL_DATA_BYTES
 # Graphs whose weight MatMuls are quantised (int8, int4); the text table is a lookup, and
 # the voice encoder runs once per voice, so it stays fp32 where quality matters most.
 _QUANTISED = ("flowlm_step", "flow_head", "mimi_decoder")
@@ -158,7 +156,7 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
 
 def _save(model: onnx.ModelProto, path: Path) -> None:
     size = sum(t.ByteSize() for t in model.graph.initializer)
-    if size > _EXTERNAL_DATA_BYTES:
+    if size > EXTERNAL_DATA_BYTES:   # protobuf stops at 2 GiB: weights in a side file
         onnx.save_model(model, str(path), save_as_external_data=True,
                         all_tensors_to_one_file=True, location=path.name + ".data",
                         size_threshold=1024)
