@@ -15,6 +15,7 @@ import onnxruntime as ort
 
 from pocketcli.packs.manifest import PackError
 from pocketcli.runtimes.coreml.predictor import (
+    DescribedModel,
     Predictor,
     PredictorFactory,
     TensorDesc,
@@ -33,7 +34,7 @@ def _desc(arg: ort.NodeArg) -> TensorDesc:
                       _ORT_DTYPES.get(arg.type, "float32"))
 
 
-class OnnxPredictor:
+class OnnxPredictor(DescribedModel):
     def __init__(self, path: Path, threads: int | None = None) -> None:
         self.path = Path(path)
         options = ort.SessionOptions()
@@ -48,18 +49,6 @@ class OnnxPredictor:
         self._inputs = tuple(_desc(a) for a in self._session.get_inputs())
         self._outputs = tuple(_desc(a) for a in self._session.get_outputs())
         self._output_names = [d.name for d in self._outputs]
-
-    @property
-    def label(self) -> str:
-        return self.path.name
-
-    @property
-    def inputs(self) -> tuple[TensorDesc, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorDesc, ...]:
-        return self._outputs
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         values = self._session.run(self._output_names, cast_feeds(self.label, self._inputs, feeds))

@@ -76,6 +76,26 @@ class Predictor(Protocol):
 PredictorFactory = Callable[[Path, str, str], Predictor]
 
 
+class DescribedModel:
+    """What every Predictor shares: a file, and the tensors read from its description."""
+
+    path: Path
+    _inputs: tuple[TensorDesc, ...] = ()
+    _outputs: tuple[TensorDesc, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.path.name
+
+    @property
+    def inputs(self) -> tuple[TensorDesc, ...]:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[TensorDesc, ...]:
+        return self._outputs
+
+
 class ModelMissing(PackError):
     """No file for a model in a pack (optional models are looked for this way)."""
 
@@ -183,7 +203,7 @@ def descs_from_metadata(path: Path) -> tuple[tuple[TensorDesc, ...], tuple[Tenso
         raise PackError(f"{path}: malformed feature shape: {exc}") from exc
 
 
-class CoreMLPredictor:
+class CoreMLPredictor(DescribedModel):
     """A Core ML model through coremltools.
 
     ``load=False`` only reads the description (works on Linux: coremltools
@@ -210,18 +230,6 @@ class CoreMLPredictor:
             self._model = model if load else None
         if self._model is not None and any(d.shape is None for d in self._outputs):
             self._outputs = self._outputs_from_warmup()
-
-    @property
-    def label(self) -> str:
-        return self.path.name
-
-    @property
-    def inputs(self) -> tuple[TensorDesc, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorDesc, ...]:
-        return self._outputs
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._model is None:
