@@ -18,6 +18,7 @@ import onnx
 
 from pocketcli.config import FlowLMConfig, FlowTransformerConfig
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.rope import apply_rope, rope_tables
 
 Weights = dict[str, np.ndarray]
 
@@ -33,16 +34,6 @@ def build_text_embedding(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     return g.model()
 
 
-def _rope(g: GraphBuilder, x: str, cos: str, sin: str, heads: int, head_dim: int) -> str:
-    """Rotates interleaved pairs ``(x[2i], x[2i+1])`` of ``x [T, heads*head_dim]``."""
-    pairs = g.reshape(x, [-1, heads, head_dim // 2, 2])
-    real, imag = (g.squeeze(p, [3]) for p in g.split(pairs, [1, 1], axis=3))
-    out_real = g.op("Sub", [g.op("Mul", [real, cos]), g.op("Mul", [imag, sin])])
-    out_imag = g.op("Add", [g.op("Mul", [real, sin]), g.op("Mul", [imag, cos])])
-    rotated = g.concat([g.unsqueeze(out_real, [3]), g.unsqueeze(out_imag, [3])], axis=3)
-    return g.reshape(rotated, [-1, heads, head_dim])
-
-
 def attention_inputs(g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: int, x: str,
                      cos: str, sin: str) -> tuple[str, str, str]:
     """Layer ``i``'s pre-norm and projections on ``x [1, T, d]``, RoPE applied.
@@ -55,8 +46,8 @@ def attention_inputs(g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: i
     h = g.layer_norm(x, w[f"{p}.norm1.weight"], w[f"{p}.norm1.bias"], 1e-5, f"l{i}.norm1")
     qkv = g.linear(h, w[f"{p}.self_attn.in_proj.weight"], None, f"l{i}.in_proj")
     q, k, v = g.split(qkv, [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], 2)
-    q = _rope(g, q, cos, sin, heads, head_dim)                 # [T, H, Dh]
-    k = _rope(g, k, cos, sin, kv_heads, head_dim)              # [T, Hkv, Dh]
+    q = apply_rope(g, q, cos, sin, heads, head_dim)            # [T, H, Dh]
+    k = apply_rope(g, k, cos, sin, kv_heads, head_dim)         # [T, Hkv, Dh]
     v = g.reshape(v, [-1, kv_heads, head_dim])
     return q, k, v
 
@@ -114,12 +105,7 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     n_new = g.shape_dim(x, 1)
     capacity = g.shape_dim(caches[0][0], 2)
     new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
-    positions = g.op("Cast", [g.op("Add", [new_index, position])], to=onnx.TensorProto.FLOAT)
-    freqs = np.exp(np.arange(head_dim // 2, dtype=np.float32)
-                   * np.float32(-np.log(t.max_period) * 2 / head_dim)).astype(np.float32)
-    angles = g.op("Mul", [g.unsqueeze(positions, [1]), g.const(freqs)])
-    cos = g.unsqueeze(g.op("Cos", [angles]), [1])
-    sin = g.unsqueeze(g.op("Sin", [angles]), [1])
+    cos, sin = rope_tables(g, g.op("Add", [new_index, position]), head_dim, t.max_period)
 
     cache_index = g.op("Range", [g.const(0, np.int64), g.squeeze(capacity, [0]),
                                  g.const(1, np.int64)])
@@ -164,7 +150,7 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
 def _variance_norm(g: GraphBuilder, x: str, alpha: np.ndarray, name: str) -> str:
     """The time embedders' "RMSNorm": divides by sqrt(eps + unbiased variance)."""
     n = alpha.shape[0]
-    centred = g.op("Sub", [x, g.op("ReduceMean", [x], axes=[-1], keepdims=1)])
+    centred = g.op("Sub", [x, g.op("ReduceMean", [x, g.const([-1], np.int64)], keepdims=1)])
     sq_sum = g.op("ReduceSum", [g.op("Mul", [centred, centred]), g.const([-1], np.int64)],
                   keepdims=1)
     var = g.op("Add", [g.op("Div", [sq_sum, g.const(n - 1.0)]), g.const(1e-5)])

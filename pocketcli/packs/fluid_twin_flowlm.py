@@ -37,8 +37,8 @@ from pocketcli.packs.flowlm_graphs import (
     flow_velocity,
     output_heads,
 )
-from pocketcli.packs.mimi_layers import rope_tables
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.rope import rope_tables
 from pocketcli.runtimes.coreml import contract as c
 
 Weights = dict[str, np.ndarray]

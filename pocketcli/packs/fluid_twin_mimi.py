@@ -28,8 +28,9 @@ from onnx import TensorProto, helper
 from pocketcli.config import MimiConfig, MimiTransformerConfig
 from pocketcli.packs.mimi_encoder_graph import build_mimi_encoder
 from pocketcli.packs.mimi_graphs import _seanet_decoder, _streaming_conv_transpose
-from pocketcli.packs.mimi_layers import Weights, mimi_transformer, rope_tables
+from pocketcli.packs.mimi_layers import Weights, mimi_transformer
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.rope import rope_tables
 from pocketcli.runtimes.coreml import contract as c
 
 _INT = np.int64
@@ -45,7 +46,7 @@ class _FluidStates:
         self.inputs: dict[str, tuple[int, ...]] = {}
         self.updates: dict[str, str] = {}          # FluidAudio name -> new value tensor
         self._ratio = -1
-        self._last = ("", "")                      # (internal, FluidAudio) of the last state
+        self._last = ("", "", 0)   # (internal, FluidAudio, rank) of the last state
 
     def _fluid_name(self, internal: str) -> str:
         if not _INTERNAL.match(internal):
@@ -63,16 +64,28 @@ class _FluidStates:
         return f"res{self._ratio}_conv{conv}_prev"
 
     def state(self, name: str, shape: tuple[int, ...], dtype: type = np.float32) -> str:
-        fluid = name if name.startswith("attn") else self._fluid_name(name)
-        self.inputs[fluid] = tuple(shape)
-        self._last = (name, fluid)
-        return self.g.input(fluid, np.float32, list(shape))
+        if name.startswith("attn"):
+            self.inputs[name] = tuple(shape)
+            return self.g.input(name, np.float32, list(shape))
+        # Our conv states are time-major: [context, C] or [1, stride, C]; FluidAudio's
+        # are channel-major [1, C, n]. Transpose at the boundary, both ways.
+        fluid = self._fluid_name(name)
+        n, channels = (shape[0], shape[1]) if len(shape) == 2 else (shape[1], shape[2])
+        self.inputs[fluid] = (1, channels, n)
+        self._last = (name, fluid, len(shape))
+        value = self.g.transpose(self.g.input(fluid, np.float32, [1, channels, n]), [0, 2, 1])
+        return self.g.squeeze(value, [0]) if len(shape) == 2 else value
 
     def update(self, name: str, value: str) -> None:
-        fluid = name if name.startswith("attn") else self._last[1]
-        if not name.startswith("attn") and self._last[0] != name:
+        if name.startswith("attn"):
+            self.updates[name] = value
+            return
+        internal, fluid, rank = self._last
+        if internal != name:
             raise ValueError(f"state {name!r} updated out of order")
-        self.updates[fluid] = value
+        if rank == 2:
+            value = self.g.unsqueeze(value, [0])
+        self.updates[fluid] = self.g.transpose(value, [0, 2, 1])
 
 
 def _ring_transformer(st: _FluidStates, x: str, w: Weights, prefix: str,
@@ -137,16 +150,15 @@ def build_mimi_decoder_twin(w: Weights, cfg: MimiConfig) -> onnx.ModelProto:
                                   g.weight("emb_std", w["flow_lm.emb_std"])]),
                      g.weight("emb_mean", w["flow_lm.emb_mean"])])               # [1, 1, 32]
     proj = w["mimi.quantizer.output_proj.weight"][:, :, 0]
-    x = g.transpose(g.linear(x, proj, None, "quantizer.output_proj"), [0, 2, 1])
+    x = g.reshape(g.linear(x, proj, None, "quantizer.output_proj"), [-1, proj.shape[0]])
     steps = 1
     if cfg.upsample_stride > 1:
         x = _streaming_conv_transpose(
             st, x, w, "mimi.upsample.convtr.convtr", "upsample", stride=cfg.upsample_stride,
             groups=w["mimi.upsample.convtr.convtr.weight"].shape[0])
         steps = cfg.upsample_stride
-    x = g.transpose(_ring_transformer(st, g.transpose(x, [0, 2, 1]), w,
-                                      "mimi.decoder_transformer", cfg.decoder_transformer,
-                                      steps), [0, 2, 1])
+    x = g.squeeze(_ring_transformer(st, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer",
+                                    cfg.decoder_transformer, steps), [0])
     audio = g.reshape(_seanet_decoder(st, x, w, cfg.decoder_seanet),
                       [1, 1, cfg.samples_per_frame])
 

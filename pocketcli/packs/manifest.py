@@ -17,7 +17,8 @@ from pocketcli.packs.state_spec import StateSpec
 
 MANIFEST_NAME = "pack.json"
 FORMAT = "pockettts-onnx-pack"
-FORMAT_VERSION = 1
+# 2: time-major Mimi decoder states, opset 20 graphs (a version-1 pack in the store is rebuilt).
+FORMAT_VERSION = 2
 GRAPH_NAMES = ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")
 # Present only in packs whose checkpoint has voice-cloning weights (voice_cloning: true).
 ENCODER_GRAPH = "mimi_encoder"

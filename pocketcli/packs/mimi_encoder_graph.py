@@ -22,8 +22,9 @@ import numpy as np
 import onnx
 
 from pocketcli.config import MimiConfig, MimiTransformerConfig, SEANetConfig
-from pocketcli.packs.mimi_layers import Weights, conv_weight, elu, mimi_transformer, rope_tables
+from pocketcli.packs.mimi_layers import Weights, conv_weight, elu, mimi_transformer
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.rope import rope_tables
 
 SEANET_ENCODER = "mimi.encoder.model"
 ENCODER_TRANSFORMER = "mimi.encoder_transformer"

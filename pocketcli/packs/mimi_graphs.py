@@ -1,11 +1,14 @@
 """ONNX graph of the streaming Mimi decoder (latents -> 24 kHz audio).
 
-Every piece of streaming memory is an explicit state tensor: the left
-context of each causal convolution, the overlap ("partial") of each
-transposed convolution, and a window of ``context`` keys/values per
-transformer layer with the running position. A call takes ``state.<name>``
-inputs and returns ``state_out.<name>``; feeding the outputs back in makes
-any split of the latents into calls give the same audio.
+Activations are time-major (``[T, C]``) from the latents to the audio, so
+every convolution is a MatMul over its taps and no transposes sit between
+layers. Every piece of streaming memory is an explicit state tensor: the
+left context of each causal convolution (``[context, C]``), the overlap
+("partial") of each transposed convolution (``[1, stride, C]``), and a window
+of ``context`` keys/values per transformer layer with the running position.
+A call takes ``state.<name>`` inputs and returns ``state_out.<name>``;
+feeding the outputs back in makes any split of the latents into calls give
+the same audio.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import numpy as np
 import onnx
 
 from pocketcli.config import MimiConfig, MimiTransformerConfig, SEANetConfig
-from pocketcli.packs.mimi_layers import Weights, conv_weight, elu, mimi_transformer, rope_tables
+from pocketcli.packs.mimi_layers import Weights, conv_weight, elu, mimi_transformer
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.rope import rope_tables
 from pocketcli.packs.state_spec import StateSpec
 
 
@@ -36,77 +40,80 @@ class _StatefulGraph:
         self.g.output(value, f"state_out.{name}", np.dtype(spec.dtype).type, list(spec.shape))
 
 
+_END = np.iinfo(np.int64).max
+
+
 def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
-                    stride: int = 1, dilation: int = 1) -> str:
-    """Causal conv whose left context comes from the previous call (zeros at start)."""
+                    dilation: int = 1) -> str:
+    """Causal conv on time-major ``x [T, C_in]``: one MatMul for all taps, then shift-add.
+
+    The left context comes from the previous call (zeros at start). Every
+    tap's weights side by side make one plain MatMul ``[context + T, C_in] x
+    [C_in, k * C_out]`` (no transposes, quantisable like any weight MatMul);
+    output row t then sums tap j's column block at row ``t + j * dilation``.
+    Shifting the outputs rather than the inputs (im2col) moves k * C_out
+    columns instead of k * C_in: half as much in the residual blocks, and a
+    hundredth in the last conv (C_out = 1).
+    """
     g = sg.g
-    weight, bias = conv_weight(w, prefix)
-    c_in, k = weight.shape[1], weight.shape[2]
-    context = (k - 1) * dilation + 1 - stride
+    weight, bias = conv_weight(w, prefix)                     # [C_out, C_in, k]
+    c_out, c_in, k = weight.shape
+    context = (k - 1) * dilation
     if context > 0:
-        prev = sg.state(name, (1, c_in, context))
-        x = g.concat([prev, x], axis=2)
-        sg.update(name, g.slice(x, -context, np.iinfo(np.int64).max, axis=2))
-    inputs = [x, g.weight(f"{name}.weight", weight)]
+        prev = sg.state(name, (context, c_in))
+        x = g.concat([prev, x], axis=0)                       # [context + T, C_in]
+        sg.update(name, g.slice(x, -context, _END, axis=0))
+    matrix = weight.transpose(1, 2, 0).reshape(c_in, k * c_out)
+    y = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
+    if k > 1:
+        taps = g.reshape(y, [-1, k, c_out])                   # [context + T, k, C_out]
+        y = None
+        for j in range(k):
+            row_end = (j * dilation - context) or _END
+            tap = g.op("Slice", [taps, g.const([j * dilation, j], np.int64),
+                                 g.const([row_end, j + 1], np.int64),
+                                 g.const([0, 1], np.int64)])  # [T, 1, C_out]
+            y = tap if y is None else g.op("Add", [y, tap])
+        y = g.reshape(y, [-1, c_out])
     if bias is not None:
-        inputs.append(g.weight(f"{name}.bias", bias))
-    return g.op("Conv", inputs, kernel_shape=[k], strides=[stride], dilations=[dilation])
+        y = g.op("Add", [y, g.weight(f"{name}.bias", bias)])
+    return y
 
 
 def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
                               stride: int, groups: int = 1) -> str:
-    """Transposed conv whose overlapping tail is carried into the next call.
+    """Transposed conv on time-major ``x [T, C_in]`` whose overlap is carried to the next call.
 
-    With kernel = 2 * stride (every Mimi upsampler), output block t is
-    ``A_t + B_{t-1}`` where A and B are the two kernel halves applied to input
-    column t: a MatMul (or a per-channel product when depthwise) plus a shift,
-    several times faster than ONNX Runtime's ConvTranspose and quantisable.
+    With a kernel of at most twice the stride (every Mimi upsampler has exactly
+    twice), output block t is ``A_t + B_{t-1}``, where A and B are the two
+    kernel halves applied to input row t: one MatMul (a per-channel product
+    when depthwise) and a shift, several times faster than ConvTranspose and
+    quantisable. The overlap B of the last row is the state.
     """
     g = sg.g
-    weight, bias = conv_weight(w, prefix)
-    c_in, c_out, k = weight.shape[0], weight.shape[1] * groups, weight.shape[2]
-    if k != 2 * stride or groups not in (1, c_in):
-        return _generic_conv_transpose(sg, x, weight, bias, name, stride, groups)
-    partial = sg.state(name, (1, c_out, stride))
-    columns = g.transpose(x, [2, 1, 0])                                  # [T, C_in, 1]
+    weight, bias = conv_weight(w, prefix)                     # [C_in, C_out / groups, k]
+    c_in, k = weight.shape[0], weight.shape[2]
+    c_out = weight.shape[1] * groups
+    if k > 2 * stride or groups not in (1, c_in):
+        raise ValueError(f"{prefix}: transposed conv with kernel {k}, stride {stride} and"
+                         f" {groups} groups is not supported")
+    weight = np.pad(weight, ((0, 0), (0, 0), (0, 2 * stride - k)))
+    partial = sg.state(name, (1, stride, c_out))
     if groups == 1:
-        halves = g.op("MatMul", [g.squeeze(columns, [2]),
-                                 g.weight(f"{name}.weight", weight.reshape(c_in, c_out * k))])
-        halves = g.reshape(halves, [-1, c_out, k])                       # [T, C_out, k]
+        matrix = weight.transpose(0, 2, 1).reshape(c_in, 2 * stride * c_out)
+        blocks = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
+        blocks = g.reshape(blocks, [-1, 2 * stride, c_out])    # [T, 2s, C_out]
     else:
-        halves = g.op("Mul", [columns, g.weight(f"{name}.weight", weight[:, 0, :])])
-    first, second = g.split(halves, [stride, stride], axis=2)            # A, B: [T, C_out, s]
-    carried = g.concat([partial, second], axis=0)                        # [T+1, C_out, s]
-    n = g.shape_dim(x, 2)
-    y = g.op("Add", [first, g.op("Slice", [carried, g.const([0], np.int64), n,
-                                           g.const([0], np.int64)])])
-    sg.update(name, g.slice(carried, -1, np.iinfo(np.int64).max, axis=0))
+        taps = np.ascontiguousarray(weight[:, 0, :].T)         # [2s, C]
+        blocks = g.op("Mul", [g.unsqueeze(x, [1]), g.weight(f"{name}.weight", taps)])
+    first, second = g.split(blocks, [stride, stride], axis=1)  # A, B: [T, s, C_out]
+    carried = g.concat([partial, second], axis=0)              # [T + 1, s, C_out]
+    y = g.op("Add", [first, g.slice(carried, 0, -1, axis=0)])
+    sg.update(name, g.slice(carried, -1, _END, axis=0))
+    y = g.reshape(y, [-1, c_out])                              # [T * s, C_out]
     if bias is not None:
-        y = g.op("Add", [y, g.const(bias.reshape(-1, 1))])
-    return g.reshape(g.transpose(y, [1, 0, 2]), [1, c_out, -1])
-
-
-def _generic_conv_transpose(sg: _StatefulGraph, x: str, weight: np.ndarray,
-                            bias: np.ndarray | None, name: str, stride: int,
-                            groups: int) -> str:
-    g = sg.g
-    c_out, k = weight.shape[1] * groups, weight.shape[2]
-    inputs = [x, g.weight(f"{name}.weight", weight)]
-    if bias is not None:
-        inputs.append(g.weight(f"{name}.bias", bias))
-    y = g.op("ConvTranspose", inputs, kernel_shape=[k], strides=[stride], group=groups)
-    tail = k - stride
-    if tail <= 0:
-        return y
-    partial = sg.state(name, (1, c_out, tail))
-    pad_amount = g.op("Sub", [g.shape_dim(y, 2), g.const([tail], np.int64)])
-    pads = g.concat([g.const([0, 0, 0, 0, 0], np.int64), pad_amount], axis=0)
-    y = g.op("Add", [y, g.op("Pad", [partial, pads])])
-    carried = g.slice(y, -tail, np.iinfo(np.int64).max, axis=2)
-    if bias is not None:
-        carried = g.op("Sub", [carried, g.const(bias.reshape(-1, 1))])
-    sg.update(name, carried)
-    return g.slice(y, 0, -tail, axis=2)
+        y = g.op("Add", [y, g.weight(f"{name}.bias", bias)])
+    return y
 
 
 def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -> str:
@@ -183,14 +190,12 @@ def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, li
     x = g.op("Add", [g.op("Mul", [latents, g.weight("emb_std", w["flow_lm.emb_std"])]),
                      g.weight("emb_mean", w["flow_lm.emb_mean"])])
     proj = w["mimi.quantizer.output_proj.weight"][:, :, 0]
-    x = g.transpose(g.linear(x, proj, None, "quantizer.output_proj"), [0, 2, 1])
+    x = g.reshape(g.linear(x, proj, None, "quantizer.output_proj"), [-1, proj.shape[0]])
     x = _streaming_conv_transpose(sg, x, w, "mimi.upsample.convtr.convtr", "upsample",
                                   stride=cfg.upsample_stride,
                                   groups=w["mimi.upsample.convtr.convtr.weight"].shape[0])
-    x = g.transpose(x, [0, 2, 1])
-    x = _windowed_transformer(sg, x, w, "mimi.decoder_transformer", cfg.decoder_transformer,
-                              "dec_tr")
-    x = g.transpose(x, [0, 2, 1])
-    audio = _seanet_decoder(sg, x, w, cfg.decoder_seanet)
+    x = _windowed_transformer(sg, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer",
+                              cfg.decoder_transformer, "dec_tr")
+    audio = _seanet_decoder(sg, g.squeeze(x, [0]), w, cfg.decoder_seanet)
     g.output(g.reshape(audio, [1, -1]), "audio", np.float32, [1, "samples"])
     return g.model(), sg.states

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import onnx
 
 from pocketcli.config import MimiTransformerConfig
-from pocketcli.packs.flowlm_graphs import _rope
 from pocketcli.packs.onnx_graph import GraphBuilder
+from pocketcli.packs.rope import apply_rope
 
 Weights = dict[str, np.ndarray]
 # (layer name, q, k, v) with q/k/v [heads, T, head_dim] -> attention output [heads, T, head_dim]
@@ -28,17 +27,6 @@ def conv_weight(w: Weights, prefix: str) -> tuple[np.ndarray, np.ndarray | None]
 
 def elu(g: GraphBuilder, x: str) -> str:
     return g.op("Elu", [x], alpha=1.0)
-
-
-def rope_tables(g: GraphBuilder, positions: str, head_dim: int,
-                max_period: float) -> tuple[str, str]:
-    """cos/sin ``[T, 1, head_dim/2]`` for int64 positions ``[T]``, in float32 as torch does."""
-    freqs = np.exp(np.arange(head_dim // 2, dtype=np.float32)
-                   * np.float32(-np.log(max_period) * 2 / head_dim)).astype(np.float32)
-    t = g.op("Cast", [positions], to=onnx.TensorProto.FLOAT)
-    angles = g.op("Mul", [g.unsqueeze(t, [1]), g.const(freqs)])
-    return (g.unsqueeze(g.op("Cos", [angles]), [1]),
-            g.unsqueeze(g.op("Sin", [angles]), [1]))
 
 
 def mimi_transformer(g: GraphBuilder, x: str, w: Weights, prefix: str,
@@ -59,8 +47,8 @@ def mimi_transformer(g: GraphBuilder, x: str, w: Weights, prefix: str,
         h = g.layer_norm(x, w[f"{lp}.norm1.weight"], w[f"{lp}.norm1.bias"], 1e-5, f"{ln}.norm1")
         qkv = g.linear(h, w[f"{lp}.self_attn.in_proj.weight"], None, f"{ln}.in_proj")
         q, k, v = g.split(qkv, [d, d, d], axis=2)
-        q = g.transpose(_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])   # [H, T, Dh]
-        k = g.transpose(_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
+        q = g.transpose(apply_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])   # [H, T, Dh]
+        k = g.transpose(apply_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
         v = g.transpose(g.reshape(v, [-1, heads, head_dim]), [1, 0, 2])
         attn = attend(ln, q, k, v)
         attn = g.reshape(g.transpose(attn, [1, 0, 2]), [1, -1, d])
