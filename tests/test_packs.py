@@ -47,6 +47,27 @@ def test_int8_graphs_use_integer_matmuls(pack_dir) -> None:
     assert "MatMul" in ops
 
 
+def test_int8_mimi_quantises_its_convolutions_but_not_the_last(pack_dir) -> None:
+    """The time-major decoder's convs are weight MatMuls, so int8 takes them, except the
+    one that writes the samples (FLOAT_WEIGHTS)."""
+    manifest = PackManifest.read(pack_dir)
+    graph = onnx.load(str(pack_dir / manifest.graphs["int8"]["mimi_decoder"])).graph
+    float_weights = {n.input[1] for n in graph.node if n.op_type == "MatMul"}
+    quantised = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.INT8}
+    assert "dec.conv_out.weight" in float_weights
+    assert any(name.startswith("dec.res") for name in quantised)
+    assert any(name.startswith("dec.up") for name in quantised)
+
+
+def test_pack_of_an_older_format_is_refused_with_a_rebuild_hint(pack_dir, tmp_path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(pack_dir, old)
+    manifest = old / "pack.json"
+    manifest.write_text(manifest.read_text().replace('"version": 2', '"version": 1'))
+    with pytest.raises(PackError, match="rebuild the pack"):
+        PocketTTS.load(old)
+
+
 def test_checkpoint_for_another_size_is_refused(fixture_dir, tmp_path) -> None:
     raw = yaml.safe_load((fixture_dir / "config.yaml").read_text())
     raw["flow_lm"]["transformer"]["num_layers"] = 3
