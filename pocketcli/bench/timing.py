@@ -12,7 +12,8 @@ from collections import defaultdict
 from typing import Any
 
 STAGES = {
-    "prefill": "text_prefill",
+    # The text prefill carries the chunk's first FlowLM step (one pass over the weights).
+    "prefill_then_step": "text_prefill",
     "step": "flowlm_step",
     "sample_latent": "flow_head",
     "decode": "mimi_decode",

@@ -1,7 +1,8 @@
 """The generation loop, written once for every runtime.
 
-Per text chunk: a fresh copy of the voice state, the text prefill, then one
-frame at a time: FlowLM step -> EOS rule -> host noise -> flow head -> Mimi.
+Per text chunk: a fresh copy of the voice state, the text prefill (together
+with the first frame's step), then one frame at a time: FlowLM step -> EOS
+rule -> host noise -> flow head -> Mimi.
 Frames are yielded as soon as they are decoded (1920 samples each), so a
 caller can stream audio while the rest is still being generated.
 """
@@ -102,7 +103,7 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
     fade = np.linspace(0.0, 1.0, int(sample_rate * FADE_IN_SECONDS), dtype=np.float32)
 
     seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
-    runtime.prefill(seq, runtime.embed_text(np.asarray(plan.token_ids, np.int64)))
+    text = runtime.embed_text(np.asarray(plan.token_ids, np.int64))
     decoder_state = runtime.start_decoder()
     pipeline = DecoderPipeline(lambda lat: runtime.decode(decoder_state, lat),
                                settings.threaded_decoder)
@@ -127,7 +128,10 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
         for step in range(plan.max_frames):
             if eos_step is not None and step >= eos_step + plan.frames_after_eos:
                 break
-            z, eos_logit = runtime.step(seq, latent)
+            if step == 0:   # the text prefill and the BOS frame in one call
+                z, eos_logit = runtime.prefill_then_step(seq, text, latent)
+            else:
+                z, eos_logit = runtime.step(seq, latent)
             trace.eos_logits.append(eos_logit)
             if eos_logit > settings.eos_threshold and eos_step is None \
                     and step >= MIN_FRAMES_BEFORE_EOS:

@@ -52,6 +52,12 @@ class Runtime(Protocol):
         """Appends one latent (NaN = BOS) and returns ``(z, eos_logit)`` for it."""
         ...
 
+    def prefill_then_step(self, seq: FlowSequence, embeddings: np.ndarray,
+                          latent: np.ndarray) -> tuple[np.ndarray, float]:
+        """``prefill(embeddings)`` then ``step(latent)``, in one pass where the backend can:
+        a chunk's text and its first frame then read the FlowLM weights once, not twice."""
+        ...
+
     def sample_latent(self, z: np.ndarray, noise: np.ndarray, decode_steps: int) -> np.ndarray:
         """Runs the flow head from ``noise`` (x0) to the next latent, conditioned on ``z``."""
         ...

@@ -209,6 +209,12 @@ class CoreMLRuntime:
         z = np.asarray(outs[keys.hidden], np.float32).reshape(-1)
         return z, float(np.asarray(outs[keys.eos]).reshape(-1)[0])
 
+
+    def prefill_then_step(self, seq: CoreMLSequence, embeddings: np.ndarray,
+                          latent: np.ndarray) -> tuple[np.ndarray, float]:
+        """Two predictions: FluidAudio's conditioner and step are separate models."""
+        self.prefill(seq, embeddings)
+        return self.step(seq, latent)
     def _take_caches(self, model: Predictor, seq: CoreMLSequence, outs: dict[str, np.ndarray],
                      keys: LayerKeys, added: int) -> None:
         """Replaces caches and positions with a model's outputs, checking the counters."""
