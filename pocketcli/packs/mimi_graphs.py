@@ -65,6 +65,8 @@ def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: s
         sg.update(name, g.slice(x, -context, _END, axis=0))
     matrix = weight.transpose(1, 2, 0).reshape(c_in, k * c_out)
     y = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
+    if bias is not None:    # on tap 0's columns only: right after the MatMul, it fuses into it
+        y = g.op("Add", [y, g.weight(f"{name}.bias", np.pad(bias, (0, (k - 1) * c_out)))])
     if k > 1:
         taps = g.reshape(y, [-1, k, c_out])                   # [context + T, k, C_out]
         y = None
@@ -75,8 +77,6 @@ def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: s
                                  g.const([0, 1], np.int64)])  # [T, 1, C_out]
             y = tap if y is None else g.op("Add", [y, tap])
         y = g.reshape(y, [-1, c_out])
-    if bias is not None:
-        y = g.op("Add", [y, g.weight(f"{name}.bias", bias)])
     return y
 
 
@@ -102,6 +102,11 @@ def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: st
     if groups == 1:
         matrix = weight.transpose(0, 2, 1).reshape(c_in, 2 * stride * c_out)
         blocks = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
+        if bias is not None:   # on the A half only, fused into the MatMul
+            column_bias = np.concatenate([np.tile(bias, stride), np.zeros(stride * c_out)])
+            blocks = g.op("Add", [blocks, g.weight(f"{name}.bias",
+                                                   column_bias.astype(np.float32))])
+            bias = None
         blocks = g.reshape(blocks, [-1, 2 * stride, c_out])    # [T, 2s, C_out]
     else:
         taps = np.ascontiguousarray(weight[:, 0, :].T)         # [2s, C]

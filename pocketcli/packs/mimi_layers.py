@@ -26,7 +26,12 @@ def conv_weight(w: Weights, prefix: str) -> tuple[np.ndarray, np.ndarray | None]
 
 
 def elu(g: GraphBuilder, x: str) -> str:
-    return g.op("Elu", [x], alpha=1.0)
+    """ELU (alpha 1) as ``max(x, exp(min(x, 0)) - 1)``: four vectorised passes run in
+    under half the time of ONNX Runtime's own Elu, which dominated the decoder's
+    elementwise work. Exact for both signs, since ``exp(x) - 1 > x`` for ``x < 0``."""
+    zero, one = g.const(0.0), g.const(1.0)
+    below = g.op("Sub", [g.op("Exp", [g.op("Min", [x, zero])]), one])
+    return g.op("Max", [x, below])
 
 
 def mimi_transformer(g: GraphBuilder, x: str, w: Weights, prefix: str,
