@@ -59,6 +59,21 @@ def test_int8_mimi_quantises_its_convolutions_but_not_the_last(pack_dir) -> None
     assert any(name.startswith("dec.up") for name in quantised)
 
 
+@pytest.mark.parametrize("precision", ["int8", "int4"])
+def test_quantised_graphs_rotate_in_float(pack_dir, fixture_dir, tmp_path, precision) -> None:
+    """RoPE's swap matrix is a constant MatMul weight, yet must not be quantised."""
+    if precision not in PackManifest.read(pack_dir).graphs:
+        pack_dir = tmp_path / "pack"
+        build_pack(fixture_dir / "model.safetensors", _config(fixture_dir), TOKENIZER, pack_dir,
+                   precisions=(precision,))
+    manifest = PackManifest.read(pack_dir)
+    graph = onnx.load(str(pack_dir / manifest.graphs[precision]["flowlm_step"])).graph
+    float_products = {n.input[1] for n in graph.node if n.op_type == "MatMul"}
+    assert any(name.startswith("rope_swap") for name in float_products)
+    assert not any(i.name.startswith("rope_swap") and i.data_type != onnx.TensorProto.FLOAT
+                   for i in graph.initializer)
+
+
 def test_pack_of_an_older_format_is_refused_with_a_rebuild_hint(pack_dir, tmp_path) -> None:
     old = tmp_path / "old"
     shutil.copytree(pack_dir, old)

@@ -56,12 +56,12 @@ class GraphBuilder:
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def const(self, value, dtype: type = np.float32) -> str:
-        """A small constant, shared between uses of the same value."""
+    def const(self, value, dtype: type = np.float32, hint: str = "const") -> str:
+        """A small constant, shared between uses of the same value (named after ``hint``)."""
         array = np.asarray(value, dtype=dtype)
         key = (array.dtype.str, array.shape, array.tobytes())
         if key not in self._constants:
-            self._constants[key] = self.weight(self.fresh("const"), array)
+            self._constants[key] = self.weight(self.fresh(hint), array)
         return self._constants[key]
 
     def op(self, op_type: str, inputs: Sequence[str], out: str | None = None, **attrs) -> str:

@@ -17,21 +17,25 @@ from pathlib import Path
 import onnx
 
 from pocketcli.errors import UserError
+from pocketcli.packs.rope import ROPE_SWAP
 
 EXTERNAL_DATA_BYTES = 1 << 30
 INT4_BLOCK_SIZE = 32
 # Weights whose MatMul stays float. The Mimi decoder's last conv writes the samples
 # themselves: rounding its input to 8 bits is audible hiss (measured on the full-size
 # decoder: SNR against fp32 17 dB with it quantised, 27 dB without), and it is only
-# 64 x 3 weights, so keeping it float costs nothing.
+# 64 x 3 weights, so keeping it float costs nothing. RoPE's swap matrix is exact in
+# float and tiny; quantising would round every query and key it rotates.
 FLOAT_WEIGHTS = frozenset({"dec.conv_out.weight"})
+FLOAT_WEIGHT_PREFIXES = (ROPE_SWAP,)
 
 
 def _float_nodes(path: Path) -> list[str]:
-    """Names of the MatMuls that multiply by one of FLOAT_WEIGHTS."""
+    """Names of the MatMuls that multiply by a weight that stays float."""
     graph = onnx.load(str(path), load_external_data=False).graph
     return [n.name for n in graph.node
-            if n.op_type == "MatMul" and len(n.input) == 2 and n.input[1] in FLOAT_WEIGHTS]
+            if n.op_type == "MatMul" and len(n.input) == 2
+            and (n.input[1] in FLOAT_WEIGHTS or n.input[1].startswith(FLOAT_WEIGHT_PREFIXES))]
 
 
 @contextmanager

@@ -16,6 +16,10 @@ import onnx
 
 from pocketcli.packs.onnx_graph import GraphBuilder
 
+# Name prefix of the swap matrix: quantisers must leave it alone (it is exact in float,
+# and int8 would round the activations it rotates).
+ROPE_SWAP = "rope_swap"
+
 
 def rope_tables(g: GraphBuilder, positions: str, head_dim: int,
                 max_period: float) -> tuple[str, str]:
@@ -35,5 +39,5 @@ def apply_rope(g: GraphBuilder, x: str, cos: str, sin: str, heads: int, head_dim
     swap[pairs + 1, pairs] = -1.0      # first of a pair takes -second
     swap[pairs, pairs + 1] = 1.0       # second of a pair takes +first
     x = g.reshape(x, [-1, heads, head_dim])
-    swapped = g.op("MatMul", [x, g.const(swap)])
+    swapped = g.op("MatMul", [x, g.const(swap, hint=ROPE_SWAP)])
     return g.op("Add", [g.op("Mul", [x, cos]), g.op("Mul", [swapped, sin])])
