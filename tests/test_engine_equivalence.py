@@ -139,4 +139,6 @@ def test_int8_deviation_is_reported(setup: Setup, capsys) -> None:
     with capsys.disabled():
         print(f"\n[int8 vs oracle fp32] max|diff| {np.abs(diff).max():.2e}, SNR {snr:.1f} dB")
     assert np.isfinite(audio).all()
-    assert snr > 0
+    # 7-bit weights keep ONNX Runtime's int16 pair sums from saturating on CPUs without
+    # VNNI; with full 8-bit weights this measured 23 dB on AVX2.
+    assert snr > 30

@@ -54,8 +54,13 @@ def quantise_int8(src: Path, dst: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _quiet_root_logger():
+        # reduce_range: 7-bit weights. Without VNNI (AVX2, most x86 CPUs) ONNX Runtime's
+        # u8 x s8 kernel sums pairs of products in int16, which saturates with full-range
+        # weights: the full-size Mimi decoder measured 26.6 dB SNR against fp32 without
+        # it, 39.7 dB with it, at the same speed.
         quantize_dynamic(
             str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            reduce_range=True,
             use_external_data_format=os.path.getsize(src) > EXTERNAL_DATA_BYTES,
             nodes_to_exclude=_float_nodes(src), extra_options={"MatMulConstBOnly": True},
         )
