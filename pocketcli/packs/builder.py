@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 from safetensors.numpy import save_file
 
 from pocketcli.atomic import DIR_MODE, FILE_MODE
@@ -25,10 +24,11 @@ from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
 from pocketcli.packs.encoder_weights import cloning_support
 from pocketcli.packs.flowlm_graphs import build_flow_head, build_flowlm_step, build_text_embedding
+from pocketcli.packs.graph_files import remove_graph, save_graph
 from pocketcli.packs.manifest import ENCODER_GRAPH, PRECISIONS, PackManifest
 from pocketcli.packs.mimi_encoder_graph import build_mimi_encoder
 from pocketcli.packs.mimi_graphs import build_mimi_decoder
-from pocketcli.packs.quantize import EXTERNAL_DATA_BYTES, quantise_int4, quantise_int8
+from pocketcli.packs.quantize import quantise_int4, quantise_int8
 
 log = logging.getLogger(__name__)
 
@@ -95,21 +95,21 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
                 say: Progress) -> PackManifest:
     fl = config.flow_lm
     say("building text embedding")
-    _save(build_text_embedding(weights, fl), work / "text_embedding.onnx")
+    save_graph(build_text_embedding(weights, fl), work / "text_embedding.onnx")
     say("building FlowLM step")
-    _save(build_flowlm_step(weights, fl), work / "flowlm_step.onnx")
+    save_graph(build_flowlm_step(weights, fl), work / "flowlm_step.onnx")
     say("building flow head")
-    _save(build_flow_head(weights, fl), work / "flow_head.onnx")
+    save_graph(build_flow_head(weights, fl), work / "flow_head.onnx")
     say("building Mimi decoder")
     mimi_model, mimi_states = build_mimi_decoder(weights, config.mimi)
-    _save(mimi_model, work / "mimi_decoder.onnx")
+    save_graph(mimi_model, work / "mimi_decoder.onnx")
 
     fp32 = {name: f"{name}.onnx" for name in
             ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")}
     cloning = cloning_support(weights, config)
     if cloning.available:
         say("building Mimi encoder (voice cloning)")
-        _save(build_mimi_encoder(weights, config.mimi), work / f"{ENCODER_GRAPH}.onnx")
+        save_graph(build_mimi_encoder(weights, config.mimi), work / f"{ENCODER_GRAPH}.onnx")
         fp32[ENCODER_GRAPH] = f"{ENCODER_GRAPH}.onnx"
     else:
         say(f"no voice cloning: {cloning.reason}")
@@ -127,7 +127,7 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
             graphs[precision][name] = target
     if "fp32" not in precisions:
         for name in _QUANTISED:
-            _remove_graph(work / fp32[name])
+            remove_graph(work / fp32[name])
 
     constants = {
         "emb_mean": weights["flow_lm.emb_mean"],
@@ -152,20 +152,3 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
     )
     manifest.write(work)
     return manifest
-
-
-def _save(model: onnx.ModelProto, path: Path) -> None:
-    size = sum(t.ByteSize() for t in model.graph.initializer)
-    if size > EXTERNAL_DATA_BYTES:   # protobuf stops at 2 GiB: weights in a side file
-        onnx.save_model(model, str(path), save_as_external_data=True,
-                        all_tensors_to_one_file=True, location=path.name + ".data",
-                        size_threshold=1024)
-    else:
-        onnx.save_model(model, str(path))
-
-
-def _remove_graph(path: Path) -> None:
-    path.unlink()
-    side = path.with_name(path.name + ".data")
-    if side.exists():
-        side.unlink()

@@ -9,7 +9,6 @@ as 4-bit blocks (MatMulNBits with accuracy level 4, the fast kernel on CPUs).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,9 +16,9 @@ from pathlib import Path
 import onnx
 
 from pocketcli.errors import UserError
+from pocketcli.packs.graph_files import save_graph
 from pocketcli.packs.rope import ROPE_SWAP
 
-EXTERNAL_DATA_BYTES = 1 << 30
 INT4_BLOCK_SIZE = 32
 # Weights whose MatMul stays float. The Mimi decoder's last conv writes the samples
 # themselves: rounding its input to 8 bits is audible hiss (measured on the full-size
@@ -61,7 +60,7 @@ def quantise_int8(src: Path, dst: Path) -> None:
         quantize_dynamic(
             str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
             reduce_range=True,
-            use_external_data_format=os.path.getsize(src) > EXTERNAL_DATA_BYTES,
+            use_external_data_format=True,
             nodes_to_exclude=_float_nodes(src), extra_options={"MatMulConstBOnly": True},
         )
 
@@ -82,10 +81,4 @@ def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE) -> No
         quantiser = MatMulNBitsQuantizer(model, algo_config=config,
                                          nodes_to_exclude=_float_nodes(src))
         quantiser.process()
-    out = quantiser.model.model
-    size = sum(t.ByteSize() for t in out.graph.initializer)
-    if size > EXTERNAL_DATA_BYTES:
-        onnx.save_model(out, str(dst), save_as_external_data=True, all_tensors_to_one_file=True,
-                        location=dst.name + ".data")
-    else:
-        onnx.save_model(out, str(dst))
+    save_graph(quantiser.model.model, dst)
