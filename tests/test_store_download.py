@@ -231,6 +231,17 @@ def test_onnx_pack_is_built_once_then_reused(hub) -> None:
     assert hub.requests() == []
 
 
+def test_a_stored_pack_of_an_older_format_is_rebuilt_offline(hub) -> None:
+    """A pockettts upgrade that changes the pack format rebuilds from the cached weights."""
+    pack = store.resolve_onnx_pack(None, TINY_CONFIG, "fp32")
+    manifest = pack / "pack.json"
+    manifest.write_text(manifest.read_text().replace('"version": 2', '"version": 1'))
+    hub.clear_log()
+    assert store.resolve_onnx_pack(None, TINY_CONFIG, "fp32", offline=True) == pack
+    assert PackManifest.read(pack).precisions == ("fp32",)
+    assert hub.requests() == []
+
+
 def test_gated_weights_fall_back_to_the_ungated_ones_with_a_note(hub, capsys) -> None:
     hub.gated.add(CLONING)
     pack = store.resolve_onnx_pack(None, TINY_CONFIG, "fp32", progress=True)
