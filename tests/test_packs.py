@@ -127,6 +127,10 @@ def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice
     manifest = PackManifest.read(out)
     step = onnx.load(str(out / manifest.graphs["int4"]["flowlm_step"]))
     assert "MatMulNBits" in [n.op_type for n in step.graph.node]
+    # The Mimi decoder is int8 in an int4 pack (4-bit blocks were slower and worse there).
+    mimi = onnx.load(str(out / manifest.graphs["int4"]["mimi_decoder"]))
+    assert "MatMulInteger" in [n.op_type for n in mimi.graph.node]
+    assert not list(out.glob("mimi_decoder.int4.*"))
     fp32, int4 = PocketTTS.load(out), PocketTTS.load(out, precision="int4")
     voice = fp32.load_voice(voice_path)
     a = fp32.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9)
