@@ -143,14 +143,22 @@ def test_long_text_without_punctuation_is_spoken(pack_dir, tmp_path) -> None:
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_leaves_no_partial_file(pack_dir, tmp_path, sig, code) -> None:
-    text = " ".join(f"Sentence number {i} is here." for i in range(400))
+    # Long enough to outlast the sleep by far (the tiny model speaks 400 sentences in
+    # under 3 s with start-up), given on stdin.
+    text = " ".join(f"Sentence number {i} is here." for i in range(8000))
     out = tmp_path / "long.wav"
     env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    proc = subprocess.Popen([SCRIPT, "tts", text, "-o", str(out), "--model-dir", str(pack_dir),
-                             "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([SCRIPT, "tts", "-o", str(out), "--model-dir", str(pack_dir), "-q"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None
+    proc.stdin.write(text.encode())
+    proc.stdin.close()
     time.sleep(3.0)                                 # loaded and generating
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
     assert proc.returncode == code, err
     assert b"Traceback" not in err
     assert not out.exists()

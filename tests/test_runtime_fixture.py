@@ -82,6 +82,29 @@ def test_decoder_thread_does_not_change_numbers(tts, voice_path) -> None:
     assert np.array_equal(outs[0], outs[1])
 
 
+def test_kv_cache_growth_does_not_change_numbers(tts, voice_path, monkeypatch) -> None:
+    """Growing the cache one position at a time gives the audio of the default steps (to
+    float rounding: attention sums run over the buffer's length, masked slots included)."""
+    import pocketcli.runtimes.onnx as onnx_runtime
+
+    voice = tts.load_voice(voice_path)
+    text = "Grown one position at a time, or in steps."
+    default = tts.synthesize(text, voice, seed=3)
+    monkeypatch.setattr(onnx_runtime, "CACHE_STEP", 1)
+    grown = tts.synthesize(text, voice, seed=3)
+    assert grown.shape == default.shape
+    assert np.abs(grown - default).max() < 1e-6
+
+
+def test_kv_cache_refuses_positions_beyond_its_limit(tts, voice_path) -> None:
+    voice = tts.load_voice(voice_path)
+    runtime = tts.runtime
+    seq = runtime.start_sequence(voice, 3)
+    with pytest.raises(ValueError, match="KV cache full"):
+        runtime.prefill(seq, np.zeros((4, runtime.config.flow_lm.transformer.d_model),
+                                      np.float32))
+
+
 def test_no_voice_is_allowed(tts) -> None:
     audio = tts.synthesize("No voice prompt at all.", None, temperature=0.0)
     assert audio.size > 0 and np.isfinite(audio).all()
