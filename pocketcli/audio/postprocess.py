@@ -55,7 +55,7 @@ class AllPole:
         order = len(a)
         if order not in (1, 2):
             raise ValueError("AllPole handles first- and second-order recursions")
-        self.a, self.order = a, order
+        self.order = order
         # Outputs for a unit input at 0 (impulse) and for a unit y[-1] or y[-2] (free).
         seqs = np.zeros((1 + order, order + _BLOCK))
         seqs[0, order] = 1.0
@@ -94,9 +94,8 @@ class AllPole:
                 h, h2 = last[b] + m11 * h + m12 * h2, before[b] + m21 * h + m22 * h2
         y += chained @ free
         out = y.reshape(-1)[:n]
-        self.history = [float(out[-1 - i]) if n > i else 0.0 for i in range(self.order)]
-        if n < self.order:                                   # a 1-sample call, order 2
-            self.history[1] = chained[0, 0]
+        newest_first = [*out[::-1][:self.order].tolist(), *self.history]
+        self.history = newest_first[:self.order]
         return out
 
 

@@ -120,19 +120,18 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
     graphs: dict[str, dict[str, str]] = {}
     if "fp32" in precisions:
         graphs["fp32"] = fp32
-    for precision, quantise in (("int8", quantise_int8), ("int4", quantise_int4)):
+    quantisers = {"int8": quantise_int8, "int4": quantise_int4}
+    for precision in quantisers:
         if precision not in precisions:
             continue
         say(f"quantising to {precision}")
         graphs[precision] = dict(fp32)
         for name in _QUANTISED:
-            if precision == "int4" and name in _INT4_TAKES_INT8:
-                precision_of_graph, quantise_graph = "int8", quantise_int8
-            else:
-                precision_of_graph, quantise_graph = precision, quantise
-            target = f"{name}.{precision_of_graph}.onnx"
-            if not (work / target).exists():
-                quantise_graph(work / fp32[name], work / target)
+            as_precision = "int8" if precision == "int4" and name in _INT4_TAKES_INT8 \
+                else precision
+            target = f"{name}.{as_precision}.onnx"
+            if not (work / target).exists():      # the int8 decoder is shared with int4
+                quantisers[as_precision](work / fp32[name], work / target)
             graphs[precision][name] = target
     if "fp32" not in precisions:
         for name in _QUANTISED:

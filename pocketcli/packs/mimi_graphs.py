@@ -99,26 +99,24 @@ def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: st
                          f" {groups} groups is not supported")
     weight = np.pad(weight, ((0, 0), (0, 0), (0, 2 * stride - k)))
     partial = sg.state(name, (1, stride, c_out))
+    # The kernel's product with each input row, [T, 2s * C_out]: halves A then B.
     if groups == 1:
-        matrix = weight.transpose(0, 2, 1).reshape(c_in, 2 * stride * c_out)
-        blocks = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
-        if bias is not None:   # on the A half only, fused into the MatMul
-            column_bias = np.concatenate([np.tile(bias, stride), np.zeros(stride * c_out)])
-            blocks = g.op("Add", [blocks, g.weight(f"{name}.bias",
-                                                   column_bias.astype(np.float32))])
-            bias = None
-        blocks = g.reshape(blocks, [-1, 2 * stride, c_out])    # [T, 2s, C_out]
+        product = g.op("MatMul", [x, g.weight(f"{name}.weight",
+                                            weight.transpose(0, 2, 1).reshape(c_in, -1))])
     else:
         taps = np.ascontiguousarray(weight[:, 0, :].T)         # [2s, C]
-        blocks = g.op("Mul", [g.unsqueeze(x, [1]), g.weight(f"{name}.weight", taps)])
+        product = g.reshape(g.op("Mul", [g.unsqueeze(x, [1]), g.weight(f"{name}.weight", taps)]),
+                            [-1, 2 * stride * c_out])
+    if bias is not None:    # on the A half only, right after the product (fused into a MatMul)
+        half = np.concatenate([np.tile(bias, (stride, 1)), np.zeros((stride, c_out))])
+        product = g.op("Add", [product, g.weight(f"{name}.bias",
+                                                 half.reshape(-1).astype(np.float32))])
+    blocks = g.reshape(product, [-1, 2 * stride, c_out])       # [T, 2s, C_out]
     first, second = g.split(blocks, [stride, stride], axis=1)  # A, B: [T, s, C_out]
     carried = g.concat([partial, second], axis=0)              # [T + 1, s, C_out]
     y = g.op("Add", [first, g.slice(carried, 0, -1, axis=0)])
     sg.update(name, g.slice(carried, -1, _END, axis=0))
-    y = g.reshape(y, [-1, c_out])                              # [T * s, C_out]
-    if bias is not None:
-        y = g.op("Add", [y, g.weight(f"{name}.bias", bias)])
-    return y
+    return g.reshape(y, [-1, c_out])                           # [T * s, C_out]
 
 
 def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -> str:

@@ -108,7 +108,7 @@ class OnnxRuntime:
         self._kv_heads, self._head_dim = t.kv_heads, t.head_dim
         self._d_model = t.d_model
         self._latent_dim = self.config.flow_lm.latent_dim
-        self._head_inputs = [i.name for i in self._head.get_inputs()]
+        self._head_times = [i.name for i in self._head.get_inputs() if i.name in ("s", "t")]
         self._step_outputs = [o.name for o in self._step.get_outputs()]
         self._mimi_outputs = [o.name for o in self._mimi.get_outputs()]
         self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
@@ -208,8 +208,7 @@ class OnnxRuntime:
 
         def velocity(times: tuple[float, ...], x: np.ndarray) -> np.ndarray:
             feeds = {"z": cond, "x": x.reshape(1, -1)}
-            names = [n for n in self._head_inputs if n in ("s", "t")]
-            for name, value in zip(names, times, strict=True):
+            for name, value in zip(self._head_times, times, strict=True):
                 feeds[name] = _ONE * np.float32(value)
             return self._head.run(None, feeds)[0][0]
 
