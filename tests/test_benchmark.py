@@ -12,6 +12,7 @@ from test_cli_tts import run
 from pocketcli.bench.corpus import load_corpus, parse_corpus
 from pocketcli.bench.fetch import minimax_lines
 from pocketcli.bench.scoring import cer, normalize_for_scoring, wer
+from pocketcli.errors import UserError
 
 
 def test_shipped_corpus_has_the_100_english_phrases() -> None:
@@ -73,6 +74,7 @@ def test_corpus_path_and_bad_options(pack_dir, tmp_path) -> None:
                                                                           "Second one."]
     bad = run("benchmark", "--model-dir", str(pack_dir), "--corpus", "minimax-klingon")
     assert bad.returncode == 1 and b"unknown corpus" in bad.stderr
+    assert b"english" in bad.stderr and b"--languages klingon" not in bad.stderr
     bad = run("corpus", "--languages", "klingon")
     assert bad.returncode == 2 and b"english" in bad.stderr
 
@@ -109,3 +111,9 @@ def test_compare_reference_prints_both_and_ratios(pack_dir, voice_path, tmp_path
     assert report["reference"]["audio_s"] == pytest.approx(report["summary"]["audio_s"],
                                                            rel=0.01)
     assert b"ratio" in r.stderr
+
+
+def test_a_minimax_language_not_fetched_yet_says_how_to_fetch_it(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("POCKETTTS_CACHE", str(tmp_path))      # an empty store
+    with pytest.raises(UserError, match="pockettts corpus --languages french"):
+        load_corpus("minimax-french")

@@ -47,7 +47,10 @@ def load_corpus(name: str | None = None, path: Path | None = None) -> list[str]:
     fetched = corpus_dir() / f"{name}.txt"
     if fetched.is_file():
         return parse_corpus(fetched.read_text(encoding="utf-8"))
-    hint = ""
-    if name.startswith("minimax-"):
-        hint = f": fetch it with `pockettts corpus --languages {name.removeprefix('minimax-')}`"
+    language = name.removeprefix("minimax-")
+    if name.startswith("minimax-") and language in MINIMAX_LANGUAGES:
+        hint = f": fetch it with `pockettts corpus --languages {language}`"
+    else:
+        hint = (f"; use minimax-LANGUAGE with one of {', '.join(MINIMAX_LANGUAGES)}, "
+                "or --corpus-path FILE")
     raise UserError(f"unknown corpus {name!r}{hint}")
