@@ -49,16 +49,25 @@ def timed(fn: Callable[[], object], repeats: int) -> tuple[float, list[float]]:
 
 
 def show(label: str, first: float, runs: list[float]) -> None:
-    print(f"{label:34s} first {first:6.3f} s   min {min(runs):6.3f} s   "
-          f"median {statistics.median(runs):6.3f} s", flush=True)
+    print(
+        f"{label:34s} first {first:6.3f} s   min {min(runs):6.3f} s   "
+        f"median {statistics.median(runs):6.3f} s",
+        flush=True,
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--seconds", type=float, nargs="+", default=[10.0],
-                        help="prompt lengths to time (e.g. --seconds 10 30)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        nargs="+",
+        default=[10.0],
+        help="prompt lengths to time (e.g. --seconds 10 30)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pockettts-bench-clone-") as tmp:
         run(Path(tmp), args)
@@ -86,8 +95,9 @@ def compare(ref, tts: PocketTTS, prompt: np.ndarray, repeats: int) -> None:
     print(f"\nprompt: {prompt.size / 24_000:.2f} s at 24 kHz", flush=True)
     tensor = torch.from_numpy(prompt)[None]
     sides = {
-        "pocket-tts 4.0.1 get_state_for_audio_prompt":
-            lambda: ref.model.get_state_for_audio_prompt(tensor),
+        "pocket-tts 4.0.1 get_state_for_audio_prompt": lambda: ref.model.get_state_for_audio_prompt(
+            tensor
+        ),
         "pockettts clone_voice (onnx fp32)": lambda: tts.clone_voice(prompt, 24_000),
     }
     # Alternate the two sides so both see the same machine load (speed drifts here).
@@ -104,10 +114,14 @@ def compare(ref, tts: PocketTTS, prompt: np.ndarray, repeats: int) -> None:
     _, enc = timed(lambda: tts.runtime.encode_voice(ready), repeats)
     conditioning = tts.runtime.encode_voice(ready)
     _, pre = timed(lambda: cloning.voice_from_conditioning(tts.runtime, conditioning), repeats)
-    print(f"  ours: encoder {statistics.median(enc):.3f} s, FlowLM prefill"
-          f" {statistics.median(pre):.3f} s ({conditioning.shape[0]} frames)")
-    print(f"pockettts / pocket-tts cost (median): {ours / oracle:.2f}"
-          f" ({oracle / ours:.2f}x faster)", flush=True)
+    print(
+        f"  ours: encoder {statistics.median(enc):.3f} s, FlowLM prefill"
+        f" {statistics.median(pre):.3f} s ({conditioning.shape[0]} frames)"
+    )
+    print(
+        f"pockettts / pocket-tts cost (median): {ours / oracle:.2f} ({oracle / ours:.2f}x faster)",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

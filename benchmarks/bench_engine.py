@@ -57,16 +57,25 @@ def measure(label: str, make_stream, repeats: int, sample_rate: int) -> dict:
     total = statistics.median(r[1] for r in runs)
     samples = runs[0][2]
     frames = samples // 1920
-    result = {"label": label, "frames": frames, "ms_per_frame": 1000 * total / frames,
-              "rtfx": samples / sample_rate / total, "ttfa_ms": 1000 * ttfa}
-    print(f"{label:28s} {frames:4d} frames  {result['ms_per_frame']:7.1f} ms/frame  "
-          f"RTFx {result['rtfx']:5.2f}  first audio {result['ttfa_ms']:6.0f} ms", flush=True)
+    result = {
+        "label": label,
+        "frames": frames,
+        "ms_per_frame": 1000 * total / frames,
+        "rtfx": samples / sample_rate / total,
+        "ttfa_ms": 1000 * ttfa,
+    }
+    print(
+        f"{label:28s} {frames:4d} frames  {result['ms_per_frame']:7.1f} ms/frame  "
+        f"RTFx {result['rtfx']:5.2f}  first audio {result['ttfa_ms']:6.0f} ms",
+        flush=True,
+    )
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--int8", action="store_true", help="also our int8 pack")
     args = parser.parse_args()
@@ -89,8 +98,12 @@ def main() -> None:
 
     def oracle_stream():
         torch.manual_seed(0)
-        return (c.numpy() for c in model.generate_audio_stream(
-            voice_state, TEXT, frames_after_eos=FRAMES_AFTER_EOS))
+        return (
+            c.numpy()
+            for c in model.generate_audio_stream(
+                voice_state, TEXT, frames_after_eos=FRAMES_AFTER_EOS
+            )
+        )
 
     results = [measure("pocket-tts 4.0.1 fp32", oracle_stream, args.repeats, 24_000)]
     for precision in precisions:
@@ -98,18 +111,20 @@ def main() -> None:
         voice = ours.load_voice(tmp / "voice.safetensors")
 
         def our_stream(ours=ours, voice=voice):
-            return (f.audio for f in ours.stream(TEXT, voice, seed=0,
-                                                 frames_after_eos=FRAMES_AFTER_EOS))
+            return (
+                f.audio for f in ours.stream(TEXT, voice, seed=0, frames_after_eos=FRAMES_AFTER_EOS)
+            )
 
         results.append(measure(f"pockettts onnx {precision}", our_stream, args.repeats, 24_000))
 
     base = results[0]
     print()
     for r in results[1:]:
-        print(f"{r['label']} vs {base['label']}: RTFx x{r['rtfx'] / base['rtfx']:.2f}, "
-              f"first audio x{base['ttfa_ms'] / r['ttfa_ms']:.2f} faster")
+        print(
+            f"{r['label']} vs {base['label']}: RTFx x{r['rtfx'] / base['rtfx']:.2f}, "
+            f"first audio x{base['ttfa_ms'] / r['ttfa_ms']:.2f} faster"
+        )
     assert all(r["frames"] == FRAMES for r in results), [r["frames"] for r in results]
-
 
 
 if __name__ == "__main__":

@@ -26,12 +26,11 @@ TEXT = "Hello world. I am Kyutai's Pocket TTS. I'm fast enough to run on small C
 def run(tts: PocketTTS, voice, repeats: int) -> tuple[np.ndarray, float, float]:
     best = []
     audio = np.zeros(0, np.float32)
-    for _ in range(repeats + 1):                       # the first run warms up
+    for _ in range(repeats + 1):  # the first run warms up
         start = time.perf_counter()
         first = None
         frames = []
-        for frame in tts.stream(TEXT, voice, temperature=0.0, eos_threshold=1e9,
-                                normalize=False):
+        for frame in tts.stream(TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False):
             if first is None:
                 first = time.perf_counter() - start
             frames.append(frame.audio)
@@ -43,8 +42,9 @@ def run(tts: PocketTTS, voice, repeats: int) -> tuple[np.ndarray, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--voice-file", type=Path)
     parser.add_argument("--repeats", type=int, default=2)
@@ -60,9 +60,11 @@ def main() -> None:
         audio, total, ttfa = run(tts, voice, args.repeats)
         results[precision] = audio
         frames = len(audio) // tts.samples_per_frame
-        line = (f"{precision:5s} {frames} frames  {1000 * total / frames:6.1f} ms/frame  "
-                f"RTFx {len(audio) / tts.sample_rate / total:5.2f}  "
-                f"first audio {1000 * ttfa:5.0f} ms")
+        line = (
+            f"{precision:5s} {frames} frames  {1000 * total / frames:6.1f} ms/frame  "
+            f"RTFx {len(audio) / tts.sample_rate / total:5.2f}  "
+            f"first audio {1000 * ttfa:5.0f} ms"
+        )
         if precision != "fp32" and "fp32" in results:
             ref = results["fp32"]
             diff = audio - ref

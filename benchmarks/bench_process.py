@@ -40,8 +40,9 @@ def wall_seconds(command: list[str]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--text", default="Hello world.")
     args = parser.parse_args()
@@ -54,19 +55,38 @@ def main() -> None:
     ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, tmp / "ref")
     ref.build_pack(tmp / "pack", precisions=("fp32", "int8"))
     voice = tmp / "voice.safetensors"
-    ref.export_voice(ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000),
-                     voice)
+    ref.export_voice(ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000), voice)
 
     commands = {}
     for precision, quantize in (("fp32", []), ("int8", ["--quantize"])):
         commands[f"pockettts tts {precision}"] = [
-            ours_cli, "tts", args.text, "-o", str(tmp / "ours.wav"), "--model-dir",
-            str(tmp / "pack"), "--voice-file", str(voice), "--precision", precision]
+            ours_cli,
+            "tts",
+            args.text,
+            "-o",
+            str(tmp / "ours.wav"),
+            "--model-dir",
+            str(tmp / "pack"),
+            "--voice-file",
+            str(voice),
+            "--precision",
+            precision,
+        ]
         commands[f"pocket-tts generate {precision}"] = [
-            theirs_cli, "generate", "--text", args.text, "--config",
-            str(tmp / "ref" / "config.yaml"), "--voice", str(voice), "--output-path",
-            str(tmp / "theirs.wav"), "-q", *quantize]
-    for command in commands.values():      # warm the page cache and byte-code caches
+            theirs_cli,
+            "generate",
+            "--text",
+            args.text,
+            "--config",
+            str(tmp / "ref" / "config.yaml"),
+            "--voice",
+            str(voice),
+            "--output-path",
+            str(tmp / "theirs.wav"),
+            "-q",
+            *quantize,
+        ]
+    for command in commands.values():  # warm the page cache and byte-code caches
         wall_seconds(command)
     times: dict[str, list[float]] = {label: [] for label in commands}
     for _ in range(args.repeats):

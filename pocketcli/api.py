@@ -1,10 +1,10 @@
 """The Python API: load a model once, then synthesize or stream as often as needed.
 
-    from pocketcli import PocketTTS
-    tts = PocketTTS.load("path/to/pack")
-    audio = tts.synthesize("Hello world.", seed=1)        # float32, 24 kHz
-    for frame in tts.stream("A longer text."):            # 80 ms at a time
-        play(frame.audio)
+from pocketcli import PocketTTS
+tts = PocketTTS.load("path/to/pack")
+audio = tts.synthesize("Hello world.", seed=1)        # float32, 24 kHz
+for frame in tts.stream("A longer text."):            # 80 ms at a time
+    play(frame.audio)
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
+from pocketcli.options import SpeakOptions
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan, EmptyTextError, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
 class PocketTTS:
     """A loaded model: runtime, tokenizer and text rules."""
 
-    def __init__(self, runtime: Runtime, tokenizer_path: Path, tokenizer_kind: str,
-                 language: str = "english") -> None:
+    def __init__(
+        self, runtime: Runtime, tokenizer_path: Path, tokenizer_kind: str, language: str = "english"
+    ) -> None:
         self.runtime = runtime
         self.config = runtime.config
         self.tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
@@ -45,8 +47,9 @@ class PocketTTS:
         self.language = language
 
     @classmethod
-    def load(cls, pack_dir: str | Path, precision: str = "fp32",
-             threads: int | None = None) -> PocketTTS:
+    def load(
+        cls, pack_dir: str | Path, precision: str = "fp32", threads: int | None = None
+    ) -> PocketTTS:
         """Loads an ONNX pack (a directory holding ``pack.json``)."""
         from pocketcli.runtimes.onnx import OnnxRuntime
 
@@ -55,10 +58,15 @@ class PocketTTS:
         return cls(runtime, runtime.tokenizer_path, runtime.manifest.tokenizer_kind, language)
 
     @classmethod
-    def load_coreml(cls, pack_dir: str | Path, precision: str = "fp16", placement: str = "gpu",
-                    compute_units: str = "default",
-                    predictor_factory: PredictorFactory | None = None,
-                    config: ModelConfig | None = None) -> PocketTTS:
+    def load_coreml(
+        cls,
+        pack_dir: str | Path,
+        precision: str = "fp16",
+        placement: str = "gpu",
+        compute_units: str = "default",
+        predictor_factory: PredictorFactory | None = None,
+        config: ModelConfig | None = None,
+    ) -> PocketTTS:
         """Loads a FluidAudio CoreML pack (a ``v2.1/<lang>/`` directory; macOS).
 
         ``precision`` fp16|int8 picks the FlowLM file, ``placement`` gpu|ane
@@ -69,8 +77,9 @@ class PocketTTS:
         """
         from pocketcli.runtimes.coreml import CoreMLRuntime
 
-        runtime = CoreMLRuntime(pack_dir, precision, placement, compute_units,
-                                predictor_factory, config=config)
+        runtime = CoreMLRuntime(
+            pack_dir, precision, placement, compute_units, predictor_factory, config=config
+        )
         return cls(runtime, runtime.tokenizer_path, runtime.tokenizer_kind, runtime.language)
 
     @property
@@ -92,8 +101,13 @@ class PocketTTS:
         """False for packs built from Kyutai's weights without voice cloning."""
         return self.runtime.cloning_unavailable_reason is None
 
-    def clone_voice(self, audio: str | Path | np.ndarray, sample_rate: int | None = None,
-                    *, on_warning: Callable[[str], None] | None = None) -> VoiceState:
+    def clone_voice(
+        self,
+        audio: str | Path | np.ndarray,
+        sample_rate: int | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> VoiceState:
         """A voice state cloned from a recording, as pocket-tts's
         ``get_state_for_audio_prompt`` computes it.
 
@@ -120,30 +134,43 @@ class PocketTTS:
         _warn_caller(notes)
         return voice
 
-    def save_voice(self, voice: VoiceState, path: str | Path,
-                   *, on_warning: Callable[[str], None] | None = None) -> None:
+    def save_voice(
+        self,
+        voice: VoiceState,
+        path: str | Path,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
         """Writes ``voice`` atomically as ``.safetensors`` (Kyutai voice state) or
         ``.bin`` (FluidAudio: needs a cloned voice; cut to 125 frames with a notice)."""
         notes: list[str] = []
         save_voice_file(voice, path, on_warning or notes.append)
         _warn_caller(notes)
 
-    def plan(self, text: str, max_tokens: int = MAX_TOKENS_PER_CHUNK,
-             frames_after_eos: int | None = None) -> list[ChunkPlan]:
+    def plan(
+        self, text: str, max_tokens: int = MAX_TOKENS_PER_CHUNK, frames_after_eos: int | None = None
+    ) -> list[ChunkPlan]:
         """The chunks, token ids and frame budgets the text will be spoken as.
 
         Equal to pocket-tts's chunking, except that a chunk it would leave over
         ``max_tokens`` (text without sentence or clause marks) is cut at words.
         """
         rate = self.config.mimi.frame_rate
-        plans = plan_chunks(self.tokenizer, text, self.rules, max_tokens, frames_after_eos,
-                            frame_rate=rate)
-        return split_overlong(self.tokenizer, plans, self.rules, max_tokens, frames_after_eos,
-                              rate)
+        plans = plan_chunks(
+            self.tokenizer, text, self.rules, max_tokens, frames_after_eos, frame_rate=rate
+        )
+        return split_overlong(self.tokenizer, plans, self.rules, max_tokens, frames_after_eos, rate)
 
-    def script(self, text: str, *, normalize: bool = True, ssml: bool | None = None,
-               max_tokens: int = MAX_TOKENS_PER_CHUNK, frames_after_eos: int | None = None,
-               on_warning: Callable[[str], None] | None = None) -> list[ChunkPlan | Pause]:
+    def script(
+        self,
+        text: str,
+        *,
+        normalize: bool = True,
+        ssml: bool | None = None,
+        max_tokens: int = MAX_TOKENS_PER_CHUNK,
+        frames_after_eos: int | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> list[ChunkPlan | Pause]:
         """What will be spoken, in order: chunks, and pauses from markup.
 
         With ``normalize`` off the text goes straight to pocket-tts's chunking
@@ -152,8 +179,7 @@ class PocketTTS:
         if not normalize:
             return list(self.plan(text, max_tokens, frames_after_eos))
         items: list[ChunkPlan | Pause] = []
-        for part in parse_markup(text, ssml=ssml, language=self.language,
-                                 on_warning=on_warning):
+        for part in parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning):
             if isinstance(part, Speech):
                 spoken = normalize_text(part.text, self.language)
                 if spoken.strip():
@@ -168,35 +194,48 @@ class PocketTTS:
         self,
         text: str,
         voice: VoiceState | None = None,
+        options: SpeakOptions | None = None,
         *,
-        normalize: bool = True,
-        ssml: bool | None = None,
-        on_warning: Callable[[str], None] | None = None,
-        temperature: float | None = None,
-        seed: int | None = None,
         noise: NoiseSource | None = None,
-        eos_threshold: float | None = None,
-        decode_steps: int = 1,
-        frames_after_eos: int | None = None,
-        max_tokens: int = MAX_TOKENS_PER_CHUNK,
+        on_warning: Callable[[str], None] | None = None,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
+        **overrides: Any,
     ) -> Iterator[Frame]:
-        """Yields frames as they are generated. ``noise`` overrides temperature and seed."""
-        chunks = self.script(text, normalize=normalize, ssml=ssml, max_tokens=max_tokens,
-                             frames_after_eos=frames_after_eos, on_warning=on_warning)
+        """Yields frames as they are generated (the model's raw audio).
+
+        ``options`` is a ``SpeakOptions``; keyword ``overrides`` (``seed=1``,
+        ``temperature=0.7``...) change single fields of it. ``noise``
+        replaces the seeded Gaussian noise (tests inject the oracle's).
+        """
+        opts = (options or SpeakOptions()).with_(**overrides)
+        chunks = self.script(
+            text,
+            normalize=opts.normalize,
+            ssml=opts.ssml,
+            max_tokens=opts.max_tokens,
+            frames_after_eos=opts.frames_after_eos,
+            on_warning=on_warning,
+        )
         if noise is None:
-            temp = self.config.default_temperature if temperature is None else temperature
-            noise = GaussianNoise(temp, seed)
+            temp = self.config.default_temperature if opts.temperature is None else opts.temperature
+            noise = GaussianNoise(temp, opts.seed)
         settings = GenerationSettings(
-            eos_threshold=self.config.default_eos_threshold if eos_threshold is None
-            else eos_threshold,
-            decode_steps=decode_steps,
+            eos_threshold=self.config.default_eos_threshold
+            if opts.eos_threshold is None
+            else opts.eos_threshold,
+            decode_steps=opts.decode_steps,
         )
         return generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
 
-    def synthesize(self, text: str, voice: VoiceState | None = None, **kwargs) -> np.ndarray:
-        """The whole utterance as float32 samples at ``sample_rate``."""
-        frames = [f.audio for f in self.stream(text, voice, **kwargs)]
+    def synthesize(
+        self,
+        text: str,
+        voice: VoiceState | None = None,
+        options: SpeakOptions | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
+        """The whole utterance as float32 samples at ``sample_rate`` (raw model audio)."""
+        frames = [f.audio for f in self.stream(text, voice, options, **kwargs)]
         if not frames:
             return np.zeros(0, np.float32)
         return np.concatenate(frames)

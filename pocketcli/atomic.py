@@ -35,7 +35,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        raise_if_stopped()      # never publish an output after Ctrl-C or SIGTERM
+        raise_if_stopped()  # never publish an output after Ctrl-C or SIGTERM
         os.chmod(tmp, FILE_MODE)  # mkstemp makes it private; give it the usual permissions
         os.replace(tmp, path)
     except BaseException:

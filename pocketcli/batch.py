@@ -20,7 +20,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 @dataclass(frozen=True)
 class BatchItem:
     line_number: int
-    name: str                 # output file stem ("" when the line is unusable)
+    name: str  # output file stem ("" when the line is unusable)
     text: str
     error: str | None = None  # why the line cannot be spoken
 
@@ -49,8 +49,15 @@ def parse_batch(data: bytes) -> list[BatchItem]:
         if sep and _ID.match(head):
             name, text = head, rest.strip()
             if not _SAFE_NAME.match(name) or name in (".", ".."):
-                items.append(BatchItem(number, "", text, f"id {name!r} is not a plain file name"
-                                       " (letters, digits, '.', '_' and '-'; no leading dot)"))
+                items.append(
+                    BatchItem(
+                        number,
+                        "",
+                        text,
+                        f"id {name!r} is not a plain file name"
+                        " (letters, digits, '.', '_' and '-'; no leading dot)",
+                    )
+                )
                 continue
         else:
             text = line.strip()
@@ -59,8 +66,9 @@ def parse_batch(data: bytes) -> list[BatchItem]:
             items.append(BatchItem(number, name, "", "no text after the id"))
             continue
         if name in seen:
-            items.append(BatchItem(number, name, text,
-                                   f"id {name!r} already used on line {seen[name]}"))
+            items.append(
+                BatchItem(number, name, text, f"id {name!r} already used on line {seen[name]}")
+            )
             continue
         seen[name] = number
         items.append(BatchItem(number, name, text))

@@ -1,6 +1,6 @@
 """Regenerates completions/ (bash, zsh, fish) from the CLI; a test checks they are current.
 
-    python scripts/make_completions.py
+python scripts/make_completions.py
 """
 
 from __future__ import annotations

@@ -38,8 +38,14 @@ from pocketcli.packs.builder import build_pack  # noqa: E402
 WEIGHT_SEED = 2026
 TEXT = "Hello world. This fixture speaks two short chunks!"
 MAX_TOKENS = 12
-CLONE_SOURCE = ROOT / "tests" / "data" / "speech" / "librispeech" / (
-    "librispeech_test_other_7902-96591-0000.wav")
+CLONE_SOURCE = (
+    ROOT
+    / "tests"
+    / "data"
+    / "speech"
+    / "librispeech"
+    / ("librispeech_test_other_7902-96591-0000.wav")
+)
 CLONE_TEXT = "Hello world."
 
 
@@ -59,27 +65,42 @@ def main() -> None:
         shutil.copyfile(ref.checkpoint_path, out / "model.safetensors")
     with open(out / "config.yaml", "w", encoding="utf-8") as f:
         yaml.safe_dump(config, f, sort_keys=False, allow_unicode=True)
-    build_pack(out / "model.safetensors", ModelConfig.from_dict(config), TOKENIZER_MODEL,
-               out / "pack", precisions=("fp32", "int8"),
-               source={"checkpoint": f"random weights (tests/oracle, seed {WEIGHT_SEED})",
-                       "checkpoint_path": "../model.safetensors"})
+    build_pack(
+        out / "model.safetensors",
+        ModelConfig.from_dict(config),
+        TOKENIZER_MODEL,
+        out / "pack",
+        precisions=("fp32", "int8"),
+        source={
+            "checkpoint": f"random weights (tests/oracle, seed {WEIGHT_SEED})",
+            "checkpoint_path": "../model.safetensors",
+        },
+    )
 
     voice = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
     ref.export_voice(voice, out / "voice.safetensors")
     run = ref.generate(TEXT, voice, temperature=0.0, seed=0, max_tokens=MAX_TOKENS)
     np.save(out / "reference_audio.npy", run.audio.astype(np.float32))
-    (out / "reference.json").write_text(json.dumps({
-        "text": TEXT,
-        "max_tokens": MAX_TOKENS,
-        "temperature": 0.0,
-        "frames_per_chunk": [c.emitted_frames for c in run.chunks],
-        "token_ids": [c.token_ids for c in run.chunks],
-        "made_by": "pocket-tts 4.0.1 (Kyutai) on random weights; scripts/make_fixture_pack.py",
-    }, indent=2) + "\n", encoding="utf-8")
+    (out / "reference.json").write_text(
+        json.dumps(
+            {
+                "text": TEXT,
+                "max_tokens": MAX_TOKENS,
+                "temperature": 0.0,
+                "frames_per_chunk": [c.emitted_frames for c in run.chunks],
+                "token_ids": [c.token_ids for c in run.chunks],
+                "made_by": (
+                    "pocket-tts 4.0.1 (Kyutai) on random weights; scripts/make_fixture_pack.py"
+                ),
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     reference = json.loads((out / "reference.json").read_text(encoding="utf-8"))
     reference["clone"] = _clone_fixture(ref, out)
-    (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n",
-                                        encoding="utf-8")
+    (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 
 

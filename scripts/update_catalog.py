@@ -48,8 +48,11 @@ def copy_configs() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copy-configs", action="store_true",
-                        help="copy the YAMLs of the installed pocket-tts first")
+    parser.add_argument(
+        "--copy-configs",
+        action="store_true",
+        help="copy the YAMLs of the installed pocket-tts first",
+    )
     args = parser.parse_args()
     if args.copy_configs:
         copy_configs()

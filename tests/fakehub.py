@@ -42,8 +42,8 @@ TINY = ROOT / "fixtures" / "tiny"
 TOKENIZER_MODEL = ROOT / "data" / "tokenizer-en" / "tokenizer.model"
 TOKENIZER_JSON = ROOT / "data" / "tokenizer-en" / "tokenizer.json"
 GIT_SUFFIXES = (".json", ".yaml", ".yml", ".txt", ".md", ".mil")
-HANG_LIMIT = 20.0          # a hanging handler gives up by itself after this long
-IDLE_TIMEOUT = 5.0         # keep-alive connections close after this long idle
+HANG_LIMIT = 20.0  # a hanging handler gives up by itself after this long
+IDLE_TIMEOUT = 5.0  # keep-alive connections close after this long idle
 
 
 def git_sha1(data: bytes) -> str:
@@ -69,12 +69,12 @@ class Logged:
 @dataclass
 class FakeHub:
     repos: dict[str, dict[str, bytes]] = field(default_factory=dict)
-    raw: dict[str, bytes] = field(default_factory=dict)      # plain files under /raw/
+    raw: dict[str, bytes] = field(default_factory=dict)  # plain files under /raw/
     gated: set[str] = field(default_factory=set)
     forbidden: set[str] = field(default_factory=set)
-    missing: set[str] = field(default_factory=set)          # "repo/path"
+    missing: set[str] = field(default_factory=set)  # "repo/path"
     drop_after: dict[str, int] = field(default_factory=dict)  # "repo/path" -> bytes
-    corrupt: set[str] = field(default_factory=set)           # "repo/path"
+    corrupt: set[str] = field(default_factory=set)  # "repo/path"
     hang: bool = False
     log: list[Logged] = field(default_factory=list)
     url: str = ""
@@ -150,8 +150,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- responses -------------------------------------------------------------------
 
-    def _reply(self, status: int, headers: dict[str, str], data: bytes = b"",
-               body: bool = True) -> None:
+    def _reply(
+        self, status: int, headers: dict[str, str], data: bytes = b"", body: bool = True
+    ) -> None:
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
@@ -166,8 +167,12 @@ class _Handler(BaseHTTPRequestHandler):
             headers["X-Error-Code"] = code
         if repo in self.hub.repos:
             headers["X-Repo-Commit"] = self.hub.commit(repo)
-        self._reply(status, headers, json.dumps({"error": code or str(status)}).encode(),
-                    body=self.command != "HEAD")
+        self._reply(
+            status,
+            headers,
+            json.dumps({"error": code or str(status)}).encode(),
+            body=self.command != "HEAD",
+        )
 
     def _json(self, value: object) -> None:
         self._reply(200, {"Content-Type": "application/json"}, json.dumps(value).encode())
@@ -201,8 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"X-Repo-Commit": commit, "ETag": f'"{git_sha1(data)}"'}
         if is_lfs(name):
             digest = sha256(data)
-            headers.update({"X-Linked-Etag": f'"{digest}"', "X-Linked-Size": str(len(data)),
-                            "Location": f"{self.hub.cdn_url}/cdn/{digest}?key={quote(key)}"})
+            headers.update(
+                {
+                    "X-Linked-Etag": f'"{digest}"',
+                    "X-Linked-Size": str(len(data)),
+                    "Location": f"{self.hub.cdn_url}/cdn/{digest}?key={quote(key)}",
+                }
+            )
             return self._reply(302, headers, body=False)
         self._reply(200, headers, data, body)
 
@@ -218,15 +228,24 @@ class _Handler(BaseHTTPRequestHandler):
         if commit is None:
             return self._error(404, "RevisionNotFound", repo)
         if kind == "revision":
-            return self._json({"id": repo, "sha": commit, "private": False,
-                               "siblings": [{"rfilename": p} for p in sorted(files)]})
+            return self._json(
+                {
+                    "id": repo,
+                    "sha": commit,
+                    "private": False,
+                    "siblings": [{"rfilename": p} for p in sorted(files)],
+                }
+            )
         recursive = parse_qs(urlparse(self.path).query).get("recursive", ["False"])[0]
         assert recursive.lower() == "true", "snapshot_download lists the tree recursively"
         entries: list[dict] = []
-        folders = sorted({str(Path(p).parents[i]) for p in files
-                          for i in range(len(Path(p).parents) - 1)})
-        entries += [{"type": "directory", "oid": git_sha1(d.encode()), "size": 0, "path": d}
-                    for d in folders]
+        folders = sorted(
+            {str(Path(p).parents[i]) for p in files for i in range(len(Path(p).parents) - 1)}
+        )
+        entries += [
+            {"type": "directory", "oid": git_sha1(d.encode()), "size": 0, "path": d}
+            for d in folders
+        ]
         for name, data in sorted(files.items()):
             entry = {"type": "file", "oid": git_sha1(data), "size": len(data), "path": name}
             if is_lfs(name):
@@ -246,8 +265,10 @@ class _Handler(BaseHTTPRequestHandler):
         if key in self.hub.corrupt:
             data = bytes(b ^ 0xFF for b in data[:16]) + data[16:]
         start = 0
-        status, headers = 200, {"Content-Type": "application/octet-stream",
-                                "Accept-Ranges": "bytes"}
+        status, headers = (
+            200,
+            {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"},
+        )
         ranged = self.headers.get("Range")
         if ranged:
             start = int(re.fullmatch(r"bytes=(\d+)-", ranged).group(1))
@@ -275,8 +296,10 @@ def running(hub: FakeHub) -> Iterator[FakeHub]:
     hub_server, cdn_server = _Server(hub, "hub"), _Server(hub, "cdn")
     hub.url = f"http://127.0.0.1:{hub_server.server_address[1]}"
     hub.cdn_url = f"http://127.0.0.1:{cdn_server.server_address[1]}"
-    threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05},
-                                daemon=True) for s in (hub_server, cdn_server)]
+    threads = [
+        threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        for s in (hub_server, cdn_server)
+    ]
     for t in threads:
         t.start()
     try:
@@ -298,9 +321,29 @@ COREML = "FluidInference/pocket-tts-coreml"
 TEST_REPO = "pockettts-tests/tiny"
 TINY_REVISION = "0123456789abcdef0123456789abcdef01234567"
 TINY_CONFIG = f"hf://{TEST_REPO}/tiny.yaml@{TINY_REVISION}"
-ENGLISH_TRAINED = ("alba", "anna", "azelma", "bill_boerst", "caro_davy", "charles", "cosette",
-                   "eponine", "eve", "fantine", "george", "jane", "javert", "jean", "marius",
-                   "mary", "michael", "paul", "peter_yearsley", "stuart_bell", "vera")
+ENGLISH_TRAINED = (
+    "alba",
+    "anna",
+    "azelma",
+    "bill_boerst",
+    "caro_davy",
+    "charles",
+    "cosette",
+    "eponine",
+    "eve",
+    "fantine",
+    "george",
+    "jane",
+    "javert",
+    "jean",
+    "marius",
+    "mary",
+    "michael",
+    "paul",
+    "peter_yearsley",
+    "stuart_bell",
+    "vera",
+)
 VOICES_26 = (*ENGLISH_TRAINED, "estelle", "lola", "juergen", "rafael", "giovanni")
 
 
@@ -315,9 +358,11 @@ def tiny_config(revision: str) -> bytes:
     raw = yaml.safe_load((TINY / "config.yaml").read_text(encoding="utf-8"))
     raw["weights_path"] = f"hf://{CLONING}/languages/tiny/model.safetensors@{revision}"
     raw["weights_path_without_voice_cloning"] = (
-        f"hf://{NO_CLONING}/languages/tiny/model.safetensors@{revision}")
+        f"hf://{NO_CLONING}/languages/tiny/model.safetensors@{revision}"
+    )
     raw["flow_lm"]["lookup_table"]["tokenizer_path"] = (
-        f"hf://{NO_CLONING}/languages/tiny/tokenizer.model@{revision}")
+        f"hf://{NO_CLONING}/languages/tiny/tokenizer.model@{revision}"
+    )
     return yaml.safe_dump(raw, sort_keys=False).encode()
 
 
@@ -347,8 +392,16 @@ def _mlmodelc(hub: FakeHub, prefix: str, seed: int) -> None:
     hub.add(COREML, f"{prefix}/metadata.json", b'[{"shortDescription": "fake"}]')
 
 
-COREML_MODELS = ("cond_prefill", "flowlm_step", "flowlm_stepv2", "flow_decoder_fused",
-                 "mimi_decoder", "cond_prefill_ane", "flowlm_step_ane", "mimi_encoderv3")
+COREML_MODELS = (
+    "cond_prefill",
+    "flowlm_step",
+    "flowlm_stepv2",
+    "flow_decoder_fused",
+    "mimi_decoder",
+    "cond_prefill_ane",
+    "flowlm_step_ane",
+    "mimi_encoderv3",
+)
 
 
 def add_coreml(hub: FakeHub, languages: tuple[str, ...] = ("english", "spanish_24l")) -> None:
@@ -366,8 +419,11 @@ def add_coreml(hub: FakeHub, languages: tuple[str, ...] = ("english", "spanish_2
         hub.add(COREML, f"{base}/constants_bin/text_embed_table.bin", _random(seed + 9, 4096))
         hub.add(COREML, f"{base}/constants_bin/tokenizer.model", TOKENIZER_MODEL.read_bytes())
         for i, name in enumerate(VOICES_26):
-            hub.add(COREML, f"{base}/constants_bin/{name}.safetensors",
-                    _random(seed + 20 + i, 512) + lang.encode())
+            hub.add(
+                COREML,
+                f"{base}/constants_bin/{name}.safetensors",
+                _random(seed + 20 + i, 512) + lang.encode(),
+            )
         hub.add(COREML, f"{base}/manifest.json", b'{"version": "2.1"}')
         hub.add(COREML, f"{base}/verify.wav", _random(seed + 60, 1024))
     _mlmodelc(hub, "mimi_encoderv2.mlmodelc", 7)
@@ -386,8 +442,16 @@ def hub_env(hub: FakeHub, tmp: Path, timeout: float = 5.0) -> dict[str, str]:
     }
 
 
-CLEARED = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_ASSETS_CACHE", "HF_HUB_OFFLINE",
-           "TRANSFORMERS_OFFLINE", "HF_TOKEN", "XDG_CACHE_HOME", "POCKETTTS_DEBUG")
+CLEARED = (
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "HF_ASSETS_CACHE",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_TOKEN",
+    "XDG_CACHE_HOME",
+    "POCKETTTS_DEBUG",
+)
 
 
 def subprocess_env(hub: FakeHub, tmp: Path, **extra: str) -> dict[str, str]:

@@ -37,8 +37,14 @@ def _shrink_mimi(m: dict) -> None:
     if m.get("inner_dim") == seanet["dimension"]:
         m["inner_dim"] = 64
     seanet.update(n_filters=8, dimension=64)
-    m["transformer"].update(d_model=64, num_heads=4, num_layers=1, dim_feedforward=128,
-                            input_dimension=64, output_dimensions=[64])
+    m["transformer"].update(
+        d_model=64,
+        num_heads=4,
+        num_layers=1,
+        dim_feedforward=128,
+        input_dimension=64,
+        output_dimensions=[64],
+    )
     if not m.get("decoder_seanet"):
         m["quantizer"]["output_dimension"] = 64
         m["outer_dim"] = 64
@@ -52,7 +58,7 @@ def shrunk(name: str) -> dict:
     fl.pop("weights_path", None)
     fl["lookup_table"].update(tokenizer="sentencepiece", tokenizer_path=str(TOKENIZER_MODEL))
     t = fl["transformer"]
-    if t["d_model"] >= 512:                       # the full-size families
+    if t["d_model"] >= 512:  # the full-size families
         t.update(d_model=64, num_heads=4, num_layers=2)
         if t.get("attn_dim"):
             t["attn_dim"] = 64
@@ -76,8 +82,13 @@ def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
     run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)
     tts = PocketTTS.load(tmp_path / "pack")
-    ours = tts.synthesize(TEXT, tts.load_voice(tmp_path / "voice.safetensors"),
-                          temperature=0.0, eos_threshold=1e9, normalize=False)
+    ours = tts.synthesize(
+        TEXT,
+        tts.load_voice(tmp_path / "voice.safetensors"),
+        temperature=0.0,
+        eos_threshold=1e9,
+        normalize=False,
+    )
     assert ours.shape == run.audio.shape
     assert np.abs(ours - run.audio).max() <= 1e-4
     assert np.abs(run.audio).max() > 1e-3

@@ -22,8 +22,9 @@ def test_ids_and_pipes_inside_text() -> None:
     assert items[1].text == "A | B is not an id line." and items[1].error is None
 
 
-@pytest.mark.parametrize("line", [b"../x|t", b"/etc/passwd|t", b".hidden|t", b"a/b|t",
-                                  b"..|t", b"C:\\x|t"])
+@pytest.mark.parametrize(
+    "line", [b"../x|t", b"/etc/passwd|t", b".hidden|t", b"a/b|t", b"..|t", b"C:\\x|t"]
+)
 def test_unsafe_ids_are_refused(line: bytes) -> None:
     (item,) = parse_batch(line)
     assert item.error is not None and item.name == ""

@@ -38,9 +38,20 @@ def test_scoring_normalises_both_sides() -> None:
 
 def test_benchmark_report(pack_dir, voice_path, tmp_path) -> None:
     report_path, audio_dir = tmp_path / "bench.json", tmp_path / "wavs"
-    r = run("benchmark", "--model-dir", str(pack_dir), "--voice-file", str(voice_path),
-            "--limit", "4", "--skip-asr", "--output-json", str(report_path),
-            "--audio-dir", str(audio_dir))
+    r = run(
+        "benchmark",
+        "--model-dir",
+        str(pack_dir),
+        "--voice-file",
+        str(voice_path),
+        "--limit",
+        "4",
+        "--skip-asr",
+        "--output-json",
+        str(report_path),
+        "--audio-dir",
+        str(audio_dir),
+    )
     assert r.returncode == 0, r.stderr
     assert b"aggregate RTFx" in r.stderr
     report = json.loads(report_path.read_text())
@@ -53,8 +64,7 @@ def test_benchmark_report(pack_dir, voice_path, tmp_path) -> None:
     assert summary["agg_rtfx"] == pytest.approx(audio / synth, rel=1e-6)
     assert all(0 < p["ttft_ms"] <= p["synth_ms"] for p in phrases)
     assert summary["frames"] == sum(p["frame_count"] for p in phrases)
-    assert set(report["stages_ms"]) == {"text_prefill", "flowlm_step", "flow_head",
-                                        "mimi_decode"}
+    assert set(report["stages_ms"]) == {"text_prefill", "flowlm_step", "flow_head", "mimi_decode"}
     assert summary["peak_rss_mb"] > 10
     for i, p in enumerate(phrases):
         wav, rate = sf.read(audio_dir / f"phrase_{i:03d}.wav")
@@ -67,11 +77,19 @@ def test_corpus_path_and_bad_options(pack_dir, tmp_path) -> None:
     lines = tmp_path / "mine.txt"
     lines.write_text("# my corpus\nFirst.\n\nSecond one.\n")
     out = tmp_path / "r.json"
-    r = run("benchmark", "--model-dir", str(pack_dir), "--corpus-path", str(lines),
-            "--skip-asr", "-q", "--output-json", str(out))
+    r = run(
+        "benchmark",
+        "--model-dir",
+        str(pack_dir),
+        "--corpus-path",
+        str(lines),
+        "--skip-asr",
+        "-q",
+        "--output-json",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
-    assert [p["text"] for p in json.loads(out.read_text())["phrases"]] == ["First.",
-                                                                          "Second one."]
+    assert [p["text"] for p in json.loads(out.read_text())["phrases"]] == ["First.", "Second one."]
     bad = run("benchmark", "--model-dir", str(pack_dir), "--corpus", "minimax-klingon")
     assert bad.returncode == 1 and b"unknown corpus" in bad.stderr
     assert b"english" in bad.stderr and b"--languages klingon" not in bad.stderr
@@ -93,27 +111,37 @@ def test_asr_round_trip_on_real_speech() -> None:
     recognizer = load_recognizer("pocketsphinx")
     hypothesis = recognizer.transcribe(audio, rate)
     truth = wavs[0].with_suffix(".txt").read_text()
-    assert wer(truth, hypothesis) < 0.6         # a real recogniser on real speech
+    assert wer(truth, hypothesis) < 0.6  # a real recogniser on real speech
 
 
 @pytest.mark.oracle
 def test_compare_reference_prints_both_and_ratios(pack_dir, voice_path, tmp_path) -> None:
     pytest.importorskip("pocket_tts")
     out = tmp_path / "r.json"
-    r = run("benchmark", "--model-dir", str(pack_dir), "--voice-file", str(voice_path),
-            "--limit", "2", "--skip-asr", "--compare-reference", "--output-json", str(out))
+    r = run(
+        "benchmark",
+        "--model-dir",
+        str(pack_dir),
+        "--voice-file",
+        str(voice_path),
+        "--limit",
+        "2",
+        "--skip-asr",
+        "--compare-reference",
+        "--output-json",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
     assert report["reference"]["label"].startswith("pocket-tts")
     for key in ("agg_rtfx", "ttft_ms_p50", "peak_rss_mb", "cold_start_s"):
         assert report["reference"][key] > 0
         assert report["ratios"][key] > 0
-    assert report["reference"]["audio_s"] == pytest.approx(report["summary"]["audio_s"],
-                                                           rel=0.01)
+    assert report["reference"]["audio_s"] == pytest.approx(report["summary"]["audio_s"], rel=0.01)
     assert b"ratio" in r.stderr
 
 
 def test_a_minimax_language_not_fetched_yet_says_how_to_fetch_it(monkeypatch, tmp_path) -> None:
-    monkeypatch.setenv("POCKETTTS_CACHE", str(tmp_path))      # an empty store
+    monkeypatch.setenv("POCKETTTS_CACHE", str(tmp_path))  # an empty store
     with pytest.raises(UserError, match="pockettts corpus --languages french"):
         load_corpus("minimax-french")

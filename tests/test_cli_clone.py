@@ -22,8 +22,9 @@ LIBRI = SPEECH / "librispeech" / "librispeech_test_other_7902-96591-0001.wav"
 
 def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    return subprocess.run([SCRIPT, *map(str, args)], capture_output=True, cwd=cwd, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [SCRIPT, *map(str, args)], capture_output=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 def _one_line_error(r: subprocess.CompletedProcess, code: int, text: bytes) -> None:
@@ -36,8 +37,7 @@ def _one_line_error(r: subprocess.CompletedProcess, code: int, text: bytes) -> N
 
 def test_clone_equals_the_oracle_state(pack_dir, fixture_dir, reference, tmp_path) -> None:
     out = tmp_path / "voice.safetensors"
-    r = run("clone", fixture_dir / reference["clone"]["prompt"], "-o", out,
-            "--model-dir", pack_dir)
+    r = run("clone", fixture_dir / reference["clone"]["prompt"], "-o", out, "--model-dir", pack_dir)
     assert r.returncode == 0, r.stderr
     assert b"wrote" in r.stderr and b"frames" in r.stderr
     ours = load_voice_state(out)
@@ -58,8 +58,19 @@ def test_bin_round_trip_through_tts(pack_dir, tmp_path) -> None:
     wavs = []
     for name, voice_file in (("a", voice), ("b", voice)):
         out = tmp_path / f"{name}.wav"
-        r = run("tts", "Hello there.", "-o", out, "--model-dir", pack_dir, "--voice-file",
-                voice_file, "--seed", "3", "-q")
+        r = run(
+            "tts",
+            "Hello there.",
+            "-o",
+            out,
+            "--model-dir",
+            pack_dir,
+            "--voice-file",
+            voice_file,
+            "--seed",
+            "3",
+            "-q",
+        )
         assert r.returncode == 0, r.stderr
         wavs.append(out.read_bytes())
     assert wavs[0] == wavs[1]
@@ -68,7 +79,7 @@ def test_bin_round_trip_through_tts(pack_dir, tmp_path) -> None:
 
 
 def test_long_prompt_to_bin_is_cut_with_a_warning(pack_dir, tmp_path) -> None:
-    long = SPEECH / "librispeech" / "librispeech_test_clean_6930-75918-0001.wav"   # 14.2 s
+    long = SPEECH / "librispeech" / "librispeech_test_clean_6930-75918-0001.wav"  # 14.2 s
     r = run("clone", long, "-o", tmp_path / "v.bin", "--model-dir", pack_dir, "-q")
     assert r.returncode == 0, r.stderr
     assert b"pockettts: warning:" in r.stderr and b"kept the first 125" in r.stderr
@@ -85,17 +96,26 @@ def _wav(path: Path, audio: np.ndarray, rate: int = 24_000) -> Path:
     return path
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: _wav(p / "short.wav", 0.3 * np.sin(np.arange(12_000) / 9.0)),
-     b"too short for voice cloning: 0.50 s"),
-    (lambda p: _wav(p / "silent.wav", np.zeros(72_000)), b"is silent"),
-    (lambda p: _wav(p / "nan.wav", np.where(np.arange(48_000) == 99, np.nan,
-                                            0.3 * np.sin(np.arange(48_000) / 9.0))),
-     b"NaN or infinite"),
-    (lambda p: _bytes(p / "corrupt.wav", b"RIFF\x10\x00\x00\x00WAVEjunk" * 3), b"cannot read"),
-    (lambda p: _bytes(p / "notes.txt", b"hello\n" * 50), b"cannot read"),
-    (lambda p: p / "missing.wav", b"audio file not found"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda p: _wav(p / "short.wav", 0.3 * np.sin(np.arange(12_000) / 9.0)),
+            b"too short for voice cloning: 0.50 s",
+        ),
+        (lambda p: _wav(p / "silent.wav", np.zeros(72_000)), b"is silent"),
+        (
+            lambda p: _wav(
+                p / "nan.wav",
+                np.where(np.arange(48_000) == 99, np.nan, 0.3 * np.sin(np.arange(48_000) / 9.0)),
+            ),
+            b"NaN or infinite",
+        ),
+        (lambda p: _bytes(p / "corrupt.wav", b"RIFF\x10\x00\x00\x00WAVEjunk" * 3), b"cannot read"),
+        (lambda p: _bytes(p / "notes.txt", b"hello\n" * 50), b"cannot read"),
+        (lambda p: p / "missing.wav", b"audio file not found"),
+    ],
+)
 def test_bad_audio_is_one_line(pack_dir, tmp_path, make, message) -> None:
     out = tmp_path / "voice.safetensors"
     r = run("clone", make(tmp_path), "-o", out, "--model-dir", pack_dir)
@@ -103,21 +123,38 @@ def test_bad_audio_is_one_line(pack_dir, tmp_path, make, message) -> None:
     assert not out.exists() and not list(tmp_path.glob(".*part"))
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["clone", "{audio}", "-o", "{out}", "--language", "klingon"], 2, b"english"),
-    (["clone", "{audio}", "-o", "{out}", "--language", "french", "--model-dir", "{pack}"], 2,
-     b"--model-dir already names the model"),
-    (["clone", "{audio}", "-o", "{tmp}/voice.wav", "--model-dir", "{pack}"], 2,
-     b"unknown voice file type"),
-    (["clone", "{audio}", "--model-dir", "{pack}"], 2, b"-o"),
-    (["clone", "{audio}", "-o", "{out}", "--model-dir", "{tmp}/nopack"], 1,
-     b"model pack not found"),
-    (["clone", "{audio}", "-o", "{tmp}/no/dir/v.safetensors", "--model-dir", "{pack}"], 1,
-     b"No such file or directory"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["clone", "{audio}", "-o", "{out}", "--language", "klingon"], 2, b"english"),
+        (
+            ["clone", "{audio}", "-o", "{out}", "--language", "french", "--model-dir", "{pack}"],
+            2,
+            b"--model-dir already names the model",
+        ),
+        (
+            ["clone", "{audio}", "-o", "{tmp}/voice.wav", "--model-dir", "{pack}"],
+            2,
+            b"unknown voice file type",
+        ),
+        (["clone", "{audio}", "--model-dir", "{pack}"], 2, b"-o"),
+        (
+            ["clone", "{audio}", "-o", "{out}", "--model-dir", "{tmp}/nopack"],
+            1,
+            b"model pack not found",
+        ),
+        (
+            ["clone", "{audio}", "-o", "{tmp}/no/dir/v.safetensors", "--model-dir", "{pack}"],
+            1,
+            b"No such file or directory",
+        ),
+    ],
+)
 def test_usage_and_model_errors(pack_dir, tmp_path, args, code, message) -> None:
-    filled = [a.format(audio=LIBRI, out=tmp_path / "v.safetensors", tmp=tmp_path,
-                       pack=pack_dir) for a in args]
+    filled = [
+        a.format(audio=LIBRI, out=tmp_path / "v.safetensors", tmp=tmp_path, pack=pack_dir)
+        for a in args
+    ]
     _one_line_error(run(*filled), code, message)
 
 
@@ -126,11 +163,16 @@ def test_pack_without_cloning_weights_gives_the_gated_repo_message(fixture_dir, 
     from pocketcli.packs.builder import build_pack
 
     weights = load_file(str(fixture_dir / "model.safetensors"))
-    zeroed = {k: (np.zeros_like(v) if k.startswith("mimi.encoder") else v)
-              for k, v in weights.items()}
+    zeroed = {
+        k: (np.zeros_like(v) if k.startswith("mimi.encoder") else v) for k, v in weights.items()
+    }
     save_file(zeroed, str(tmp_path / "model.safetensors"))
-    build_pack(tmp_path / "model.safetensors", ModelConfig.from_yaml(fixture_dir / "config.yaml"),
-               fixture_dir / "pack" / "tokenizer.model", tmp_path / "pack")
+    build_pack(
+        tmp_path / "model.safetensors",
+        ModelConfig.from_yaml(fixture_dir / "config.yaml"),
+        fixture_dir / "pack" / "tokenizer.model",
+        tmp_path / "pack",
+    )
     r = run("clone", LIBRI, "-o", tmp_path / "v.safetensors", "--model-dir", tmp_path / "pack")
     _one_line_error(r, 1, b"gated Hugging Face repository kyutai/pocket-tts")
     assert b"hf auth login" in r.stderr and b"accept its terms" in r.stderr

@@ -20,21 +20,33 @@ from pocketcli.audio.postprocess import OutputChain
 
 
 def test_stdout_stream_is_a_readable_wav_equal_to_the_raw_audio(pack_dir, voice_path) -> None:
-    r = run("tts", "Streaming to a pipe. Two sentences.", "-o", "-", "--model-dir",
-            str(pack_dir), "--voice-file", str(voice_path), "--seed", "2", "--no-deess", "-q")
+    r = run(
+        "tts",
+        "Streaming to a pipe. Two sentences.",
+        "-o",
+        "-",
+        "--model-dir",
+        str(pack_dir),
+        "--voice-file",
+        str(voice_path),
+        "--seed",
+        "2",
+        "--no-deess",
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     audio, rate = sf.read(io.BytesIO(r.stdout), dtype="float32")
     assert rate == 24_000
     tts = PocketTTS.load(pack_dir)
-    expected = tts.synthesize("Streaming to a pipe. Two sentences.",
-                              tts.load_voice(voice_path), seed=2)
+    expected = tts.synthesize(
+        "Streaming to a pipe. Two sentences.", tts.load_voice(voice_path), seed=2
+    )
     assert audio.shape == expected.shape
     assert np.abs(audio - expected).max() <= 1 / 32767 + 1e-6
 
 
 def test_stdout_stream_applies_the_causal_output_chain(pack_dir) -> None:
-    r = run("tts", "Filtered stream.", "-o", "-", "--model-dir", str(pack_dir), "--seed", "4",
-            "-q")
+    r = run("tts", "Filtered stream.", "-o", "-", "--model-dir", str(pack_dir), "--seed", "4", "-q")
     audio, _ = sf.read(io.BytesIO(r.stdout), dtype="float32")
     tts = PocketTTS.load(pack_dir)
     raw = tts.synthesize("Filtered stream.", None, seed=4)
@@ -44,17 +56,30 @@ def test_stdout_stream_applies_the_causal_output_chain(pack_dir) -> None:
 
 def test_stdout_on_a_full_disk_is_one_line(pack_dir) -> None:
     with open("/dev/full", "wb") as full:
-        r = subprocess.run([SCRIPT, "tts", "Disk full.", "-o", "-", "--model-dir",
-                            str(pack_dir), "-q"], stdout=full, stderr=subprocess.PIPE,
-                           timeout=120)
+        r = subprocess.run(
+            [SCRIPT, "tts", "Disk full.", "-o", "-", "--model-dir", str(pack_dir), "-q"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
     assert r.returncode == 1
     assert b"No space left" in r.stderr and b"Traceback" not in r.stderr
 
 
 def test_file_output_is_peak_normalised_unless_no_deess(pack_dir, tmp_path) -> None:
     for flag, name in (([], "chain.wav"), (["--no-deess"], "raw.wav")):
-        r = run("tts", "Loud and clear.", "-o", str(tmp_path / name), "--model-dir",
-                str(pack_dir), "--seed", "1", "-q", *flag)
+        r = run(
+            "tts",
+            "Loud and clear.",
+            "-o",
+            str(tmp_path / name),
+            "--model-dir",
+            str(pack_dir),
+            "--seed",
+            "1",
+            "-q",
+            *flag,
+        )
         assert r.returncode == 0, r.stderr
     chain, _ = sf.read(tmp_path / "chain.wav", dtype="float32")
     raw, _ = sf.read(tmp_path / "raw.wav", dtype="float32")
@@ -65,12 +90,23 @@ def test_file_output_is_peak_normalised_unless_no_deess(pack_dir, tmp_path) -> N
 
 def test_batch_writes_one_file_per_line_and_skips_done(pack_dir, tmp_path) -> None:
     lines = tmp_path / "lines.txt"
-    lines.write_bytes(b"First line.\n\n   \nintro|Second line, with an id.\n"
-                      b"../escape|Never outside.\n\xff\xfe broken\nThird line.\n")
+    lines.write_bytes(
+        b"First line.\n\n   \nintro|Second line, with an id.\n"
+        b"../escape|Never outside.\n\xff\xfe broken\nThird line.\n"
+    )
     out = tmp_path / "out"
-    r = run("tts", "--input-file", str(lines), "--output-dir", str(out), "--model-dir",
-            str(pack_dir), "--seed", "1")
-    assert r.returncode == 1                     # two bad lines
+    r = run(
+        "tts",
+        "--input-file",
+        str(lines),
+        "--output-dir",
+        str(out),
+        "--model-dir",
+        str(pack_dir),
+        "--seed",
+        "1",
+    )
+    assert r.returncode == 1  # two bad lines
     names = sorted(p.name for p in out.iterdir())
     assert "intro.wav" in names and len(names) == 3
     assert all(n.endswith(".wav") for n in names)
@@ -78,52 +114,112 @@ def test_batch_writes_one_file_per_line_and_skips_done(pack_dir, tmp_path) -> No
     assert b"line 5" in r.stderr and b"line 6" in r.stderr
     assert b"3 written, 0 already done, 2 failed" in r.stderr
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    again = run("tts", "--input-file", str(lines), "--output-dir", str(out), "--model-dir",
-                str(pack_dir), "--seed", "1")
+    again = run(
+        "tts",
+        "--input-file",
+        str(lines),
+        "--output-dir",
+        str(out),
+        "--model-dir",
+        str(pack_dir),
+        "--seed",
+        "1",
+    )
     assert b"0 written, 3 already done, 2 failed" in again.stderr
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
-    redo = run("tts", "--input-file", str(lines), "--output-dir", str(out), "--model-dir",
-               str(pack_dir), "--overwrite", "-q")
+    redo = run(
+        "tts",
+        "--input-file",
+        str(lines),
+        "--output-dir",
+        str(out),
+        "--model-dir",
+        str(pack_dir),
+        "--overwrite",
+        "-q",
+    )
     assert b"3 written" in redo.stderr
 
 
 def test_batch_from_stdin_and_all_good_exits_zero(pack_dir, tmp_path) -> None:
-    r = run("tts", "--input-file", "-", "--output-dir", str(tmp_path), "--model-dir",
-            str(pack_dir), "-q", stdin=b"a|One.\nb|Two.\n")
+    r = run(
+        "tts",
+        "--input-file",
+        "-",
+        "--output-dir",
+        str(tmp_path),
+        "--model-dir",
+        str(pack_dir),
+        "-q",
+        stdin=b"a|One.\nb|Two.\n",
+    )
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav", "b.wav"]
 
 
 def test_metrics_json_has_fluidaudio_keys(pack_dir, tmp_path) -> None:
     out, report = tmp_path / "m.wav", tmp_path / "m.json"
-    r = run("tts", "Metrics.", "-o", str(out), "--model-dir", str(pack_dir), "--metrics",
-            str(report), "-q")
+    r = run(
+        "tts",
+        "Metrics.",
+        "-o",
+        str(out),
+        "--model-dir",
+        str(pack_dir),
+        "--metrics",
+        str(report),
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(report.read_text())
-    for key in ("backend", "text", "voice", "output", "model_load_time_s", "inference_time_s",
-                "audio_duration_s", "realtime_speed", "total_time_s"):
+    for key in (
+        "backend",
+        "text",
+        "voice",
+        "output",
+        "model_load_time_s",
+        "inference_time_s",
+        "audio_duration_s",
+        "realtime_speed",
+        "total_time_s",
+    ):
         assert key in data
     assert data["backend"] == "pockettts" and data["text"] == "Metrics."
     assert data["audio_duration_s"] == pytest.approx(sf.info(out).duration, abs=1e-3)
 
 
-@pytest.mark.parametrize("flag, value, valid", [
-    ("--compute-units", "gpu-only", b"no-ane"),
-    ("--placement", "npu", b"gpu, ane"),
-    ("--runtime", "tensorflow", b"auto, onnx, coreml"),
-    ("--backend", "kokoro", b"pocket"),
-    ("--precision", "fp16", b"fp32, int8"),
-])
-def test_unknown_values_are_usage_errors_listing_valid_ones(pack_dir, flag, value,
-                                                            valid) -> None:
+@pytest.mark.parametrize(
+    "flag, value, valid",
+    [
+        ("--compute-units", "gpu-only", b"no-ane"),
+        ("--placement", "npu", b"gpu, ane"),
+        ("--runtime", "tensorflow", b"auto, onnx, coreml"),
+        ("--backend", "kokoro", b"pocket"),
+        ("--precision", "fp16", b"fp32, int8"),
+    ],
+)
+def test_unknown_values_are_usage_errors_listing_valid_ones(pack_dir, flag, value, valid) -> None:
     r = run("tts", "Hi.", "--model-dir", str(pack_dir), flag, value)
     assert r.returncode == 2
     assert valid in r.stderr
 
 
 def test_fluidaudio_flags_are_accepted(pack_dir, tmp_path) -> None:
-    r = run("tts", "Compatible.", "-o", str(tmp_path / "x.wav"), "--model-dir", str(pack_dir),
-            "--backend", "pocket", "--compute-units", "avoid-ane", "--placement", "gpu", "-q")
+    r = run(
+        "tts",
+        "Compatible.",
+        "-o",
+        str(tmp_path / "x.wav"),
+        "--model-dir",
+        str(pack_dir),
+        "--backend",
+        "pocket",
+        "--compute-units",
+        "avoid-ane",
+        "--placement",
+        "gpu",
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -134,9 +230,16 @@ def test_coreml_on_linux_says_why_in_one_line(pack_dir) -> None:
 
 
 def test_long_text_without_punctuation_is_spoken(pack_dir, tmp_path) -> None:
-    words = ("river stone light " * 400).strip()          # no sentence or clause marks
-    r = run("tts", "--model-dir", str(pack_dir), "-o", str(tmp_path / "long.wav"), "-q",
-            stdin=words.encode())
+    words = ("river stone light " * 400).strip()  # no sentence or clause marks
+    r = run(
+        "tts",
+        "--model-dir",
+        str(pack_dir),
+        "-o",
+        str(tmp_path / "long.wav"),
+        "-q",
+        stdin=words.encode(),
+    )
     assert r.returncode == 0, r.stderr
     assert sf.info(tmp_path / "long.wav").duration > 10
 
@@ -148,13 +251,17 @@ def test_interrupt_leaves_no_partial_file(pack_dir, tmp_path, sig, code) -> None
     text = " ".join(f"Sentence number {i} is here." for i in range(8000))
     out = tmp_path / "long.wav"
     env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    proc = subprocess.Popen([SCRIPT, "tts", "-o", str(out), "--model-dir", str(pack_dir), "-q"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "-o", str(out), "--model-dir", str(pack_dir), "-q"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     assert proc.stdin is not None
     proc.stdin.write(text.encode())
     proc.stdin.close()
-    time.sleep(3.0)                                 # loaded and generating
+    time.sleep(3.0)  # loaded and generating
     proc.send_signal(sig)
     proc.wait(timeout=60)
     assert proc.stderr is not None
@@ -168,8 +275,19 @@ def test_interrupt_leaves_no_partial_file(pack_dir, tmp_path, sig, code) -> None
 def test_pause_markup_gives_silence_unless_normalisation_is_off(pack_dir, tmp_path) -> None:
     text = "Before. [pause:1.5s] After."
     for flag, name in (([], "p.wav"), (["--no-normalize"], "raw.wav")):
-        r = run("tts", text, "-o", str(tmp_path / name), "--model-dir", str(pack_dir),
-                "--seed", "1", "--no-deess", "-q", *flag)
+        r = run(
+            "tts",
+            text,
+            "-o",
+            str(tmp_path / name),
+            "--model-dir",
+            str(pack_dir),
+            "--seed",
+            "1",
+            "--no-deess",
+            "-q",
+            *flag,
+        )
         assert r.returncode == 0, r.stderr
     paused, _ = sf.read(tmp_path / "p.wav", dtype="float32")
     raw, _ = sf.read(tmp_path / "raw.wav", dtype="float32")
@@ -186,8 +304,14 @@ def test_pause_markup_gives_silence_unless_normalisation_is_off(pack_dir, tmp_pa
 
 
 def test_malformed_ssml_is_a_usage_error_naming_the_place(pack_dir, tmp_path) -> None:
-    r = run("tts", '<speak>Hi <break time="1s"/> there', "--model-dir", str(pack_dir),
-            "-o", str(tmp_path / "x.wav"))
+    r = run(
+        "tts",
+        '<speak>Hi <break time="1s"/> there',
+        "--model-dir",
+        str(pack_dir),
+        "-o",
+        str(tmp_path / "x.wav"),
+    )
     assert r.returncode == 2
     assert b"line 1, column" in r.stderr
     assert not (tmp_path / "x.wav").exists()

@@ -19,8 +19,12 @@ def hub():
 
 
 def tts(hub, tmp_path, *args, **env):
-    return subprocess.run([SCRIPT, "tts", *args], capture_output=True, timeout=300,
-                          env=subprocess_env(hub, tmp_path, **env))
+    return subprocess.run(
+        [SCRIPT, "tts", *args],
+        capture_output=True,
+        timeout=300,
+        env=subprocess_env(hub, tmp_path, **env),
+    )
 
 
 def test_config_from_the_hub_is_built_once_then_works_offline(hub, tmp_path) -> None:
@@ -29,23 +33,36 @@ def test_config_from_the_hub_is_built_once_then_works_offline(hub, tmp_path) -> 
     assert r.returncode == 0, r.stderr
     assert sf.info(out).samplerate == 24_000
     hub.clear_log()
-    again = tts(hub, tmp_path, "From the cache.", "--config", TINY_CONFIG, "--offline",
-                "-o", str(tmp_path / "b.wav"), "-q")
+    again = tts(
+        hub,
+        tmp_path,
+        "From the cache.",
+        "--config",
+        TINY_CONFIG,
+        "--offline",
+        "-o",
+        str(tmp_path / "b.wav"),
+        "-q",
+    )
     assert again.returncode == 0, again.stderr
     assert hub.requests() == []
 
 
 def test_builtin_voice_with_custom_weights_is_refused(hub, tmp_path) -> None:
-    r = tts(hub, tmp_path, "Hi.", "--config", TINY_CONFIG, "-v", "alba", "-o",
-            str(tmp_path / "x.wav"))
+    r = tts(
+        hub, tmp_path, "Hi.", "--config", TINY_CONFIG, "-v", "alba", "-o", str(tmp_path / "x.wav")
+    )
     assert r.returncode == 1
     assert b"released weights" in r.stderr and b"Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--language", "klingon"], b"english"),
-    (["--language", "dutch", "--runtime", "onnx", "-v", "nobody"], b"alba"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--language", "klingon"], b"english"),
+        (["--language", "dutch", "--runtime", "onnx", "-v", "nobody"], b"alba"),
+    ],
+)
 def test_unknown_language_or_voice_lists_valid_values(hub, tmp_path, args, fragment) -> None:
     r = tts(hub, tmp_path, "Hi.", *args, "-o", str(tmp_path / "x.wav"), "--offline")
     assert r.returncode == 2, r.stderr
@@ -53,8 +70,9 @@ def test_unknown_language_or_voice_lists_valid_values(hub, tmp_path, args, fragm
 
 
 def test_offline_without_cache_says_what_to_do(hub, tmp_path) -> None:
-    r = tts(hub, tmp_path, "Hi.", "--language", "english", "--offline", "-o",
-            str(tmp_path / "x.wav"))
+    r = tts(
+        hub, tmp_path, "Hi.", "--language", "english", "--offline", "-o", str(tmp_path / "x.wav")
+    )
     assert r.returncode == 1
     assert b"pockettts download" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert hub.requests() == []

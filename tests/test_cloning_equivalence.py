@@ -94,7 +94,7 @@ def test_cloning_matches_the_oracle_on_speech(setup, prompts, clip) -> None:
     audio_24k = prompts[clip]
     theirs = setup.ref.voice_state_from_audio(audio_24k, 24_000)
     ours = setup.tts.clone_voice(audio_24k, 24_000)
-    assert ours.length >= 26                        # >= 2 s of speech plus bos_before_voice
+    assert ours.length >= 26  # >= 2 s of speech plus bos_before_voice
     _compare_states(ours, theirs)
     audio, expected = _speak_both(setup, ours, theirs)
     assert audio.shape == expected.shape
@@ -127,15 +127,22 @@ def test_30_second_cut_and_file_reading_match_export_voice(setup, prompts, tmp_p
     """pocket-tts's export-voice path (truncate=True) on a 16-bit WAV of 35 s."""
     if setup.ref.config["flow_lm"]["transformer"]["num_layers"] != 2:
         pytest.skip("one config is enough for the long prompt")
-    long = np.concatenate([prompts["alba"], prompts["libri-clean"], prompts["alba"],
-                           prompts["libri-other"], prompts["alba"]])[: 35 * 24_000]
+    long = np.concatenate(
+        [
+            prompts["alba"],
+            prompts["libri-clean"],
+            prompts["alba"],
+            prompts["libri-other"],
+            prompts["alba"],
+        ]
+    )[: 35 * 24_000]
     path = tmp_path / "long.wav"
     sf.write(path, long, 24_000, subtype="PCM_16")
     theirs = setup.ref.model.get_state_for_audio_prompt(path, truncate=True)
     notes: list[str] = []
     ours = setup.tts.clone_voice(path, on_warning=notes.append)
     assert len(notes) == 1 and "first 30 s" in notes[0]
-    assert ours.length > 370                      # 30 s = 375 frames (+ pause, + bos)
+    assert ours.length > 370  # 30 s = 375 frames (+ pause, + bos)
     _compare_states(ours, theirs)
 
 
@@ -145,7 +152,8 @@ def test_end_on_pause_is_bit_exact(prompts) -> None:
     rng = np.random.default_rng(5)
     signals = list(prompts.values()) + [
         (rng.standard_normal(rng.integers(500, 50_000)) * rng.random()).astype(np.float32)
-        for _ in range(10)]
+        for _ in range(10)
+    ]
     for audio in signals:
         expected = torch_end_on_pause(torch.from_numpy(audio)[None], 24_000)[0].numpy()
         ours, _ = end_on_pause(audio, 24_000)

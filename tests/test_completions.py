@@ -24,8 +24,9 @@ def test_committed_scripts_equal_the_generated_ones(shell) -> None:
 
 
 def _complete(words: str, cword: int) -> list[str]:
-    env = dict(os.environ, _POCKETTTS_COMPLETE="complete_bash", COMP_WORDS=words,
-               COMP_CWORD=str(cword))
+    env = dict(
+        os.environ, _POCKETTTS_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword)
+    )
     r = subprocess.run([SCRIPT], env=env, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout.decode().split()
@@ -54,8 +55,11 @@ def test_values_complete() -> None:
 def test_bash_script_parses_and_registers(tmp_path) -> None:
     bash = shutil.which("bash")
     assert bash is not None
-    check = subprocess.run([bash, "-c", f"source {COMPLETIONS / FILES['bash']} && "
-                            "complete -p pockettts"], capture_output=True, timeout=30)
+    check = subprocess.run(
+        [bash, "-c", f"source {COMPLETIONS / FILES['bash']} && complete -p pockettts"],
+        capture_output=True,
+        timeout=30,
+    )
     assert check.returncode == 0 and b"_pockettts_completion" in check.stdout
 
 
@@ -64,6 +68,7 @@ def test_other_shells_parse_when_installed(shell, args) -> None:
     exe = shutil.which(shell)
     if exe is None:
         pytest.skip(f"{shell} is not installed here")
-    r = subprocess.run([exe, *args, str(COMPLETIONS / FILES[shell])], capture_output=True,
-                       timeout=30)
+    r = subprocess.run(
+        [exe, *args, str(COMPLETIONS / FILES[shell])], capture_output=True, timeout=30
+    )
     assert r.returncode == 0, r.stderr

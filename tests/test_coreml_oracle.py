@@ -39,11 +39,13 @@ from pocketcli.runtimes.coreml.onnx_predictor import onnx_factory  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-TEXT = ("Hello world. This is the CoreML host code, one frame at a time. "
-        "Long text is split into chunks! Does every chunk start afresh?")
-MAX_TOKENS = 12          # several chunks
+TEXT = (
+    "Hello world. This is the CoreML host code, one frame at a time. "
+    "Long text is split into chunks! Does every chunk start afresh?"
+)
+MAX_TOKENS = 12  # several chunks
 SHORT_TEXT = "Hello world. It ends here."
-STEPS = 8                # flow_decoder_fused's baked Euler (LSD) steps
+STEPS = 8  # flow_decoder_fused's baked Euler (LSD) steps
 TOLERANCE = 1e-4
 
 
@@ -63,28 +65,35 @@ def setup(request, tmp_path_factory) -> Setup:
     voice_state = ref.voice_state_from_audio(audio, 24_000)
     ref.export_voice(voice_state, root / "clone.safetensors")
     config = ModelConfig.from_dict(ref.config)
-    pack = build_twin_pack(ref.checkpoint_path, config, TOKENIZER_MODEL,
-                           root / "repo" / "v2.1" / "english", placements=("gpu", "ane"),
-                           voices={"clone": root / "clone.safetensors"})
+    pack = build_twin_pack(
+        ref.checkpoint_path,
+        config,
+        TOKENIZER_MODEL,
+        root / "repo" / "v2.1" / "english",
+        placements=("gpu", "ane"),
+        voices={"clone": root / "clone.safetensors"},
+    )
     return Setup(ref, voice_state, config, pack)
 
 
 def _tts(s: Setup, placement: str = "gpu") -> PocketTTS:
-    return PocketTTS.load_coreml(s.pack, placement=placement, predictor_factory=onnx_factory(),
-                                 config=s.config)
+    return PocketTTS.load_coreml(
+        s.pack, placement=placement, predictor_factory=onnx_factory(), config=s.config
+    )
 
 
-def _ours(tts: PocketTTS, text: str = TEXT, max_tokens: int = MAX_TOKENS,
-          **kwargs) -> tuple[list[Frame], list[ChunkTrace]]:
+def _ours(
+    tts: PocketTTS, text: str = TEXT, max_tokens: int = MAX_TOKENS, **kwargs
+) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
-    voice = tts.runtime.load_voice("clone")          # constants_bin/clone.safetensors
-    frames = list(tts.stream(text, voice, max_tokens=max_tokens, on_chunk=traces.append,
-                             **kwargs))
+    voice = tts.runtime.load_voice("clone")  # constants_bin/clone.safetensors
+    frames = list(tts.stream(text, voice, max_tokens=max_tokens, on_chunk=traces.append, **kwargs))
     return frames, traces
 
 
-def _compare(run: ReferenceRun, frames: list[Frame], traces: list[ChunkTrace],
-             min_chunks: int = 3) -> None:
+def _compare(
+    run: ReferenceRun, frames: list[Frame], traces: list[ChunkTrace], min_chunks: int = 3
+) -> None:
     assert len(traces) == len(run.chunks) >= min_chunks
     for index, (chunk, trace) in enumerate(zip(run.chunks, traces, strict=True)):
         assert list(trace.plan.token_ids) == chunk.token_ids
@@ -97,12 +106,19 @@ def _compare(run: ReferenceRun, frames: list[Frame], traces: list[ChunkTrace],
     audio = np.concatenate([f.audio for f in frames])
     assert audio.shape == run.audio.shape
     assert np.abs(audio - run.audio).max() <= TOLERANCE
-    assert np.abs(run.audio).max() > 0.01             # not a comparison of silences
+    assert np.abs(run.audio).max() > 0.01  # not a comparison of silences
 
 
 def test_gpu_twins_match_the_oracle_with_noise_and_eos(setup: Setup) -> None:
-    run = setup.ref.generate(TEXT, setup.voice_state, temperature=0.7, seed=5,
-                             max_tokens=MAX_TOKENS, frames_after_eos=2, decode_steps=STEPS)
+    run = setup.ref.generate(
+        TEXT,
+        setup.voice_state,
+        temperature=0.7,
+        seed=5,
+        max_tokens=MAX_TOKENS,
+        frames_after_eos=2,
+        decode_steps=STEPS,
+    )
     noise = [row for c in run.chunks for row in c.frame_noise[: c.emitted_frames]]
     frames, traces = _ours(_tts(setup), noise=InjectedNoise(noise), frames_after_eos=2)
     _compare(run, frames, traces)
@@ -112,10 +128,16 @@ def test_gpu_twins_match_the_oracle_with_noise_and_eos(setup: Setup) -> None:
 @pytest.mark.parametrize("setup", ["tiny"], indirect=True)
 def test_ane_twins_match_the_oracle_over_full_length_chunks(setup: Setup) -> None:
     """EOS off: chunks outrun the Mimi attention ring (16 frames) and exercise BOS on the host."""
-    run = setup.ref.generate(SHORT_TEXT, setup.voice_state, temperature=0.0, seed=0,
-                             max_tokens=6, eos_threshold=1e9, decode_steps=STEPS)
-    frames, traces = _ours(_tts(setup, "ane"), SHORT_TEXT, 6, temperature=0.0,
-                           eos_threshold=1e9)
+    run = setup.ref.generate(
+        SHORT_TEXT,
+        setup.voice_state,
+        temperature=0.0,
+        seed=0,
+        max_tokens=6,
+        eos_threshold=1e9,
+        decode_steps=STEPS,
+    )
+    frames, traces = _ours(_tts(setup, "ane"), SHORT_TEXT, 6, temperature=0.0, eos_threshold=1e9)
     _compare(run, frames, traces, min_chunks=2)
     assert [t.frames for t in traces] == [t.plan.max_frames for t in traces]
     assert max(t.frames for t in traces) > 16

@@ -41,8 +41,13 @@ def config(fixture_dir: Path) -> ModelConfig:
 
 
 def _constants(fixture_dir: Path, config: ModelConfig, pack: Path) -> None:
-    write_constants_bin(read_checkpoint(fixture_dir / "model.safetensors"), config, TOKENIZER,
-                        pack, voices={"alba": fixture_dir / "voice.safetensors"})
+    write_constants_bin(
+        read_checkpoint(fixture_dir / "model.safetensors"),
+        config,
+        TOKENIZER,
+        pack,
+        voices={"alba": fixture_dir / "voice.safetensors"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +60,13 @@ def spec_pack(fixture_dir, config, tmp_path_factory) -> Path:
 
 
 def test_runtime_reads_names_shapes_and_dtypes_from_real_specs(spec_pack, config) -> None:
-    runtime = CoreMLRuntime(spec_pack, predictor_factory=coreml_factory(load=False),
-                            config=config)
+    runtime = CoreMLRuntime(spec_pack, predictor_factory=coreml_factory(load=False), config=config)
     models = runtime._models
     assert (models.slots, models.rows) == (512, 256)
-    assert models.cond_keys.caches == ("new_cache_1_internal_tensor_assign_2",
-                                       "new_cache_internal_tensor_assign_2")
+    assert models.cond_keys.caches == (
+        "new_cache_1_internal_tensor_assign_2",
+        "new_cache_internal_tensor_assign_2",
+    )
     assert models.cond_keys.positions == ("var_445", "var_864")
     assert models.flowlm_keys.positions == ("var_458", "var_877")
     assert (models.flowlm_keys.hidden, models.flowlm_keys.eos) == ("var_2570", "var_2582")
@@ -70,8 +76,8 @@ def test_runtime_reads_names_shapes_and_dtypes_from_real_specs(spec_pack, config
     keys = models.mimi_keys
     assert keys.audio == "var_9999"
     assert keys.states["conv0_first"] == "conv0_first"
-    assert keys.states["res0_conv1_prev"] == "res0_conv1_prev"       # [1, 16, 0]
-    assert keys.states["attn0_cache"] == "var_423"                    # 2nd state, by number
+    assert keys.states["res0_conv1_prev"] == "res0_conv1_prev"  # [1, 16, 0]
+    assert keys.states["attn0_cache"] == "var_423"  # 2nd state, by number
     assert keys.states["conv_final_prev"] == f"var_{400 + 23 * 20}"
     assert len(keys.states) == 22
     with pytest.raises(Exception, match="inspection only|macOS"):
@@ -86,8 +92,10 @@ def test_a_spec_with_a_wrong_shape_is_rejected(spec_pack, config, tmp_path) -> N
     with pytest.raises(PackError) as info:
         CoreMLRuntime(pack, predictor_factory=coreml_factory(load=False), config=config)
     message = str(info.value)
-    assert message == ("cond_prefill.mlpackage: input 'cache1' has shape [2, 1, 512, 4, 8],"
-                       " expected [2, 1, 512, 4, 16] for a 2-layer model with 4 KV heads of 16")
+    assert message == (
+        "cond_prefill.mlpackage: input 'cache1' has shape [2, 1, 512, 4, 8],"
+        " expected [2, 1, 512, 4, 16] for a 2-layer model with 4 KV heads of 16"
+    )
 
 
 def test_compiled_bundles_are_described_by_metadata_json(spec_pack, config, tmp_path) -> None:
@@ -108,8 +116,10 @@ def test_compiled_bundles_are_described_by_metadata_json(spec_pack, config, tmp_
 
 def test_metadata_json_flexible_and_broken(tmp_path) -> None:
     path = tmp_path / "metadata.json"
-    path.write_text('[{"inputSchema": [{"name": "x", "type": "MultiArray", "dataType": "Float32",'
-                    ' "shape": "[1, 4]", "hasShapeFlexibility": "1"}], "outputSchema": []}]')
+    path.write_text(
+        '[{"inputSchema": [{"name": "x", "type": "MultiArray", "dataType": "Float32",'
+        ' "shape": "[1, 4]", "hasShapeFlexibility": "1"}], "outputSchema": []}]'
+    )
     (x,), () = descs_from_metadata(path)
     assert (x.name, x.shape, x.dtype) == ("x", None, "float32")
     path.write_text("{}")
@@ -122,22 +132,28 @@ def test_metadata_json_flexible_and_broken(tmp_path) -> None:
 def test_core_ml_predicts_and_converts_dtypes(tmp_path) -> None:
     from coremltools.converters.mil import Builder as mb
 
-    path = save_mlpackage(tmp_path / "m.mlpackage", {"x": ((1, 4), "fp16")},
-                          lambda v: [mb.mul(x=v["x"], y=np.float16(2.0), name="y")])
+    path = save_mlpackage(
+        tmp_path / "m.mlpackage",
+        {"x": ((1, 4), "fp16")},
+        lambda v: [mb.mul(x=v["x"], y=np.float16(2.0), name="y")],
+    )
     model = CoreMLPredictor(path, "CPU_ONLY")
     out = model.predict({"x": np.arange(4, dtype=np.float32).reshape(1, 4)})
     np.testing.assert_allclose(np.asarray(out["y"], np.float32), [[0, 2, 4, 6]])
 
 
 @pytest.mark.macos
-@pytest.mark.skipif(_REASON is not None or not os.environ.get("POCKETTTS_COREML_PACK"),
-                    reason="needs Core ML and POCKETTTS_COREML_PACK=<.../v2.1/english>")
+@pytest.mark.skipif(
+    _REASON is not None or not os.environ.get("POCKETTTS_COREML_PACK"),
+    reason="needs Core ML and POCKETTTS_COREML_PACK=<.../v2.1/english>",
+)
 def test_a_real_fluidaudio_pack_speaks() -> None:
     from pocketcli import PocketTTS
 
     pack = Path(os.environ["POCKETTTS_COREML_PACK"])
-    tts = PocketTTS.load_coreml(pack, compute_units=os.environ.get("POCKETTTS_COMPUTE_UNITS",
-                                                                   "default"))
+    tts = PocketTTS.load_coreml(
+        pack, compute_units=os.environ.get("POCKETTTS_COMPUTE_UNITS", "default")
+    )
     audio = tts.synthesize("Hello from Core ML.", tts.runtime.load_voice("alba"), seed=1)
     assert audio.size > 0 and np.isfinite(audio).all() and np.abs(audio).max() > 0.01
     assert sys.platform == "darwin"

@@ -39,9 +39,15 @@ def config(fixture_dir: Path) -> ModelConfig:
 def twin(fixture_dir: Path, config: ModelConfig, tmp_path_factory) -> Path:
     """gpu + ane, fp16 + int8, pack encoder, the fixture voice as ``alba``."""
     pack = tmp_path_factory.mktemp("twin") / "v2.1" / "english"
-    return build_twin_pack(fixture_dir / "model.safetensors", config, TOKENIZER, pack,
-                           placements=("gpu", "ane"), precisions=("fp16", "int8"),
-                           voices={"alba": fixture_dir / "voice.safetensors"})
+    return build_twin_pack(
+        fixture_dir / "model.safetensors",
+        config,
+        TOKENIZER,
+        pack,
+        placements=("gpu", "ane"),
+        precisions=("fp16", "int8"),
+        voices={"alba": fixture_dir / "voice.safetensors"},
+    )
 
 
 def _copy(twin: Path, tmp_path: Path) -> Path:
@@ -56,16 +62,28 @@ def _runtime(pack: Path, config: ModelConfig, **kwargs) -> CoreMLRuntime:
 
 def _speak(runtime: CoreMLRuntime, **kwargs) -> np.ndarray:
     tts = PocketTTS(runtime, runtime.tokenizer_path, runtime.tokenizer_kind)
-    return tts.synthesize(TEXT, runtime.load_voice("alba"), temperature=0.0, max_tokens=10,
-                          eos_threshold=1e9, **kwargs)
+    return tts.synthesize(
+        TEXT,
+        runtime.load_voice("alba"),
+        temperature=0.0,
+        max_tokens=10,
+        eos_threshold=1e9,
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
 def reference_audio(pack_dir: Path, voice_path: Path) -> np.ndarray:
     """Our ONNX pack of the same weights at 8 LSD steps (what flow_decoder_fused bakes in)."""
     tts = PocketTTS.load(pack_dir)
-    return tts.synthesize(TEXT, tts.load_voice(voice_path), temperature=0.0, max_tokens=10,
-                          eos_threshold=1e9, decode_steps=8)
+    return tts.synthesize(
+        TEXT,
+        tts.load_voice(voice_path),
+        temperature=0.0,
+        max_tokens=10,
+        eos_threshold=1e9,
+        decode_steps=8,
+    )
 
 
 @pytest.mark.parametrize("placement", ["gpu", "ane"])
@@ -105,20 +123,27 @@ def test_int8_picks_flowlm_stepv2(twin, config, reference_audio, tmp_path) -> No
     runtime = _runtime(twin, config, precision="int8")
     assert runtime._models.flowlm.label == "flowlm_stepv2.onnx"
     diff = np.abs(_speak(runtime) - reference_audio)
-    assert 0 < diff.max() < 0.5                    # int8 weights: close, not equal
+    assert 0 < diff.max() < 0.5  # int8 weights: close, not equal
     pack = _copy(twin, tmp_path)
     (pack / "flowlm_stepv2.onnx").unlink()
     with pytest.raises(PackError, match="flowlm_stepv2"):
         _runtime(pack, config, precision="int8")
 
 
-def test_prefill_in_several_conditioner_calls(fixture_dir, config, reference_audio,
-                                              tmp_path) -> None:
+def test_prefill_in_several_conditioner_calls(
+    fixture_dir, config, reference_audio, tmp_path
+) -> None:
     """valid_len and padding: 8-row prefill windows give the same audio as 256-row ones."""
-    pack = build_twin_pack(fixture_dir / "model.safetensors", config, TOKENIZER,
-                           tmp_path / "v2.1" / "english", placements=("gpu", "ane"),
-                           voices={"alba": fixture_dir / "voice.safetensors"}, encoder=None,
-                           prefill_rows=8)
+    pack = build_twin_pack(
+        fixture_dir / "model.safetensors",
+        config,
+        TOKENIZER,
+        tmp_path / "v2.1" / "english",
+        placements=("gpu", "ane"),
+        voices={"alba": fixture_dir / "voice.safetensors"},
+        encoder=None,
+        prefill_rows=8,
+    )
     for placement in ("gpu", "ane"):
         runtime = _runtime(pack, config, placement=placement)
         assert runtime._models.rows == 8
@@ -155,12 +180,15 @@ def test_voice_names_are_checked(twin, config) -> None:
         runtime.load_voice("javert")
 
 
-@pytest.mark.parametrize(("file", "size", "message"), [
-    ("text_embed_table.bin", 64 * 4 * 10 + 4, "multiple of 64"),
-    ("bos_emb.bin", 31 * 4, "expected 32"),
-    ("bos_before_voice.bin", 65 * 4, "expected 64"),
-    ("bos_emb.bin", 32 * 4 + 2, "not a whole number"),
-])
+@pytest.mark.parametrize(
+    ("file", "size", "message"),
+    [
+        ("text_embed_table.bin", 64 * 4 * 10 + 4, "multiple of 64"),
+        ("bos_emb.bin", 31 * 4, "expected 32"),
+        ("bos_before_voice.bin", 65 * 4, "expected 64"),
+        ("bos_emb.bin", 32 * 4 + 2, "not a whole number"),
+    ],
+)
 def test_constants_sizes_are_checked(twin, config, tmp_path, file, size, message) -> None:
     pack = _copy(twin, tmp_path)
     (pack / "constants_bin" / file).write_bytes(b"\0" * size)
@@ -181,14 +209,18 @@ def test_missing_tokenizer_or_model_is_named(twin, config, tmp_path) -> None:
 
 def test_mimi_initial_state_is_read_when_its_size_fits(fixture_dir, config, tmp_path) -> None:
     conv0 = np.arange(64 * 6, dtype=np.float32).reshape(1, 64, 6) / 100
-    pack = build_twin_pack(fixture_dir / "model.safetensors", config, TOKENIZER,
-                           tmp_path / "v2.1" / "english", encoder=None,
-                           mimi_init_state={"conv0_prev": conv0,
-                                            "conv_final_prev": np.ones(5, np.float32)})
+    pack = build_twin_pack(
+        fixture_dir / "model.safetensors",
+        config,
+        TOKENIZER,
+        tmp_path / "v2.1" / "english",
+        encoder=None,
+        mimi_init_state={"conv0_prev": conv0, "conv_final_prev": np.ones(5, np.float32)},
+    )
     state = _runtime(pack, config).start_decoder()
     assert np.array_equal(state.feeds["conv0_prev"], conv0)
-    assert not state.feeds["conv_final_prev"].any()          # wrong size: ignored, zeros
-    assert len(state.feeds) == 22                            # tiny Mimi: 1 attention layer
+    assert not state.feeds["conv_final_prev"].any()  # wrong size: ignored, zeros
+    assert len(state.feeds) == 22  # tiny Mimi: 1 attention layer
 
 
 def test_coreml_needs_macos(twin, config) -> None:
@@ -225,37 +257,58 @@ def test_cloning_uses_the_pack_encoder_on_10_seconds(twin, config, pack_dir) -> 
     rng = np.random.default_rng(0)
     audio = (0.1 * rng.standard_normal(24_000 * 12)).astype(np.float32)
     cond = runtime.encode_voice(audio)
-    assert cond.shape == (125, 64)                           # 12 s cut to 10 s
+    assert cond.shape == (125, 64)  # 12 s cut to 10 s
     short = runtime.encode_voice(audio[: 24_000 * 3 + 5])
-    assert short.shape == (38, 64)                           # ceil(72005 / 1920)
+    assert short.shape == (38, 64)  # ceil(72005 / 1920)
     # Causal encoder: the 37 frames the short prompt covers whole are the long one's.
     np.testing.assert_allclose(short[:37], cond[:37], atol=1e-5)
 
 
 def test_cloning_falls_back_to_the_root_encoder(fixture_dir, config, tmp_path) -> None:
     w = read_checkpoint(fixture_dir / "model.safetensors")
-    proj = w["flow_lm.speaker_proj_weight"]                  # [d_model, latent]
-    plain = build_twin_pack(fixture_dir / "model.safetensors", config, TOKENIZER,
-                            tmp_path / "a" / "v2.1" / "english", encoder="pack")
-    root = build_twin_pack(fixture_dir / "model.safetensors", config, TOKENIZER,
-                           tmp_path / "b" / "v2.1" / "english", encoder="root",
-                           speaker_proj=True, recover_pinv=np.linalg.pinv(proj.T))
+    proj = w["flow_lm.speaker_proj_weight"]  # [d_model, latent]
+    plain = build_twin_pack(
+        fixture_dir / "model.safetensors",
+        config,
+        TOKENIZER,
+        tmp_path / "a" / "v2.1" / "english",
+        encoder="pack",
+    )
+    root = build_twin_pack(
+        fixture_dir / "model.safetensors",
+        config,
+        TOKENIZER,
+        tmp_path / "b" / "v2.1" / "english",
+        encoder="root",
+        speaker_proj=True,
+        recover_pinv=np.linalg.pinv(proj.T),
+    )
     audio = (0.1 * np.random.default_rng(1).standard_normal(24_000 * 2)).astype(np.float32)
     expected = _runtime(plain, config).encode_voice(audio)
     runtime = _runtime(root, config)
     assert runtime._voice_encoder().model.label == "mimi_encoderv2.onnx"
     # pinv of the projection, then the projection: the same conditioning back.
     np.testing.assert_allclose(runtime.encode_voice(audio), expected, atol=1e-4)
-    none = build_twin_pack(fixture_dir / "model.safetensors", config, TOKENIZER,
-                           tmp_path / "c" / "v2.1" / "english", encoder=None)
+    none = build_twin_pack(
+        fixture_dir / "model.safetensors",
+        config,
+        TOKENIZER,
+        tmp_path / "c" / "v2.1" / "english",
+        encoder=None,
+    )
     reason = _runtime(none, config).cloning_unavailable_reason
     assert reason is not None and "mimi_encoderv2" in reason
 
 
 def test_load_coreml_gives_a_working_api(twin, config) -> None:
-    tts = PocketTTS.load_coreml(twin, placement="ane", compute_units="no-ane",
-                                predictor_factory=onnx_factory(), config=config)
+    tts = PocketTTS.load_coreml(
+        twin,
+        placement="ane",
+        compute_units="no-ane",
+        predictor_factory=onnx_factory(),
+        config=config,
+    )
     assert tts.runtime.compute_units["flow_decoder"] == "CPU_AND_GPU"
-    assert tts.language == "english"                         # from the pack's directory name
+    assert tts.language == "english"  # from the pack's directory name
     frames = list(tts.stream("Hi there.", tts.runtime.load_voice("alba"), temperature=0.0))
     assert frames and all(f.audio.shape == (1920,) for f in frames)

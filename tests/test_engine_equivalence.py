@@ -36,7 +36,7 @@ TEXT = (
     "Hello world. This is the pockettts engine, speaking one frame at a time. "
     "Long text is split into chunks! Does every chunk start afresh?"
 )
-MAX_TOKENS = 12          # several chunks from one short text
+MAX_TOKENS = 12  # several chunks from one short text
 TOLERANCE = 1e-4
 
 
@@ -57,15 +57,23 @@ def setup(request, tmp_path_factory) -> Setup:
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
     voice_path = root / "voice.safetensors"
     ref.export_voice(voice_state, voice_path)
-    return Setup(ref, voice_state, PocketTTS.load(root / "pack"),
-                 PocketTTS.load(root / "pack", precision="int8"), voice_path)
+    return Setup(
+        ref,
+        voice_state,
+        PocketTTS.load(root / "pack"),
+        PocketTTS.load(root / "pack", precision="int8"),
+        voice_path,
+    )
 
 
 def _ours(tts: PocketTTS, voice_path: Path, **kwargs) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
     voice = tts.load_voice(voice_path)
-    frames = list(tts.stream(TEXT, voice, max_tokens=MAX_TOKENS, on_chunk=traces.append,
-                             normalize=False, **kwargs))
+    frames = list(
+        tts.stream(
+            TEXT, voice, max_tokens=MAX_TOKENS, on_chunk=traces.append, normalize=False, **kwargs
+        )
+    )
     return frames, traces
 
 
@@ -83,12 +91,13 @@ def _compare(run: ReferenceRun, frames: list[Frame], traces: list[ChunkTrace]) -
     audio = np.concatenate([f.audio for f in frames])
     assert audio.shape == run.audio.shape
     assert np.abs(audio - run.audio).max() <= TOLERANCE
-    assert np.abs(run.audio).max() > 0.01        # the comparison is not between silences
+    assert np.abs(run.audio).max() > 0.01  # the comparison is not between silences
 
 
 def test_temperature_zero_with_eos(setup: Setup) -> None:
-    run = setup.ref.generate(TEXT, setup.voice_state, temperature=0.0, seed=0,
-                             max_tokens=MAX_TOKENS)
+    run = setup.ref.generate(
+        TEXT, setup.voice_state, temperature=0.0, seed=0, max_tokens=MAX_TOKENS
+    )
     frames, traces = _ours(setup.ours, setup.voice_path, temperature=0.0)
     _compare(run, frames, traces)
     assert all(t.finished_on_eos for t in traces)
@@ -96,8 +105,9 @@ def test_temperature_zero_with_eos(setup: Setup) -> None:
 
 def test_temperature_zero_full_length(setup: Setup) -> None:
     """EOS disabled: every chunk runs its whole frame budget (longer than Mimi's window)."""
-    run = setup.ref.generate(TEXT, setup.voice_state, temperature=0.0, seed=0,
-                             max_tokens=MAX_TOKENS, eos_threshold=1e9)
+    run = setup.ref.generate(
+        TEXT, setup.voice_state, temperature=0.0, seed=0, max_tokens=MAX_TOKENS, eos_threshold=1e9
+    )
     frames, traces = _ours(setup.ours, setup.voice_path, temperature=0.0, eos_threshold=1e9)
     _compare(run, frames, traces)
     assert [t.frames for t in traces] == [t.plan.max_frames for t in traces]
@@ -105,32 +115,52 @@ def test_temperature_zero_full_length(setup: Setup) -> None:
 
 @pytest.mark.parametrize("eos_threshold", [None, 1e9])
 def test_nonzero_temperature_with_injected_noise(setup: Setup, eos_threshold) -> None:
-    run = setup.ref.generate(TEXT, setup.voice_state, temperature=0.7, seed=5,
-                             max_tokens=MAX_TOKENS, eos_threshold=eos_threshold,
-                             frames_after_eos=2)
+    run = setup.ref.generate(
+        TEXT,
+        setup.voice_state,
+        temperature=0.7,
+        seed=5,
+        max_tokens=MAX_TOKENS,
+        eos_threshold=eos_threshold,
+        frames_after_eos=2,
+    )
     noise = [row for c in run.chunks for row in c.frame_noise[: c.emitted_frames]]
     assert np.abs(np.stack(noise)).max() > 0.1
-    frames, traces = _ours(setup.ours, setup.voice_path, noise=InjectedNoise(noise),
-                           eos_threshold=eos_threshold, frames_after_eos=2)
+    frames, traces = _ours(
+        setup.ours,
+        setup.voice_path,
+        noise=InjectedNoise(noise),
+        eos_threshold=eos_threshold,
+        frames_after_eos=2,
+    )
     _compare(run, frames, traces)
 
 
 def test_eos_after_the_minimum(setup: Setup) -> None:
     """A threshold first crossed before frame 6 and again later: EOS is the later crossing."""
-    probe = setup.ref.generate(TEXT, setup.voice_state, temperature=0.0, seed=0,
-                               max_tokens=MAX_TOKENS, eos_threshold=1e9)
+    probe = setup.ref.generate(
+        TEXT, setup.voice_state, temperature=0.0, seed=0, max_tokens=MAX_TOKENS, eos_threshold=1e9
+    )
     logits = probe.chunks[0].eos_logits
-    threshold = float(np.sort(logits[6:30])[-3])   # crossed a few times after frame 6
-    run = setup.ref.generate(TEXT, setup.voice_state, temperature=0.0, seed=0,
-                             max_tokens=MAX_TOKENS, eos_threshold=threshold - 1e-3)
-    frames, traces = _ours(setup.ours, setup.voice_path, temperature=0.0,
-                           eos_threshold=threshold - 1e-3)
+    threshold = float(np.sort(logits[6:30])[-3])  # crossed a few times after frame 6
+    run = setup.ref.generate(
+        TEXT,
+        setup.voice_state,
+        temperature=0.0,
+        seed=0,
+        max_tokens=MAX_TOKENS,
+        eos_threshold=threshold - 1e-3,
+    )
+    frames, traces = _ours(
+        setup.ours, setup.voice_path, temperature=0.0, eos_threshold=threshold - 1e-3
+    )
     _compare(run, frames, traces)
 
 
 def test_int8_deviation_is_reported(setup: Setup, capsys) -> None:
-    run = setup.ref.generate(TEXT, setup.voice_state, temperature=0.0, seed=0,
-                             max_tokens=MAX_TOKENS, eos_threshold=1e9)
+    run = setup.ref.generate(
+        TEXT, setup.voice_state, temperature=0.0, seed=0, max_tokens=MAX_TOKENS, eos_threshold=1e9
+    )
     frames, _ = _ours(setup.ours_int8, setup.voice_path, temperature=0.0, eos_threshold=1e9)
     audio = np.concatenate([f.audio for f in frames])
     assert audio.shape == run.audio.shape

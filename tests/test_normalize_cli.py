@@ -15,15 +15,18 @@ SCRIPT = shutil.which("pockettts") or str(Path(sys.executable).with_name("pocket
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    return subprocess.run([SCRIPT, "normalize", *args], input=stdin, capture_output=True,
-                          env=env, timeout=60)
+    return subprocess.run(
+        [SCRIPT, "normalize", *args], input=stdin, capture_output=True, env=env, timeout=60
+    )
 
 
 def test_prints_what_would_be_spoken() -> None:
     r = run("Dr. Smith paid $5 on 2024-03-15. [pause] Bye [pause:1.5s] now")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.decode() == ("Doctor Smith paid five dollars on March fifteenth, twenty "
-                                 "twenty-four. [pause 0.50s] Bye [pause 1.50s] now\n")
+    assert r.stdout.decode() == (
+        "Doctor Smith paid five dollars on March fifteenth, twenty "
+        "twenty-four. [pause 0.50s] Bye [pause 1.50s] now\n"
+    )
 
 
 def test_language_and_stdin() -> None:
@@ -40,8 +43,14 @@ def test_ssml_with_warnings_on_stderr() -> None:
 
 
 def test_forced_ssml_and_dropping_addresses() -> None:
-    r = run("--ssml", "--urls", "drop", "--emails", "drop",
-            'See www.example.com or a@b.org<break time="2s"/>ok')
+    r = run(
+        "--ssml",
+        "--urls",
+        "drop",
+        "--emails",
+        "drop",
+        'See www.example.com or a@b.org<break time="2s"/>ok',
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode() == "See or [pause 2.00s] ok\n"
 
@@ -52,15 +61,18 @@ def test_capped_pause_warns() -> None:
     assert b"capped" in r.stderr
 
 
-@pytest.mark.parametrize("args, stdin, message", [
-    (["x", "--language", "klingon"], None, b"english, french, german"),
-    (["x", "--urls", "maybe"], None, b"read, drop"),
-    (["<speak><p>x</speak>"], None, b"line 1, column 14"),
-    (["[pause:later]"], None, b"line 1, column 1"),
-    ([], b"   ", b"empty"),
-    ([], b"\xff\xfe", b"not UTF-8"),
-    (["--bogus"], None, b"No such option"),
-])
+@pytest.mark.parametrize(
+    "args, stdin, message",
+    [
+        (["x", "--language", "klingon"], None, b"english, french, german"),
+        (["x", "--urls", "maybe"], None, b"read, drop"),
+        (["<speak><p>x</speak>"], None, b"line 1, column 14"),
+        (["[pause:later]"], None, b"line 1, column 1"),
+        ([], b"   ", b"empty"),
+        ([], b"\xff\xfe", b"not UTF-8"),
+        (["--bogus"], None, b"No such option"),
+    ],
+)
 def test_usage_errors_exit_2(args: list[str], stdin: bytes | None, message: bytes) -> None:
     r = run(*args, stdin=stdin)
     assert r.returncode == 2, (r.stdout, r.stderr)

@@ -10,8 +10,10 @@ CASES = [
     ("Ik heb 3 appels.", "Ik heb drie appels."),
     ("Er zijn 21 leerlingen.", "Er zijn eenentwintig leerlingen."),
     ("Er zijn 101 mensen.", "Er zijn honderdeen mensen."),
-    ("Er zijn 1.234.567 inwoners.", "Er zijn een miljoen "
-     "tweehonderdvierendertigduizendvijfhonderdzevenenzestig inwoners."),
+    (
+        "Er zijn 1.234.567 inwoners.",
+        "Er zijn een miljoen tweehonderdvierendertigduizendvijfhonderdzevenenzestig inwoners.",
+    ),
     ("Pi is 3,14.", "Pi is drie komma veertien."),
     ("Het is 2,5 liter.", "Het is twee komma vijf liter."),
     ("Het is -3 graden.", "Het is min drie graden."),
@@ -27,8 +29,7 @@ CASES = [
     ("Van 1990-2000.", "Van negentien honderd negentig tot tweeduizend."),
     ("Om 14:30 uur.", "Om veertien uur dertig."),
     ("Om 14:00.", "Om veertien uur."),
-    ("Het kost € 1.234,56.", "Het kost duizendtweehonderdvierendertig euro en zesenvijftig "
-     "cent."),
+    ("Het kost € 1.234,56.", "Het kost duizendtweehonderdvierendertig euro en zesenvijftig cent."),
     ("Het kost 1 €.", "Het kost één euro."),
     ("Het kost € 0,99.", "Het kost negenennegentig cent."),
     ("Het kost $5.", "Het kost vijf dollar."),
@@ -49,8 +50,10 @@ CASES = [
     ("Kamer nr. 5.", "Kamer nummer vijf."),
     ("Tom & Jerry.", "Tom en Jerry."),
     ("2+2=4", "twee plus twee is gelijk aan vier"),
-    ("Mail naar jan@voorbeeld.nl vandaag.",
-     "Mail naar jan apenstaartje voorbeeld punt nl vandaag."),
+    (
+        "Mail naar jan@voorbeeld.nl vandaag.",
+        "Mail naar jan apenstaartje voorbeeld punt nl vandaag.",
+    ),
     ("Een coöperatie en een reünie.", "Een coöperatie en een reünie."),
     ("Ik hou van je ❤️", "Ik hou van je hart"),
 ]

@@ -11,8 +11,10 @@ CASES = [
     ("I have 3 apples.", "I have three apples."),
     ("There were 21 of us.", "There were twenty-one of us."),
     ("It has 101 rooms.", "It has one hundred one rooms."),
-    ("Population 1,234,567.", "Population one million two hundred thirty-four thousand five "
-     "hundred sixty-seven."),
+    (
+        "Population 1,234,567.",
+        "Population one million two hundred thirty-four thousand five hundred sixty-seven.",
+    ),
     ("Pi is 3.14.", "Pi is three point one four."),
     ("It is 0.5 now.", "It is zero point five now."),
     ("-42 is negative.", "minus forty-two is negative."),
@@ -27,8 +29,10 @@ CASES = [
     # money
     ("It costs $5.", "It costs five dollars."),
     ("It costs $1.", "It costs one dollar."),
-    ("It costs $1,234.56.", "It costs one thousand two hundred thirty-four dollars and fifty-six "
-     "cents."),
+    (
+        "It costs $1,234.56.",
+        "It costs one thousand two hundred thirty-four dollars and fifty-six cents.",
+    ),
     ("Only $0.99!", "Only ninety-nine cents!"),
     ("That is £3.50.", "That is three pounds and fifty pence."),
     ("It was 20€ or EUR 20.", "It was twenty euros or twenty euros."),
@@ -54,13 +58,17 @@ CASES = [
     ("It weighs 1 kg.", "It weighs one kilogram."),
     ("Wait 1 h, 30 min or 45 s.", "Wait one hour, thirty minutes or forty-five seconds."),
     ("It was -5°C.", "It was minus five degrees Celsius."),
-    ("A gap of 2 mm, 10 cm wide, 3 m long.",
-     "A gap of two millimeters, ten centimeters wide, three meters long."),
+    (
+        "A gap of 2 mm, 10 cm wide, 3 m long.",
+        "A gap of two millimeters, ten centimeters wide, three meters long.",
+    ),
     ("Set it to 350 °F.", "Set it to three hundred fifty degrees Fahrenheit."),
     # phones and long digit runs
     ("Call 555-123-4567 now.", "Call five five five, one two three, four five six seven now."),
-    ("Call +44 20 7946 0958.",
-     "Call plus four four, two zero, seven nine four six, zero nine five eight."),
+    (
+        "Call +44 20 7946 0958.",
+        "Call plus four four, two zero, seven nine four six, zero nine five eight.",
+    ),
     ("Code 12345678901.", "Code one two three, four five six, seven eight nine, zero one."),
     # abbreviations
     ("Dr. Smith lives on Main St.", "Doctor Smith lives on Main Street."),
@@ -77,8 +85,10 @@ CASES = [
     ("About 1/2 of them.", "About one half of them."),
     # web
     ("Mail jane.doe@example.org today.", "Mail jane dot doe at example dot org today."),
-    ("See https://www.example.com/docs?page=2 now.",
-     "See w w w dot example dot com slash docs now."),
+    (
+        "See https://www.example.com/docs?page=2 now.",
+        "See w w w dot example dot com slash docs now.",
+    ),
     ("Visit example.com.", "Visit example dot com."),
     # characters the tokenizer cannot represent
     ("I love you ❤️!", "I love you heart!"),

@@ -11,8 +11,10 @@ CASES = [
     ("Il y a 21 élèves.", "Il y a vingt et un élèves."),
     ("Il y a 80 ans.", "Il y a quatre-vingts ans."),
     ("Il y a 71 pages.", "Il y a soixante et onze pages."),
-    ("1 234 567 habitants.", "un million deux cent trente-quatre mille cinq cent "
-     "soixante-sept habitants."),
+    (
+        "1 234 567 habitants.",
+        "un million deux cent trente-quatre mille cinq cent soixante-sept habitants.",
+    ),
     ("Pi vaut 3,14.", "Pi vaut trois virgule quatorze."),
     ("Il reste 3,05 litres.", "Il reste trois virgule zéro cinq litres."),
     ("Il fait -5 degrés.", "Il fait moins cinq degrés."),
@@ -24,8 +26,10 @@ CASES = [
     ("50% de remise.", "cinquante pour cent de remise."),
     ("Il coûte 5 €.", "Il coûte cinq euros."),
     ("Il coûte 1 €.", "Il coûte un euro."),
-    ("Il coûte 1 234,56 €.", "Il coûte mille deux cent trente-quatre euros et cinquante-six "
-     "centimes."),
+    (
+        "Il coûte 1 234,56 €.",
+        "Il coûte mille deux cent trente-quatre euros et cinquante-six centimes.",
+    ),
     ("Il coûte 0,99 €.", "Il coûte quatre-vingt-dix-neuf centimes."),
     ("Il coûte 10 $.", "Il coûte dix dollars."),
     ("Il coûte 1 £.", "Il coûte une livre sterling."),
@@ -45,8 +49,10 @@ CASES = [
     ("Attendez 1 h ou 30 min.", "Attendez une heure ou trente minutes."),
     ("Il fait -5 °C.", "Il fait moins cinq degrés Celsius."),
     ("De 5 à 10 km.", "De cinq à dix kilomètres."),
-    ("Appelez le 06 12 34 56 78.",
-     "Appelez le zéro six, douze, trente-quatre, cinquante-six, soixante-dix-huit."),
+    (
+        "Appelez le 06 12 34 56 78.",
+        "Appelez le zéro six, douze, trente-quatre, cinquante-six, soixante-dix-huit.",
+    ),
     ("M. Dupont et Mme Martin.", "Monsieur Dupont et Madame Martin."),
     ("Le Dr Martin arrive.", "Le Docteur Martin arrive."),
     ("Des pommes, etc.", "Des pommes, et cetera."),

@@ -12,8 +12,10 @@ from pocketcli.normalize import normalize_text
 from pocketcli.text import load_tokenizer, plan_chunks
 
 TOKENIZER = Path(__file__).parent / "data" / "tokenizer-en" / "tokenizer.model"
-SAMPLE = ("Dr. Smith paid $1,234.56 on 2024-03-15 at 14:30. It was 3.5 km away, i.e. far! "
-          "Call 555-123-4567 [pause] or mail jane@example.org ❤️.")
+SAMPLE = (
+    "Dr. Smith paid $1,234.56 on 2024-03-15 at 14:30. It was 3.5 km away, i.e. far! "
+    "Call 555-123-4567 [pause] or mail jane@example.org ❤️."
+)
 
 # Plans computed in a fresh interpreter that never imports pocketcli.normalize.
 _FRESH = f"""
@@ -29,8 +31,9 @@ print(json.dumps(plans))
 def test_plan_chunks_is_unchanged_with_normalisation_off() -> None:
     normalize_text(SAMPLE, "english")  # importing and running it must not change the front-end
     ours = [list(astuple(p)) for p in plan_chunks(load_tokenizer(TOKENIZER), SAMPLE)]
-    fresh = subprocess.run([sys.executable, "-c", _FRESH], capture_output=True, text=True,
-                           check=True, timeout=60)
+    fresh = subprocess.run(
+        [sys.executable, "-c", _FRESH], capture_output=True, text=True, check=True, timeout=60
+    )
     assert json.loads(fresh.stdout) == json.loads(json.dumps(ours))
     # The raw text reaches the tokenizer: digits and markers are still there.
     joined = " ".join(p[0] for p in ours)

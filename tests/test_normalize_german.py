@@ -9,8 +9,11 @@ from pocketcli.normalize import normalize_text
 CASES = [
     ("Ich habe 3 Äpfel.", "Ich habe drei Äpfel."),
     ("Es sind 21 Leute.", "Es sind einundzwanzig Leute."),
-    ("Es sind 1.234.567 Einwohner.", "Es sind eine Million "
-     "zweihundertvierunddreißigtausendfünfhundertsiebenundsechzig Einwohner."),
+    (
+        "Es sind 1.234.567 Einwohner.",
+        "Es sind eine Million "
+        "zweihundertvierunddreißigtausendfünfhundertsiebenundsechzig Einwohner.",
+    ),
     ("Pi ist 3,14.", "Pi ist drei Komma eins vier."),
     ("Es sind 2,5 Liter.", "Es sind zwei Komma fünf Liter."),
     ("Es hat -7 Punkte.", "Es hat minus sieben Punkte."),
@@ -29,8 +32,10 @@ CASES = [
     ("Um 14:30 Uhr beginnt es.", "Um vierzehn Uhr dreißig beginnt es."),
     ("Um 14:00 Uhr beginnt es.", "Um vierzehn Uhr beginnt es."),
     ("Um 1:00 Uhr beginnt es.", "Um ein Uhr beginnt es."),
-    ("Das kostet 1.234,56 €.", "Das kostet eintausendzweihundertvierunddreißig Euro und "
-     "sechsundfünfzig Cent."),
+    (
+        "Das kostet 1.234,56 €.",
+        "Das kostet eintausendzweihundertvierunddreißig Euro und sechsundfünfzig Cent.",
+    ),
     ("Das kostet 3,50 €.", "Das kostet drei Euro und fünfzig Cent."),
     ("Das kostet 1 €.", "Das kostet ein Euro."),
     ("Das kostet 0,99 €.", "Das kostet neunundneunzig Cent."),
@@ -44,8 +49,10 @@ CASES = [
     ("Warte 1 h oder 30 min.", "Warte eine Stunde oder dreißig Minuten."),
     ("Es dauert 1,5 h.", "Es dauert eins Komma fünf Stunden."),
     ("Es hat -5 °C.", "Es hat minus fünf Grad Celsius."),
-    ("Rufen Sie 030 1234567 an.",
-     "Rufen Sie null drei null, eins zwei drei vier fünf sechs sieben an."),
+    (
+        "Rufen Sie 030 1234567 an.",
+        "Rufen Sie null drei null, eins zwei drei vier fünf sechs sieben an.",
+    ),
     ("Dr. Müller kommt.", "Doktor Müller kommt."),
     ("Äpfel, Birnen usw.", "Äpfel, Birnen und so weiter."),
     ("Obst, z. B. Äpfel.", "Obst, zum Beispiel Äpfel."),

@@ -9,8 +9,10 @@ from pocketcli.normalize import normalize_text
 CASES = [
     ("Ho 3 mele.", "Ho tre mele."),
     ("Siamo in 21.", "Siamo in ventuno."),
-    ("Sono 1.234.567 abitanti.", "Sono un milione e "
-     "duecentotrentaquattromilacinquecentosessantasette abitanti."),
+    (
+        "Sono 1.234.567 abitanti.",
+        "Sono un milione e duecentotrentaquattromilacinquecentosessantasette abitanti.",
+    ),
     ("Pi vale 3,14.", "Pi vale tre virgola quattordici."),
     ("Sono 2,5 litri.", "Sono due virgola cinque litri."),
     ("Fa -3 gradi.", "Fa meno tre gradi."),

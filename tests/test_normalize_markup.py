@@ -21,10 +21,18 @@ def parse(text: str, **kwargs):
     return items, warnings
 
 
-@pytest.mark.parametrize("marker, seconds", [
-    ("[pause]", 0.5), ("[pause:500ms]", 0.5), ("[pause:1.5s]", 1.5), ("[pause:2]", 2.0),
-    ("[PAUSE:250ms]", 0.25), ("[pause: 3 s]", 3.0), ("[pause:10s]", 10.0),
-])
+@pytest.mark.parametrize(
+    "marker, seconds",
+    [
+        ("[pause]", 0.5),
+        ("[pause:500ms]", 0.5),
+        ("[pause:1.5s]", 1.5),
+        ("[pause:2]", 2.0),
+        ("[PAUSE:250ms]", 0.25),
+        ("[pause: 3 s]", 3.0),
+        ("[pause:10s]", 10.0),
+    ],
+)
 def test_inline_pauses_parse_to_exact_seconds(marker: str, seconds: float) -> None:
     items, warnings = parse(f"Hello. {marker} World.")
     assert items == [Speech("Hello."), Pause(seconds), Speech("World.")]
@@ -43,8 +51,14 @@ def test_long_pause_is_capped_with_a_warning() -> None:
 
 def test_speech_is_never_merged_across_pauses() -> None:
     items, _ = parse("one [pause] [pause:1s] two [pause] three")
-    assert items == [Speech("one"), Pause(0.5), Pause(1.0), Speech("two"), Pause(0.5),
-                     Speech("three")]
+    assert items == [
+        Speech("one"),
+        Pause(0.5),
+        Pause(1.0),
+        Speech("two"),
+        Pause(0.5),
+        Speech("three"),
+    ]
 
 
 def test_bad_inline_pause_names_line_and_column() -> None:
@@ -59,17 +73,34 @@ def test_text_without_markup_is_one_speech() -> None:
 
 
 def test_ssml_break_time_and_strength() -> None:
-    text = ('<speak>A<break time="750ms"/>B<break time="2s"/>C<break strength="strong"/>D'
-            '<break/>E<break strength="none"/>F</speak>')
+    text = (
+        '<speak>A<break time="750ms"/>B<break time="2s"/>C<break strength="strong"/>D'
+        '<break/>E<break strength="none"/>F</speak>'
+    )
     items, warnings = parse(text)
-    assert items == [Speech("A"), Pause(0.75), Speech("B"), Pause(2.0), Speech("C"), Pause(1.0),
-                     Speech("D"), Pause(0.5), Speech("EF")]
+    assert items == [
+        Speech("A"),
+        Pause(0.75),
+        Speech("B"),
+        Pause(2.0),
+        Speech("C"),
+        Pause(1.0),
+        Speech("D"),
+        Pause(0.5),
+        Speech("EF"),
+    ]
     assert warnings == []
 
 
 def test_break_strengths_table() -> None:
-    assert BREAK_STRENGTHS == {"none": 0.0, "x-weak": 0.1, "weak": 0.25, "medium": 0.5,
-                               "strong": 1.0, "x-strong": 2.0}
+    assert BREAK_STRENGTHS == {
+        "none": 0.0,
+        "x-weak": 0.1,
+        "weak": 0.25,
+        "medium": 0.5,
+        "strong": 1.0,
+        "x-strong": 2.0,
+    }
 
 
 def test_ssml_break_over_ten_seconds_is_capped() -> None:
@@ -82,29 +113,35 @@ def test_sub_says_the_alias() -> None:
     assert items == [Speech("The World Wide Web Consortium met.")]
 
 
-@pytest.mark.parametrize("kind, content, language, said", [
-    ("characters", "IBM", "english", "I B M"),
-    ("spell-out", "ab1", "english", "A B one"),
-    ("cardinal", "1234", "english", "one thousand two hundred thirty-four"),
-    ("cardinal", "1.234", "german", "eintausendzweihundertvierunddreißig"),
-    ("ordinal", "3", "english", "third"),
-    ("ordinal", "1", "french", "premier"),
-    ("digits", "1234", "english", "one two three four"),
-    ("digits", "42", "spanish", "cuatro dos"),
-    ("telephone", "+1 555 0100", "english", "plus one, five five five, zero one zero zero"),
-])
+@pytest.mark.parametrize(
+    "kind, content, language, said",
+    [
+        ("characters", "IBM", "english", "I B M"),
+        ("spell-out", "ab1", "english", "A B one"),
+        ("cardinal", "1234", "english", "one thousand two hundred thirty-four"),
+        ("cardinal", "1.234", "german", "eintausendzweihundertvierunddreißig"),
+        ("ordinal", "3", "english", "third"),
+        ("ordinal", "1", "french", "premier"),
+        ("digits", "1234", "english", "one two three four"),
+        ("digits", "42", "spanish", "cuatro dos"),
+        ("telephone", "+1 555 0100", "english", "plus one, five five five, zero one zero zero"),
+    ],
+)
 def test_say_as(kind: str, content: str, language: str, said: str) -> None:
     text = f'<speak>X <say-as interpret-as="{kind}">{content}</say-as> Y</speak>'
     items, warnings = parse(text, language=language)
     assert items == [Speech(f"X {said} Y")] and warnings == []
 
 
-@pytest.mark.parametrize("attrs, content, language, said", [
-    ('format="mdy"', "03/15/2024", "english", "March fifteenth, twenty twenty-four"),
-    ('format="dmy"', "15.03.2024", "german", "fünfzehnter März zweitausendvierundzwanzig"),
-    ("", "15/03/2024", "french", "quinze mars deux mille vingt-quatre"),
-    ("", "2024-03-15", "spanish", "quince de marzo de dos mil veinticuatro"),
-])
+@pytest.mark.parametrize(
+    "attrs, content, language, said",
+    [
+        ('format="mdy"', "03/15/2024", "english", "March fifteenth, twenty twenty-four"),
+        ('format="dmy"', "15.03.2024", "german", "fünfzehnter März zweitausendvierundzwanzig"),
+        ("", "15/03/2024", "french", "quinze mars deux mille vingt-quatre"),
+        ("", "2024-03-15", "spanish", "quince de marzo de dos mil veinticuatro"),
+    ],
+)
 def test_say_as_date(attrs: str, content: str, language: str, said: str) -> None:
     text = f'<speak><say-as interpret-as="date" {attrs}>{content}</say-as></speak>'
     assert parse(text, language=language)[0] == [Speech(said)]
@@ -127,18 +164,22 @@ def test_p_and_s_end_sentences_so_the_chunker_splits() -> None:
 
 
 def test_unknown_tags_are_ignored_with_a_warning_and_their_text_kept() -> None:
-    items, warnings = parse('<speak><prosody rate="slow">Slow</prosody> '
-                            "<emphasis>words</emphasis></speak>")
+    items, warnings = parse(
+        '<speak><prosody rate="slow">Slow</prosody> <emphasis>words</emphasis></speak>'
+    )
     assert items == [Speech("Slow words")]
     assert len(warnings) == 2 and "<prosody>" in warnings[0] and "line 1, column 8" in warnings[0]
 
 
-@pytest.mark.parametrize("text, line, column", [
-    ("<speak>\n  <p>unclosed\n</speak>", 3, 3),
-    ("<speak>a &nbsp; b</speak>", 1, 10),
-    ('<speak>\n<break time="soon"/></speak>', 2, 1),
-    ('<speak><break strength="loud"/></speak>', 1, 8),
-])
+@pytest.mark.parametrize(
+    "text, line, column",
+    [
+        ("<speak>\n  <p>unclosed\n</speak>", 3, 3),
+        ("<speak>a &nbsp; b</speak>", 1, 10),
+        ('<speak>\n<break time="soon"/></speak>', 2, 1),
+        ('<speak><break strength="loud"/></speak>', 1, 8),
+    ],
+)
 def test_malformed_ssml_names_line_and_column(text: str, line: int, column: int) -> None:
     with pytest.raises(MarkupError) as info:
         parse(text)
@@ -154,7 +195,10 @@ def test_forced_ssml_without_speak_keeps_positions() -> None:
 
 
 def test_ssml_detection() -> None:
-    assert parse('  <speak>a<break time="1s"/>b</speak>')[0] == [Speech("a"), Pause(1.0),
-                                                                  Speech("b")]
+    assert parse('  <speak>a<break time="1s"/>b</speak>')[0] == [
+        Speech("a"),
+        Pause(1.0),
+        Speech("b"),
+    ]
     # Without auto-detection the tags are plain text, left for normalisation.
     assert parse("<speak>a</speak>", ssml=False)[0] == [Speech("<speak>a</speak>")]

@@ -10,8 +10,10 @@ CASES = [
     ("Tenho 3 maçãs.", "Tenho três maçãs."),
     ("São 16 pessoas.", "São dezesseis pessoas."),
     ("São 21 alunos.", "São vinte e um alunos."),
-    ("São 1.234.567 habitantes.", "São um milhão duzentos e trinta e quatro mil quinhentos e "
-     "sessenta e sete habitantes."),
+    (
+        "São 1.234.567 habitantes.",
+        "São um milhão duzentos e trinta e quatro mil quinhentos e sessenta e sete habitantes.",
+    ),
     ("Pi vale 3,14.", "Pi vale três vírgula catorze."),
     ("São 2,5 litros.", "São dois vírgula cinco litros."),
     ("Faz -3 graus.", "Faz menos três graus."),
@@ -28,8 +30,10 @@ CASES = [
     ("Às 14:30.", "Às catorze e trinta."),
     ("Às 13:00.", "Às treze horas."),
     ("À 1:00.", "À uma hora."),
-    ("Custa R$ 1.234,56.", "Custa mil duzentos e trinta e quatro reais e cinquenta e seis "
-     "centavos."),
+    (
+        "Custa R$ 1.234,56.",
+        "Custa mil duzentos e trinta e quatro reais e cinquenta e seis centavos.",
+    ),
     ("Custa R$ 1,00.", "Custa um real."),
     ("Custa 1 €.", "Custa um euro."),
     ("Custa 0,99 €.", "Custa noventa e nove centavos."),
@@ -46,8 +50,10 @@ CASES = [
     ("Dura 30 min.", "Dura trinta minutos."),
     ("Faz -5 °C.", "Faz menos cinco graus Celsius."),
     ("De 5 a 10 km.", "De cinco a dez quilômetros."),
-    ("Ligue 11 98765 4321 hoje.", "Ligue um um, nove oito sete seis cinco, quatro três dois um "
-     "hoje."),
+    (
+        "Ligue 11 98765 4321 hoje.",
+        "Ligue um um, nove oito sete seis cinco, quatro três dois um hoje.",
+    ),
     ("O Sr. Silva e a Sra. Costa.", "O Senhor Silva e a Senhora Costa."),
     ("O Dr. Souza chegou.", "O Doutor Souza chegou."),
     ("Maçãs, peras, etc.", "Maçãs, peras, etcétera."),
@@ -55,8 +61,10 @@ CASES = [
     ("O nº 5.", "O número cinco."),
     ("Tom & Jerry.", "Tom e Jerry."),
     ("2+2=4", "dois mais dois igual a quatro"),
-    ("Escreva para ana@exemplo.com.br hoje.",
-     "Escreva para ana arroba exemplo ponto com ponto br hoje."),
+    (
+        "Escreva para ana@exemplo.com.br hoje.",
+        "Escreva para ana arroba exemplo ponto com ponto br hoje.",
+    ),
     ("Eu te amo ❤️", "Eu te amo coração"),
 ]
 

@@ -11,8 +11,10 @@ CASES = [
     ("Somos 16.", "Somos dieciséis."),
     ("Hay 100 personas.", "Hay cien personas."),
     ("Es la página 101.", "Es la página ciento uno."),
-    ("Son 1.234.567 habitantes.", "Son un millón doscientos treinta y cuatro mil quinientos "
-     "sesenta y siete habitantes."),
+    (
+        "Son 1.234.567 habitantes.",
+        "Son un millón doscientos treinta y cuatro mil quinientos sesenta y siete habitantes.",
+    ),
     ("Pi vale 3,14.", "Pi vale tres coma catorce."),
     ("Son 2,5 litros.", "Son dos coma cinco litros."),
     ("Hace -3 grados.", "Hace menos tres grados."),
@@ -29,8 +31,10 @@ CASES = [
     ("A las 14:30.", "A las catorce y treinta."),
     ("A las 13:00.", "A las trece horas."),
     ("A la 1:00.", "A la una."),
-    ("Cuesta 1.234,56 €.", "Cuesta mil doscientos treinta y cuatro euros con cincuenta y "
-     "seis céntimos."),
+    (
+        "Cuesta 1.234,56 €.",
+        "Cuesta mil doscientos treinta y cuatro euros con cincuenta y seis céntimos.",
+    ),
     ("Cuesta 1 €.", "Cuesta un euro."),
     ("Cuesta 21 €.", "Cuesta veintiún euros."),
     ("Cuesta 0,99 €.", "Cuesta noventa y nueve céntimos."),

@@ -26,8 +26,13 @@ def _config(fixture_dir: Path) -> ModelConfig:
 
 def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice_path) -> None:
     out = tmp_path / "pack"
-    build_pack(fixture_dir / "model.safetensors", _config(fixture_dir), TOKENIZER, out,
-               precisions=("fp32", "int8"))
+    build_pack(
+        fixture_dir / "model.safetensors",
+        _config(fixture_dir),
+        TOKENIZER,
+        out,
+        precisions=("fp32", "int8"),
+    )
     manifest = PackManifest.read(out)
     assert manifest.precisions == ("fp32", "int8")
     ours = PocketTTS.load(out)
@@ -64,14 +69,21 @@ def test_quantised_graphs_rotate_in_float(pack_dir, fixture_dir, tmp_path, preci
     """RoPE's swap matrix is a constant MatMul weight, yet must not be quantised."""
     if precision not in PackManifest.read(pack_dir).graphs:
         pack_dir = tmp_path / "pack"
-        build_pack(fixture_dir / "model.safetensors", _config(fixture_dir), TOKENIZER, pack_dir,
-                   precisions=(precision,))
+        build_pack(
+            fixture_dir / "model.safetensors",
+            _config(fixture_dir),
+            TOKENIZER,
+            pack_dir,
+            precisions=(precision,),
+        )
     manifest = PackManifest.read(pack_dir)
     graph = onnx.load(str(pack_dir / manifest.graphs[precision]["flowlm_step"])).graph
     float_products = {n.input[1] for n in graph.node if n.op_type == "MatMul"}
     assert any(name.startswith("rope_swap") for name in float_products)
-    assert not any(i.name.startswith("rope_swap") and i.data_type != onnx.TensorProto.FLOAT
-                   for i in graph.initializer)
+    assert not any(
+        i.name.startswith("rope_swap") and i.data_type != onnx.TensorProto.FLOAT
+        for i in graph.initializer
+    )
 
 
 def test_pack_of_an_older_format_is_refused_with_a_rebuild_hint(pack_dir, tmp_path) -> None:
@@ -87,13 +99,21 @@ def test_checkpoint_for_another_size_is_refused(fixture_dir, tmp_path) -> None:
     raw = yaml.safe_load((fixture_dir / "config.yaml").read_text())
     raw["flow_lm"]["transformer"]["num_layers"] = 3
     with pytest.raises(CheckpointError, match="lacks .* tensor"):
-        build_pack(fixture_dir / "model.safetensors", ModelConfig.from_dict(raw), TOKENIZER,
-                   tmp_path / "pack")
+        build_pack(
+            fixture_dir / "model.safetensors",
+            ModelConfig.from_dict(raw),
+            TOKENIZER,
+            tmp_path / "pack",
+        )
     raw["flow_lm"]["transformer"]["num_layers"] = 2
     raw["flow_lm"]["transformer"]["hidden_scale"] = 8
     with pytest.raises(CheckpointError, match="linear1.weight has shape"):
-        build_pack(fixture_dir / "model.safetensors", ModelConfig.from_dict(raw), TOKENIZER,
-                   tmp_path / "pack")
+        build_pack(
+            fixture_dir / "model.safetensors",
+            ModelConfig.from_dict(raw),
+            TOKENIZER,
+            tmp_path / "pack",
+        )
     assert not (tmp_path / "pack").exists()
 
 
@@ -122,8 +142,13 @@ def test_incomplete_pack_is_reported(pack_dir, tmp_path) -> None:
 
 def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice_path) -> None:
     out = tmp_path / "pack4"
-    build_pack(fixture_dir / "model.safetensors", _config(fixture_dir), TOKENIZER, out,
-               precisions=("fp32", "int4"))
+    build_pack(
+        fixture_dir / "model.safetensors",
+        _config(fixture_dir),
+        TOKENIZER,
+        out,
+        precisions=("fp32", "int4"),
+    )
     manifest = PackManifest.read(out)
     step = onnx.load(str(out / manifest.graphs["int4"]["flowlm_step"]))
     assert "MatMulNBits" in [n.op_type for n in step.graph.node]

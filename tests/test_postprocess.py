@@ -24,13 +24,16 @@ def _spec_chain(x: np.ndarray, rate: int = 24_000) -> np.ndarray:
     w = 2 * math.pi * 6000 / rate
     al = math.sin(w) / (2 * 0.707)
     c, r = math.cos(w), 2 * math.sqrt(g) * al
-    b0, b1, b2 = g * ((g + 1) + (g - 1) * c + r), -2 * g * ((g - 1) + (g + 1) * c), \
-        g * ((g + 1) + (g - 1) * c - r)
+    b0, b1, b2 = (
+        g * ((g + 1) + (g - 1) * c + r),
+        -2 * g * ((g - 1) + (g + 1) * c),
+        g * ((g + 1) + (g - 1) * c - r),
+    )
     a0, a1, a2 = (g + 1) - (g - 1) * c + r, 2 * ((g - 1) - (g + 1) * c), (g + 1) - (g - 1) * c - r
     b0, b1, b2, a1, a2 = b0 / a0, b1 / a0, b2 / a0, a1 / a0, a2 / a0
     z1 = z2 = 0.0
     out = np.zeros_like(y)
-    for n, v in enumerate(y):             # transposed direct form II
+    for n, v in enumerate(y):  # transposed direct form II
         o = b0 * v + z1
         z1 = b1 * v - a1 * o + z2
         z2 = b2 * v - a2 * o
@@ -43,7 +46,7 @@ def test_chain_matches_its_definition_whole_and_streamed() -> None:
     expected = _spec_chain(x)
     whole = OutputChain(24_000).process(x)
     chain = OutputChain(24_000)
-    streamed = np.concatenate([chain.process(x[i:i + 1920]) for i in range(0, len(x), 1920)])
+    streamed = np.concatenate([chain.process(x[i : i + 1920]) for i in range(0, len(x), 1920)])
     assert np.abs(whole - expected).max() < 1e-6
     assert np.abs(streamed - expected).max() < 1e-6
 
@@ -53,7 +56,7 @@ def test_any_block_size_streams_the_same_samples(size: int) -> None:
     """The recursions run 64 samples at a time inside a call; calls may cut anywhere."""
     x = (np.random.default_rng(1).standard_normal(3000) * 0.3).astype(np.float32)
     chain = OutputChain(24_000)
-    streamed = np.concatenate([chain.process(x[i:i + size]) for i in range(0, len(x), size)])
+    streamed = np.concatenate([chain.process(x[i : i + size]) for i in range(0, len(x), size)])
     assert np.abs(streamed - _spec_chain(x)).max() < 1e-6
 
 

@@ -24,8 +24,13 @@ def tts(pack_dir: Path) -> PocketTTS:
 
 def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> None:
     voice = tts.load_voice(voice_path)
-    audio = tts.synthesize(reference["text"], voice, temperature=0.0, normalize=False,
-                           max_tokens=reference["max_tokens"])
+    audio = tts.synthesize(
+        reference["text"],
+        voice,
+        temperature=0.0,
+        normalize=False,
+        max_tokens=reference["max_tokens"],
+    )
     expected = np.load(fixture_dir / "reference_audio.npy")
     assert audio.shape == expected.shape
     assert np.abs(audio - expected).max() <= 1e-4
@@ -35,11 +40,20 @@ def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> Non
 
 def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) -> None:
     voice = tts.load_voice(voice_path)
-    frames = list(tts.stream(reference["text"], voice, temperature=0.0, normalize=False,
-                             max_tokens=reference["max_tokens"]))
+    frames = list(
+        tts.stream(
+            reference["text"],
+            voice,
+            temperature=0.0,
+            normalize=False,
+            max_tokens=reference["max_tokens"],
+        )
+    )
     assert all(f.audio.shape == (1920,) and f.audio.dtype == np.float32 for f in frames)
-    per_chunk = [sum(1 for f in frames if f.chunk_index == c)
-                 for c in range(len(reference["frames_per_chunk"]))]
+    per_chunk = [
+        sum(1 for f in frames if f.chunk_index == c)
+        for c in range(len(reference["frames_per_chunk"]))
+    ]
     assert per_chunk == reference["frames_per_chunk"]
     for c in range(len(per_chunk)):
         assert [f.frame_index for f in frames if f.chunk_index == c] == list(range(per_chunk[c]))
@@ -101,8 +115,7 @@ def test_kv_cache_refuses_positions_beyond_its_limit(tts, voice_path) -> None:
     runtime = tts.runtime
     seq = runtime.start_sequence(voice, 3)
     with pytest.raises(ValueError, match="KV cache full"):
-        runtime.prefill(seq, np.zeros((4, runtime.config.flow_lm.transformer.d_model),
-                                      np.float32))
+        runtime.prefill(seq, np.zeros((4, runtime.config.flow_lm.transformer.d_model), np.float32))
 
 
 def test_no_voice_is_allowed(tts) -> None:
@@ -136,7 +149,7 @@ def test_pauses_are_exact_silence_between_chunks(tts) -> None:
     chunks = [f.chunk_index for f in frames if not f.is_pause]
     first_pause = next(i for i, f in enumerate(frames) if f.is_pause)
     assert all(f.chunk_index == 0 for f in frames[:first_pause])
-    assert {f.chunk_index for f in frames[first_pause + len(pauses):]} == {max(chunks)}
+    assert {f.chunk_index for f in frames[first_pause + len(pauses) :]} == {max(chunks)}
 
 
 def test_normalisation_reads_numbers_and_can_be_switched_off(tts) -> None:

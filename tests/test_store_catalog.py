@@ -17,13 +17,48 @@ from pocketcli.store.catalog import catalog
 from pocketcli.store.fetch import HfRef
 
 CONFIGS = Path(store.__file__).parent.parent / "data" / "configs"
-FLUIDAUDIO_LANGUAGES = ("english", "french_24l", "german", "german_24l", "italian",
-                        "italian_24l", "portuguese", "portuguese_24l", "spanish", "spanish_24l")
-ENGLISH_TRAINED = ["alba", "anna", "azelma", "bill_boerst", "caro_davy", "charles", "cosette",
-                   "eponine", "eve", "fantine", "george", "jane", "javert", "jean", "marius",
-                   "mary", "michael", "paul", "peter_yearsley", "stuart_bell", "vera"]
-NATIVE = {"estelle": "french", "lola": "spanish", "juergen": "german", "rafael": "portuguese",
-          "giovanni": "italian"}
+FLUIDAUDIO_LANGUAGES = (
+    "english",
+    "french_24l",
+    "german",
+    "german_24l",
+    "italian",
+    "italian_24l",
+    "portuguese",
+    "portuguese_24l",
+    "spanish",
+    "spanish_24l",
+)
+ENGLISH_TRAINED = [
+    "alba",
+    "anna",
+    "azelma",
+    "bill_boerst",
+    "caro_davy",
+    "charles",
+    "cosette",
+    "eponine",
+    "eve",
+    "fantine",
+    "george",
+    "jane",
+    "javert",
+    "jean",
+    "marius",
+    "mary",
+    "michael",
+    "paul",
+    "peter_yearsley",
+    "stuart_bell",
+    "vera",
+]
+NATIVE = {
+    "estelle": "french",
+    "lola": "spanish",
+    "juergen": "german",
+    "rafael": "portuguese",
+    "giovanni": "italian",
+}
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
@@ -48,7 +83,8 @@ def pocket_tts_literal(module: str, name: str):
     tree = ast.parse((pocket_tts_dir() / module).read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
             return ast.literal_eval(node.value)
     raise LookupError(f"{name} not in pocket_tts/{module}")
 
@@ -94,7 +130,7 @@ def test_catalog_restates_each_config_with_pinned_revisions() -> None:
 
 def test_voice_state_url_is_pocket_tts_one() -> None:
     source = (pocket_tts_dir() / "utils" / "utils.py").read_text(encoding="utf-8")
-    function = source[source.index("def get_predefined_voice"):]
+    function = source[source.index("def get_predefined_voice") :]
     pattern = re.search(r'f"(hf://[^"]+)"', function).group(1)
     assert catalog().voice_state == pattern.replace("{name}", "{voice}")
 
@@ -132,27 +168,38 @@ def test_coreml_files_per_precision_and_placement() -> None:
     cml = catalog().coreml
     assert cml.repo == "FluidInference/pocket-tts-coreml"
     assert cml.language_dir("german_24l") == "v2.1/german_24l"
-    assert cml.models("fp16", "gpu") == ("cond_prefill.mlmodelc", "flowlm_step.mlmodelc",
-                                         "flow_decoder_fused.mlmodelc", "mimi_decoder.mlmodelc")
+    assert cml.models("fp16", "gpu") == (
+        "cond_prefill.mlmodelc",
+        "flowlm_step.mlmodelc",
+        "flow_decoder_fused.mlmodelc",
+        "mimi_decoder.mlmodelc",
+    )
     assert cml.models("int8", "gpu")[1] == "flowlm_stepv2.mlmodelc"
-    assert cml.models("int8", "ane") == ("cond_prefill_ane.mlmodelc", "flowlm_step_ane.mlmodelc",
-                                         "flow_decoder_fused.mlmodelc", "mimi_decoder.mlmodelc")
+    assert cml.models("int8", "ane") == (
+        "cond_prefill_ane.mlmodelc",
+        "flowlm_step_ane.mlmodelc",
+        "flow_decoder_fused.mlmodelc",
+        "mimi_decoder.mlmodelc",
+    )
     assert cml.unused_flowlm("fp16") == ("flowlm_stepv2.mlmodelc",)
     assert cml.unused_flowlm("int8") == ("flowlm_step.mlmodelc",)
 
 
-@pytest.mark.parametrize("call, option, listed", [
-    (lambda: store.check_language("coreml", "dutch"), "--language", "spanish_24l"),
-    (lambda: store.check_language("onnx", "klingon"), "--language", "english_2026-04"),
-    (lambda: store.check_precision("onnx", "fp16"), "--precision", "fp32, int8"),
-    (lambda: store.check_precision("coreml", "fp32"), "--precision", "fp16, int8"),
-    (lambda: store.check_voice("bob", "english"), "--voice", "stuart_bell"),
-    (lambda: store.check_voice("daan", "german"), "--voice", "giovanni"),
-    (lambda: store.check_placement("ane-state"), "--placement", "gpu, ane"),
-    (lambda: store.resolve_voice("english", "bob"), "--voice", "alba"),
-    (lambda: store.resolve_coreml_pack("french"), "--language", "french_24l"),
-    (lambda: store.resolve_onnx_pack("english", None, "fp16"), "--precision", "int8"),
-])
+@pytest.mark.parametrize(
+    "call, option, listed",
+    [
+        (lambda: store.check_language("coreml", "dutch"), "--language", "spanish_24l"),
+        (lambda: store.check_language("onnx", "klingon"), "--language", "english_2026-04"),
+        (lambda: store.check_precision("onnx", "fp16"), "--precision", "fp32, int8"),
+        (lambda: store.check_precision("coreml", "fp32"), "--precision", "fp16, int8"),
+        (lambda: store.check_voice("bob", "english"), "--voice", "stuart_bell"),
+        (lambda: store.check_voice("daan", "german"), "--voice", "giovanni"),
+        (lambda: store.check_placement("ane-state"), "--placement", "gpu, ane"),
+        (lambda: store.resolve_voice("english", "bob"), "--voice", "alba"),
+        (lambda: store.resolve_coreml_pack("french"), "--language", "french_24l"),
+        (lambda: store.resolve_onnx_pack("english", None, "fp16"), "--precision", "int8"),
+    ],
+)
 def test_unknown_names_list_the_valid_ones(call, option, listed) -> None:
     with pytest.raises(store.UnknownNameError) as info:
         call()

@@ -31,8 +31,13 @@ def hub():
 
 
 def pockettts(hub: FakeHub, tmp_path: Path, *args: str, **env: str):
-    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=120,
-                          env=subprocess_env(hub, tmp_path, **env))
+    return subprocess.run(
+        [SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=subprocess_env(hub, tmp_path, **env),
+    )
 
 
 def error_line(result) -> str:
@@ -42,8 +47,17 @@ def error_line(result) -> str:
 
 
 def test_download_coreml_int8_keeps_only_the_int8_flowlm(hub, tmp_path) -> None:
-    r = pockettts(hub, tmp_path, "download", "--runtime", "coreml", "--language", "english",
-                  "--precision", "int8")
+    r = pockettts(
+        hub,
+        tmp_path,
+        "download",
+        "--runtime",
+        "coreml",
+        "--language",
+        "english",
+        "--precision",
+        "int8",
+    )
     assert r.returncode == 0, r.stderr
     language, folder = r.stdout.strip().split("\t")
     pack = Path(folder)
@@ -54,8 +68,9 @@ def test_download_coreml_int8_keeps_only_the_int8_flowlm(hub, tmp_path) -> None:
     assert "downloading the CoreML english pack" in r.stderr
     # Offline, the same command answers from the cache without a single request.
     hub.clear_log()
-    again = pockettts(hub, tmp_path, "download", "--runtime", "coreml", "--precision", "int8",
-                      "--offline", "-q")
+    again = pockettts(
+        hub, tmp_path, "download", "--runtime", "coreml", "--precision", "int8", "--offline", "-q"
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout == r.stdout and again.stderr == ""
     assert hub.requests() == []
@@ -63,8 +78,17 @@ def test_download_coreml_int8_keeps_only_the_int8_flowlm(hub, tmp_path) -> None:
 
 def test_download_onnx_config_builds_a_pack_falling_back_from_gated_weights(hub, tmp_path) -> None:
     hub.gated.add(CLONING)
-    r = pockettts(hub, tmp_path, "download", "--runtime", "onnx", "--config", TINY_CONFIG,
-                  "--precision", "int8")
+    r = pockettts(
+        hub,
+        tmp_path,
+        "download",
+        "--runtime",
+        "onnx",
+        "--config",
+        TINY_CONFIG,
+        "--precision",
+        "int8",
+    )
     assert r.returncode == 0, r.stderr
     pack = Path(r.stdout.strip().split("\t")[1])
     manifest = PackManifest.read(pack)
@@ -73,8 +97,19 @@ def test_download_onnx_config_builds_a_pack_falling_back_from_gated_weights(hub,
     assert "note: the Hub refused kyutai/pocket-tts (HTTP 401)" in r.stderr
     assert "building pack:" in r.stderr
     hub.clear_log()
-    again = pockettts(hub, tmp_path, "download", "--runtime", "onnx", "--config", TINY_CONFIG,
-                      "--precision", "int8", "-q", HF_HUB_OFFLINE="1")
+    again = pockettts(
+        hub,
+        tmp_path,
+        "download",
+        "--runtime",
+        "onnx",
+        "--config",
+        TINY_CONFIG,
+        "--precision",
+        "int8",
+        "-q",
+        HF_HUB_OFFLINE="1",
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout == r.stdout
     assert hub.requests() == []
@@ -98,18 +133,30 @@ def test_voices_json_marks_downloads_and_origins(hub, tmp_path) -> None:
     assert {v["name"] for v in dutch["voices"]} >= {"daan", "alba"}
     table = pockettts(hub, tmp_path, "voices", "--language", "spanish")
     assert table.returncode == 0
-    assert any(line.split()[:2] == ["lola", "spanish"] and "spanish's own" in line
-               for line in table.stdout.splitlines())
+    assert any(
+        line.split()[:2] == ["lola", "spanish"] and "spanish's own" in line
+        for line in table.stdout.splitlines()
+    )
 
 
-@pytest.mark.parametrize("args, env, expected", [
-    (["download", "--runtime", "coreml", "--offline"], {},
-     "not in the cache and --offline (or HF_HUB_OFFLINE) forbids downloading it"),
-    (["download", "--runtime", "onnx", "--config", TINY_CONFIG], {"HF_HUB_OFFLINE": "1"},
-     "run `pockettts download --runtime onnx --config"),
-])
-def test_offline_without_cache_is_one_line_and_no_request(hub, tmp_path, args, env,
-                                                          expected) -> None:
+@pytest.mark.parametrize(
+    "args, env, expected",
+    [
+        (
+            ["download", "--runtime", "coreml", "--offline"],
+            {},
+            "not in the cache and --offline (or HF_HUB_OFFLINE) forbids downloading it",
+        ),
+        (
+            ["download", "--runtime", "onnx", "--config", TINY_CONFIG],
+            {"HF_HUB_OFFLINE": "1"},
+            "run `pockettts download --runtime onnx --config",
+        ),
+    ],
+)
+def test_offline_without_cache_is_one_line_and_no_request(
+    hub, tmp_path, args, env, expected
+) -> None:
     r = pockettts(hub, tmp_path, *args, **env)
     assert r.returncode == 1
     assert expected in error_line(r)
@@ -118,23 +165,29 @@ def test_offline_without_cache_is_one_line_and_no_request(hub, tmp_path, args, e
 
 def test_stalled_hub_ends_at_the_deadline_with_one_line(hub, tmp_path) -> None:
     hub.hang = True
-    r = pockettts(hub, tmp_path, "download", "--runtime", "coreml", "-q",
-                  POCKETTTS_HUB_TIMEOUT="0.5")
+    r = pockettts(
+        hub, tmp_path, "download", "--runtime", "coreml", "-q", POCKETTTS_HUB_TIMEOUT="0.5"
+    )
     assert r.returncode == 1
     line = error_line(r)
     assert line.startswith("pockettts: error: no answer from 127.0.0.1")
     assert "within 0.5 s" in line
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["download", "--runtime", "coreml", "--precision", "fp32"],
-     "'fp32' for the coreml runtime; choose from fp16, int8"),
-    (["download", "--runtime", "onnx", "--precision", "fp16"], "choose from fp32, int8"),
-    (["download", "--runtime", "coreml", "--language", "dutch"], "choose from english,"),
-    (["download", "--runtime", "tpu"], "choose from auto, onnx, coreml"),
-    (["download", "--language", "english", "--voice", "bob"], "choose from alba,"),
-    (["voices", "--language", "klingon"], "choose from dutch, dutch_24l, english"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (
+            ["download", "--runtime", "coreml", "--precision", "fp32"],
+            "'fp32' for the coreml runtime; choose from fp16, int8",
+        ),
+        (["download", "--runtime", "onnx", "--precision", "fp16"], "choose from fp32, int8"),
+        (["download", "--runtime", "coreml", "--language", "dutch"], "choose from english,"),
+        (["download", "--runtime", "tpu"], "choose from auto, onnx, coreml"),
+        (["download", "--language", "english", "--voice", "bob"], "choose from alba,"),
+        (["voices", "--language", "klingon"], "choose from dutch, dutch_24l, english"),
+    ],
+)
 def test_values_a_runtime_cannot_honour_are_usage_errors(hub, tmp_path, args, fragment) -> None:
     r = pockettts(hub, tmp_path, *args)
     assert r.returncode == 2, r.stderr

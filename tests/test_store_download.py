@@ -74,6 +74,7 @@ def one_line(exc: BaseException) -> str:
 
 # --- voices and the cache ---------------------------------------------------------------
 
+
 def test_voice_comes_from_the_pinned_revision_then_from_the_cache(hub) -> None:
     path = store.resolve_voice("english", "af_heart")
     assert path.read_bytes() == (TINY / "voice.safetensors").read_bytes()
@@ -91,8 +92,10 @@ def test_offline_without_cache_says_how_to_fill_it_and_sends_nothing(hub, monkey
     text = one_line(info.value)
     assert "--offline" in text and "pockettts download" in text and "--voice eve" in text
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for call in (lambda: store.resolve_coreml_pack("english"),
-                 lambda: store.resolve_onnx_pack(None, TINY_CONFIG)):
+    for call in (
+        lambda: store.resolve_coreml_pack("english"),
+        lambda: store.resolve_onnx_pack(None, TINY_CONFIG),
+    ):
         with pytest.raises(StoreError, match="HF_HUB_OFFLINE"):
             call()
     assert hub.requests() == []
@@ -108,6 +111,7 @@ def test_unpublished_voice_is_a_404_that_lists_the_voices(hub) -> None:
 
 
 # --- network faults ---------------------------------------------------------------------
+
 
 def test_dropped_connection_resumes_with_range_and_the_file_is_whole(hub, tmp_path) -> None:
     # huggingface_hub writes in 10 MiB chunks and resumes from the last whole one,
@@ -158,7 +162,7 @@ def test_partial_file_with_wrong_bytes_is_refused_and_removed(hub) -> None:
     hub.add(NO_CLONING, path_in_repo, data)
     partial = partial_path(sha256(data))
     partial.parent.mkdir(parents=True, exist_ok=True)
-    partial.write_bytes(b"\x00" * 1000)            # not the file's first bytes
+    partial.write_bytes(b"\x00" * 1000)  # not the file's first bytes
     with pytest.raises(StoreError, match="corrupted"):
         store.resolve_voice("english", "vera")
     assert not partial.exists()
@@ -180,7 +184,7 @@ def test_stalled_server_hits_the_deadline(hub, monkeypatch) -> None:
 def test_refused_connection_is_one_line(hub, monkeypatch) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]   # free once closed: nothing listens there
+        port = s.getsockname()[1]  # free once closed: nothing listens there
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     with pytest.raises(StoreError) as info:
         store.resolve_voice("english", "alba")
@@ -203,7 +207,7 @@ def test_corrupted_file_is_refused_deleted_and_fetched_again(hub, tmp_path) -> N
 def test_a_blob_cached_but_never_checked_is_checked_before_use(hub, tmp_path) -> None:
     path = store.resolve_voice("english", "alba")
     for mark in (tmp_path / "pockettts-cache" / "verified").iterdir():
-        mark.unlink()       # as if the process died between download and check
+        mark.unlink()  # as if the process died between download and check
     blob = Path(os.path.realpath(path))
     blob.write_bytes(b"x" + blob.read_bytes()[1:])
     with pytest.raises(StoreError, match="corrupted"):
@@ -212,6 +216,7 @@ def test_a_blob_cached_but_never_checked_is_checked_before_use(hub, tmp_path) ->
 
 
 # --- ONNX packs ---------------------------------------------------------------------------
+
 
 def test_onnx_pack_is_built_once_then_reused(hub) -> None:
     pack = store.resolve_onnx_pack(None, TINY_CONFIG, "fp32")
@@ -270,10 +275,14 @@ def test_catalog_language_fetches_kyutai_files_at_pocket_tts_revisions(hub, tmp_
     with pytest.raises(UserError, match="checkpoint lacks"):
         store.resolve_onnx_pack("english", None, "fp32")
     paths = [r.path for r in hub.requests("/resolve/")]
-    assert (f"/{CLONING}/resolve/db04f0e653473e5c7333c69686ac92b7460b0c1d/"
-            "languages/english/model.safetensors") in paths
-    assert (f"/{NO_CLONING}/resolve/00eac05ed3d16bdc3f6b5d598874019c34a89214/"
-            "languages/english/tokenizer.json") in paths
+    assert (
+        f"/{CLONING}/resolve/db04f0e653473e5c7333c69686ac92b7460b0c1d/"
+        "languages/english/model.safetensors"
+    ) in paths
+    assert (
+        f"/{NO_CLONING}/resolve/00eac05ed3d16bdc3f6b5d598874019c34a89214/"
+        "languages/english/tokenizer.json"
+    ) in paths
     assert not (tmp_path / "pockettts-cache" / "packs" / "onnx" / "english").exists()
 
 
@@ -286,8 +295,7 @@ def test_config_by_url_and_by_local_path(hub, tmp_path) -> None:
     (local / "model.safetensors").write_bytes((TINY / "model.safetensors").read_bytes())
     (local / "tokenizer.model").write_bytes(TOKENIZER_MODEL.read_bytes())
     text = (TINY / "config.yaml").read_text(encoding="utf-8")
-    (local / "config.yaml").write_text("weights_path: model.safetensors\n" + text,
-                                       encoding="utf-8")
+    (local / "config.yaml").write_text("weights_path: model.safetensors\n" + text, encoding="utf-8")
     hub.clear_log()
     pack = store.resolve_onnx_pack(None, str(local / "config.yaml"), "fp32", offline=True)
     assert PackManifest.read(pack).tokenizer_file == "tokenizer.model"
@@ -296,6 +304,7 @@ def test_config_by_url_and_by_local_path(hub, tmp_path) -> None:
 
 # --- CoreML packs -------------------------------------------------------------------------
 
+
 def listing(folder: Path) -> set[str]:
     return {p.name for p in folder.iterdir()}
 
@@ -303,13 +312,25 @@ def listing(folder: Path) -> set[str]:
 def test_coreml_int8_never_fetches_the_fp16_flowlm_and_switching_swaps_it(hub, tmp_path) -> None:
     pack = store.resolve_coreml_pack("english", "int8", "gpu")
     assert pack.parts[-2:] == ("v2.1", "english")
-    assert listing(pack) == {"cond_prefill.mlmodelc", "flowlm_stepv2.mlmodelc",
-                             "flow_decoder_fused.mlmodelc", "mimi_decoder.mlmodelc",
-                             "constants_bin", "manifest.json"}
+    assert listing(pack) == {
+        "cond_prefill.mlmodelc",
+        "flowlm_stepv2.mlmodelc",
+        "flow_decoder_fused.mlmodelc",
+        "mimi_decoder.mlmodelc",
+        "constants_bin",
+        "manifest.json",
+    }
     assert len(list((pack / "constants_bin").glob("*.safetensors"))) == 26
     fetched = " ".join(r.path for r in hub.requests("/resolve/"))
-    for never in ("flowlm_step.mlmodelc", ".mlpackage", "/constants/", "verify.wav",
-                  "mimi_encoderv3", "_ane", "spanish_24l"):
+    for never in (
+        "flowlm_step.mlmodelc",
+        ".mlpackage",
+        "/constants/",
+        "verify.wav",
+        "mimi_encoderv3",
+        "_ane",
+        "spanish_24l",
+    ):
         assert never not in fetched, never
     v2_blobs = set(blobs(tmp_path, COREML))
     hub.clear_log()
@@ -373,7 +394,7 @@ def test_coreml_cloning_encoders_are_fetched_on_demand_then_offline(hub) -> None
     _mlmodelc(hub, "v2.1/spanish_24l/mimi_encoderv3.mlmodelc", 91)
     hub.add(COREML, "encoder_recover_pinv.bin", np.zeros((1024, 32), np.float32).tobytes())
     pack = store.resolve_coreml_pack("spanish_24l", "fp16")
-    assert not (pack / "mimi_encoderv3.mlmodelc").exists()     # not needed to speak
+    assert not (pack / "mimi_encoderv3.mlmodelc").exists()  # not needed to speak
     folder = store.resolve_coreml_encoder("spanish_24l")
     assert folder == pack
     assert (folder / "mimi_encoderv3.mlmodelc" / "coremldata.bin").is_file()

@@ -49,7 +49,7 @@ def _assert_same_state(a: VoiceState, b: VoiceState, tolerance: float = TOLERANC
 
 def test_cloned_state_equals_the_oracle(cloned, fixture_dir, reference) -> None:
     oracle = load_voice_state(fixture_dir / reference["clone"]["voice"])
-    assert cloned.length > 20                      # ~2.2 s of speech: frames + bos_before_voice
+    assert cloned.length > 20  # ~2.2 s of speech: frames + bos_before_voice
     _assert_same_state(cloned, oracle)
     assert cloned.conditioning.shape == (cloned.length - 1, 64)
 
@@ -79,7 +79,7 @@ def test_bin_round_trip(tts, cloned, tmp_path) -> None:
     assert np.array_equal(raw, cloned.conditioning)
     loaded = tts.load_voice(path)
     _assert_same_state(loaded, cloned, 0.0)
-    tts.save_voice(loaded, tmp_path / "again.bin")           # a .bin voice keeps its frames
+    tts.save_voice(loaded, tmp_path / "again.bin")  # a .bin voice keeps its frames
     assert (tmp_path / "again.bin").read_bytes() == path.read_bytes()
     assert not list(tmp_path.glob(".*part"))
 
@@ -104,12 +104,15 @@ def test_long_conditioning_is_cut_to_125_frames(tmp_path) -> None:
     assert np.array_equal(np.fromfile(path, "<f4").reshape(-1, 64), cond[:BIN_MAX_FRAMES])
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "invalid voice file size 0 bytes"),
-    (b"\x00" * (64 * 4 * 3 + 8), "invalid voice file size 776 bytes"),
-    (np.zeros((126, 64), "<f4").tobytes(), "too large: 126 frames, at most 125"),
-    (np.full((2, 64), np.nan, "<f4").tobytes(), "NaN or infinite"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "invalid voice file size 0 bytes"),
+        (b"\x00" * (64 * 4 * 3 + 8), "invalid voice file size 776 bytes"),
+        (np.zeros((126, 64), "<f4").tobytes(), "too large: 126 frames, at most 125"),
+        (np.full((2, 64), np.nan, "<f4").tobytes(), "NaN or infinite"),
+    ],
+)
 def test_bad_bin_files_are_refused(tts, tmp_path, data: bytes, message: str) -> None:
     path = tmp_path / "bad.bin"
     path.write_bytes(data)
@@ -128,8 +131,10 @@ def test_a_voice_for_another_model_size_names_the_mismatch(tts, tmp_path) -> Non
     save_voice_state(VoiceState(heads, heads), path)
     with pytest.raises(VoiceError, match=r"heads x head_dim \[8, 8\]"):
         tts.load_voice(path)
-    int_cache = {"transformer.layers.0.self_attn/cache": np.zeros((2, 1, 3, 4, 16), np.int32),
-                 "transformer.layers.0.self_attn/offset": np.array([3], np.int64)}
+    int_cache = {
+        "transformer.layers.0.self_attn/cache": np.zeros((2, 1, 3, 4, 16), np.int32),
+        "transformer.layers.0.self_attn/offset": np.array([3], np.int64),
+    }
     save_file(int_cache, str(path))
     with pytest.raises(VoiceError, match="dtype int32"):
         tts.load_voice(path)
@@ -145,30 +150,38 @@ def test_encoder_shapes_match_the_checkpoint(fixture_dir) -> None:
 
 def _pack_without_cloning(fixture_dir: Path, out: Path, how: str) -> Path:
     weights = load_file(str(fixture_dir / "model.safetensors"))
-    if how == "zeroed":          # what Kyutai's "without voice cloning" file holds
-        weights = {k: (np.zeros_like(v) if k.startswith("mimi.encoder") else v)
-                   for k, v in weights.items()}
-    elif how == "matrices":      # zeroed weights, norms and biases left as they were
-        weights = {k: (np.zeros_like(v) if k.startswith("mimi.encoder") and v.ndim >= 2
-                       else v) for k, v in weights.items()}
-    elif how == "projection":    # pocket-tts's own initial value of speaker_proj_weight
+    if how == "zeroed":  # what Kyutai's "without voice cloning" file holds
+        weights = {
+            k: (np.zeros_like(v) if k.startswith("mimi.encoder") else v) for k, v in weights.items()
+        }
+    elif how == "matrices":  # zeroed weights, norms and biases left as they were
+        weights = {
+            k: (np.zeros_like(v) if k.startswith("mimi.encoder") and v.ndim >= 2 else v)
+            for k, v in weights.items()
+        }
+    elif how == "projection":  # pocket-tts's own initial value of speaker_proj_weight
         weights["flow_lm.speaker_proj_weight"] = np.zeros_like(
-            weights["flow_lm.speaker_proj_weight"])
+            weights["flow_lm.speaker_proj_weight"]
+        )
     else:
         weights = {k: v for k, v in weights.items() if not k.startswith("mimi.encoder.")}
     save_file(weights, str(out / "model.safetensors"))
     cfg = ModelConfig.from_yaml(fixture_dir / "config.yaml")
-    build_pack(out / "model.safetensors", cfg, fixture_dir / "pack" / "tokenizer.model",
-               out / "pack")
+    build_pack(
+        out / "model.safetensors", cfg, fixture_dir / "pack" / "tokenizer.model", out / "pack"
+    )
     return out / "pack"
 
 
-@pytest.mark.parametrize("how, reason", [
-    ("zeroed", "SEANet encoder and encoder transformer weights are all zero"),
-    ("matrices", "SEANet encoder and encoder transformer weights are all zero"),
-    ("projection", "speaker projection weights are all zero"),
-    ("missing", "has no SEANet encoder weights"),
-])
+@pytest.mark.parametrize(
+    "how, reason",
+    [
+        ("zeroed", "SEANet encoder and encoder transformer weights are all zero"),
+        ("matrices", "SEANet encoder and encoder transformer weights are all zero"),
+        ("projection", "speaker projection weights are all zero"),
+        ("missing", "has no SEANet encoder weights"),
+    ],
+)
 def test_pack_without_cloning_weights_says_so(fixture_dir, tmp_path, how, reason) -> None:
     pack = _pack_without_cloning(fixture_dir, tmp_path, how)
     manifest = PackManifest.read(pack)
@@ -199,7 +212,7 @@ def test_api_notices_are_python_warnings_without_a_callback(tts, tmp_path) -> No
     audio = (0.3 * np.sin(2 * np.pi * 180 * t) * (0.6 + 0.4 * np.sin(6 * t))).astype(np.float32)
     with pytest.warns(VoiceWarning, match="32.0 s long: only its first 30 s") as caught:
         voice = tts.clone_voice(audio, 16_000)
-    assert caught[0].filename == __file__                  # points at the caller
+    assert caught[0].filename == __file__  # points at the caller
     assert voice.conditioning.shape[0] > BIN_MAX_FRAMES
     with pytest.warns(VoiceWarning, match=f"kept the first {BIN_MAX_FRAMES}"):
         tts.save_voice(voice, tmp_path / "v.bin")

@@ -27,14 +27,15 @@ from pocketcli.voices.prompt import (
 )
 
 SPEECH = Path(__file__).parent / "data" / "speech"
-ALBA = SPEECH / "kyutai-tts-voices" / "alba-mackenna_casual.wav"       # 48 kHz
-LIBRI = SPEECH / "librispeech" / "librispeech_test_clean_6930-75918-0000.wav"   # 16 kHz
+ALBA = SPEECH / "kyutai-tts-voices" / "alba-mackenna_casual.wav"  # 48 kHz
+LIBRI = SPEECH / "librispeech" / "librispeech_test_clean_6930-75918-0000.wav"  # 16 kHz
 
 
 def _tone(seconds: float, rate: int, freq: float = 220.0, level: float = 0.3) -> np.ndarray:
     t = np.arange(int(seconds * rate)) / rate
-    return (level * np.sin(2 * np.pi * freq * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t))
-            ).astype(np.float32)
+    return (level * np.sin(2 * np.pi * freq * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t))).astype(
+        np.float32
+    )
 
 
 def _collect() -> tuple[list[str], Callable[[str], None]]:
@@ -52,8 +53,8 @@ def test_speech_is_resampled_with_soxr(path: Path, rate: int) -> None:
     prompt = prepare_prompt(decoded.samples, rate, 24_000)
     trimmed, kept = end_on_pause(expected.astype(np.float32), 24_000)
     assert np.array_equal(prompt, trimmed)
-    assert abs(kept - expected.size) < 0.5 * 24_000        # end_on_pause cut only silence
-    assert prompt[-int(0.08 * 24_000):].max() == 0.0        # ends on 80 ms of zeros
+    assert abs(kept - expected.size) < 0.5 * 24_000  # end_on_pause cut only silence
+    assert prompt[-int(0.08 * 24_000) :].max() == 0.0  # ends on 80 ms of zeros
 
 
 def test_stereo_is_mixed_to_the_mean(tmp_path: Path) -> None:
@@ -70,13 +71,16 @@ def test_stereo_is_mixed_to_the_mean(tmp_path: Path) -> None:
     assert np.abs(mixed.samples - (left + right) / 2).max() < 1e-6
 
 
-@pytest.mark.parametrize("fmt, subtype, rate", [
-    ("WAV", "PCM_16", 22_050),
-    ("FLAC", "PCM_16", 16_000),
-    ("OGG", "VORBIS", 44_100),
-    ("OGG", "OPUS", 48_000),
-    ("MP3", "MPEG_LAYER_III", 32_000),
-])
+@pytest.mark.parametrize(
+    "fmt, subtype, rate",
+    [
+        ("WAV", "PCM_16", 22_050),
+        ("FLAC", "PCM_16", 16_000),
+        ("OGG", "VORBIS", 44_100),
+        ("OGG", "OPUS", 48_000),
+        ("MP3", "MPEG_LAYER_III", 32_000),
+    ],
+)
 def test_formats_soundfile_reads(tmp_path: Path, fmt: str, subtype: str, rate: int) -> None:
     audio = _tone(2.0, rate)
     path = tmp_path / f"voice.{fmt.lower()}"
@@ -84,7 +88,7 @@ def test_formats_soundfile_reads(tmp_path: Path, fmt: str, subtype: str, rate: i
     decoded = read_audio(path)
     assert decoded.sample_rate == rate
     n = min(decoded.samples.size, audio.size)
-    assert abs(decoded.samples.size - audio.size) < 0.05 * rate   # codec padding at most
+    assert abs(decoded.samples.size - audio.size) < 0.05 * rate  # codec padding at most
     lag = _best_lag(decoded.samples, audio)
     a, b = decoded.samples[lag:n], audio[: n - lag]
     assert np.corrcoef(a, b)[0, 1] > 0.95
@@ -95,7 +99,7 @@ def test_formats_soundfile_reads(tmp_path: Path, fmt: str, subtype: str, rate: i
 def _best_lag(decoded: np.ndarray, original: np.ndarray) -> int:
     """Lossy codecs may delay the signal a little: find the lag with best correlation."""
     n = min(decoded.size, original.size) - 4000
-    scores = [float(np.dot(decoded[lag:lag + n], original[:n])) for lag in range(0, 3000, 1)]
+    scores = [float(np.dot(decoded[lag : lag + n], original[:n])) for lag in range(0, 3000, 1)]
     return int(np.argmax(scores))
 
 
@@ -107,8 +111,9 @@ def test_m4a_through_pyav(tmp_path: Path) -> None:
     with av.open(str(path), "w") as out:
         stream = out.add_stream("aac", rate=rate, layout="mono")
         for start in range(0, audio.size, 1024):
-            frame = av.AudioFrame.from_ndarray(audio[None, start:start + 1024],
-                                               format="fltp", layout="mono")
+            frame = av.AudioFrame.from_ndarray(
+                audio[None, start : start + 1024], format="fltp", layout="mono"
+            )
             frame.sample_rate = rate
             for packet in stream.encode(frame):
                 out.mux(packet)
@@ -119,19 +124,20 @@ def test_m4a_through_pyav(tmp_path: Path) -> None:
     assert abs(decoded.samples.size - audio.size) < 0.1 * rate
     lag = _best_lag(decoded.samples, audio)
     n = min(decoded.samples.size - lag, audio.size)
-    assert np.corrcoef(decoded.samples[lag:lag + n], audio[:n])[0, 1] > 0.95
+    assert np.corrcoef(decoded.samples[lag : lag + n], audio[:n])[0, 1] > 0.95
 
 
 def test_m4a_without_the_decoder_names_the_extra(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "voice.m4a"
     path.write_bytes(b"\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00" + b"\x00" * 200)
-    monkeypatch.setitem(sys.modules, "av", None)       # import av -> ImportError
+    monkeypatch.setitem(sys.modules, "av", None)  # import av -> ImportError
     with pytest.raises(AudioReadError, match=r"pip install 'pockettts\[m4a\]'"):
         read_audio(path)
 
 
-@pytest.mark.parametrize("content", [b"this is not audio at all\n" * 20,
-                                     b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 40])
+@pytest.mark.parametrize(
+    "content", [b"this is not audio at all\n" * 20, b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x01" * 40]
+)
 def test_unreadable_files_are_one_line_user_errors(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "bad.wav"
     path.write_bytes(content)
@@ -176,10 +182,13 @@ def test_short_audio_is_refused() -> None:
         prepare_prompt(speech_then_silence, 24_000, 24_000)
 
 
-@pytest.mark.parametrize("audio, message", [
-    (np.zeros(48_000, np.float32), "silent .peak -inf dBFS"),
-    (_tone(2.0, 24_000, level=1e-4), "silent .peak -80 dBFS"),
-])
+@pytest.mark.parametrize(
+    "audio, message",
+    [
+        (np.zeros(48_000, np.float32), "silent .peak -inf dBFS"),
+        (_tone(2.0, 24_000, level=1e-4), "silent .peak -80 dBFS"),
+    ],
+)
 def test_silence_is_refused(audio: np.ndarray, message: str) -> None:
     with pytest.raises(PromptError, match=message):
         prepare_prompt(audio, 24_000, 24_000)
@@ -226,6 +235,6 @@ def test_end_on_pause_trims_fades_and_pads() -> None:
     assert out.size == kept + int(0.08 * 24_000)
     fade = int(0.02 * 24_000)
     assert np.array_equal(out[: kept - fade], speech[: kept - fade])
-    ramp = out[kept - fade:kept] / speech[kept - fade:kept]
+    ramp = out[kept - fade : kept] / speech[kept - fade : kept]
     assert ramp[0] == pytest.approx(1.0) and ramp[-1] == 0.0
     assert np.all(np.diff(ramp) <= 1e-6)

@@ -11,10 +11,12 @@ from pocketcli.voices.state import VoiceError, VoiceState, load_voice_state, sav
 
 def _state(layers=2, length=7, heads=4, head_dim=16, seed=0) -> VoiceState:
     rng = np.random.default_rng(seed)
-    keys = tuple(rng.standard_normal((length, heads, head_dim)).astype(np.float32)
-                 for _ in range(layers))
-    values = tuple(rng.standard_normal((length, heads, head_dim)).astype(np.float32)
-                   for _ in range(layers))
+    keys = tuple(
+        rng.standard_normal((length, heads, head_dim)).astype(np.float32) for _ in range(layers)
+    )
+    values = tuple(
+        rng.standard_normal((length, heads, head_dim)).astype(np.float32) for _ in range(layers)
+    )
     return VoiceState(keys, values)
 
 
@@ -35,7 +37,7 @@ def test_round_trip_in_kyutai_layout(tmp_path) -> None:
     assert loaded.length == 7 and loaded.num_layers == 2
     for a, b in zip(state.keys + state.values, loaded.keys + loaded.values, strict=True):
         assert np.array_equal(a, b)
-    assert not list(tmp_path.glob(".*part"))      # no temporary file left behind
+    assert not list(tmp_path.glob(".*part"))  # no temporary file left behind
 
 
 def test_only_the_valid_prefix_is_used(tmp_path) -> None:
@@ -46,14 +48,17 @@ def test_only_the_valid_prefix_is_used(tmp_path) -> None:
     assert load_voice_state(path).length == 6
 
 
-@pytest.mark.parametrize("case, message", [
-    ("nan", "NaN"),
-    ("offset", "outside its cache"),
-    ("shape", "expected \\[2, 1, T, heads, head_dim\\]"),
-    ("garbage", "not a readable safetensors"),
-    ("missing", "not found"),
-    ("foreign", "unexpected tensor"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("nan", "NaN"),
+        ("offset", "outside its cache"),
+        ("shape", "expected \\[2, 1, T, heads, head_dim\\]"),
+        ("garbage", "not a readable safetensors"),
+        ("missing", "not found"),
+        ("foreign", "unexpected tensor"),
+    ],
+)
 def test_broken_files_are_refused_with_a_reason(tmp_path, case, message) -> None:
     path = tmp_path / "bad.safetensors"
     good = np.ones((2, 1, 5, 2, 4), np.float32)

@@ -29,12 +29,20 @@ def _shelf_coefficients(sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
     w = 2 * math.pi * SHELF_HZ / sample_rate
     alpha = math.sin(w) / (2 * SHELF_Q)
     cos_w, root = math.cos(w), 2 * math.sqrt(a) * alpha
-    b = np.array([a * ((a + 1) + (a - 1) * cos_w + root),
-                  -2 * a * ((a - 1) + (a + 1) * cos_w),
-                  a * ((a + 1) + (a - 1) * cos_w - root)])
-    den = np.array([(a + 1) - (a - 1) * cos_w + root,
-                    2 * ((a - 1) - (a + 1) * cos_w),
-                    (a + 1) - (a - 1) * cos_w - root])
+    b = np.array(
+        [
+            a * ((a + 1) + (a - 1) * cos_w + root),
+            -2 * a * ((a - 1) + (a + 1) * cos_w),
+            a * ((a + 1) + (a - 1) * cos_w - root),
+        ]
+    )
+    den = np.array(
+        [
+            (a + 1) - (a - 1) * cos_w + root,
+            2 * ((a - 1) - (a + 1) * cos_w),
+            (a + 1) - (a - 1) * cos_w - root,
+        ]
+    )
     return b / den[0], den / den[0]
 
 
@@ -63,11 +71,11 @@ class AllPole:
             seqs[1 + i, order - 1 - i] = 1.0
         for k in range(order, order + _BLOCK):
             seqs[:, k] -= sum(a[j] * seqs[:, k - 1 - j] for j in range(order))
-        impulse, self._free = seqs[0, order:], seqs[1:, order:]      # [L], [order, L]
+        impulse, self._free = seqs[0, order:], seqs[1:, order:]  # [L], [order, L]
         lag = np.arange(_BLOCK)
         gap = lag[None, :] - lag[:, None]
         self._toeplitz = np.where(gap >= 0, impulse[np.maximum(gap, 0)], 0.0)
-        self.history = [0.0] * order                                 # y[-1], y[-2]
+        self.history = [0.0] * order  # y[-1], y[-2]
 
     def __call__(self, v: np.ndarray) -> np.ndarray:
         n = v.size
@@ -76,7 +84,7 @@ class AllPole:
         count = -(-n // _BLOCK)
         blocks = np.zeros((count, _BLOCK))
         blocks.reshape(-1)[:n] = v
-        y = blocks @ self._toeplitz                          # zero-state, block by block
+        y = blocks @ self._toeplitz  # zero-state, block by block
         # The loop runs once per block, on Python floats, unrolled per order.
         chained = np.empty((count, self.order))
         free, last = self._free, y[:, -1].tolist()
@@ -94,8 +102,8 @@ class AllPole:
                 h, h2 = last[b] + m11 * h + m12 * h2, before[b] + m21 * h + m22 * h2
         y += chained @ free
         out = y.reshape(-1)[:n]
-        newest_first = [*out[::-1][:self.order].tolist(), *self.history]
-        self.history = newest_first[:self.order]
+        newest_first = [*out[::-1][: self.order].tolist(), *self.history]
+        self.history = newest_first[: self.order]
         return out
 
 
@@ -109,8 +117,8 @@ class OutputChain:
         self._highpass_pole = AllPole((-self._alpha,))
         self._shelf_b, shelf_a = _shelf_coefficients(sample_rate)
         self._shelf_poles = AllPole((float(shelf_a[1]), float(shelf_a[2])))
-        self._shelf_inputs = np.zeros(2)                 # x[n-2], x[n-1]
-        self._previous: float | None = None     # last input sample seen
+        self._shelf_inputs = np.zeros(2)  # x[n-2], x[n-1]
+        self._previous: float | None = None  # last input sample seen
 
     def _highpass(self, x: np.ndarray) -> np.ndarray:
         # y[n] = alpha * (y[n-1] + x[n] - x[n-1]); the very first sample passes unchanged.

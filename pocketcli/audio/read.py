@@ -31,10 +31,10 @@ class AudioReadError(UserError, ValueError):
 class DecodedAudio:
     """Mono samples and what the file held before mixing and cutting."""
 
-    samples: np.ndarray          # float32 [n], channels averaged
+    samples: np.ndarray  # float32 [n], channels averaged
     sample_rate: int
     channels: int
-    total_seconds: float         # the whole file, even when fewer samples were decoded
+    total_seconds: float  # the whole file, even when fewer samples were decoded
 
     @property
     def seconds(self) -> float:
@@ -72,18 +72,22 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
         if _looks_like_mp4(path):
             raise AudioReadError(
                 f"cannot read {path}: M4A/AAC needs the optional decoder, install it with"
-                f" {M4A_EXTRA} (or convert the file to WAV or FLAC)") from None
+                f" {M4A_EXTRA} (or convert the file to WAV or FLAC)"
+            ) from None
         raise AudioReadError(
             f"cannot read {path}: not a {SOUNDFILE_FORMATS} file, or damaged"
-            f" ({_first_line(error)}); M4A/AAC needs {M4A_EXTRA}") from None
+            f" ({_first_line(error)}); M4A/AAC needs {M4A_EXTRA}"
+        ) from None
     try:
         return _read_av(path, max_seconds)
     except AudioReadError:
         if _looks_like_mp4(path):
             raise
     # Neither could read it: libsndfile says more about a damaged WAV/FLAC than FFmpeg.
-    raise AudioReadError(f"cannot read {path}: not a {SOUNDFILE_FORMATS} or M4A/AAC file,"
-                         f" or damaged ({_first_line(error)})") from None
+    raise AudioReadError(
+        f"cannot read {path}: not a {SOUNDFILE_FORMATS} or M4A/AAC file,"
+        f" or damaged ({_first_line(error)})"
+    ) from None
 
 
 def _read_av(path: Path, max_seconds: float | None) -> DecodedAudio:
@@ -116,8 +120,9 @@ def _read_av(path: Path, max_seconds: float | None) -> DecodedAudio:
     data = np.concatenate(blocks, axis=1).T if blocks else np.zeros((0, channels), np.float32)
     if limit is not None:
         data = data[:limit]
-    return DecodedAudio(_mix(data.astype(np.float32, copy=False)), rate, channels,
-                        max(total, data.shape[0] / rate))
+    return DecodedAudio(
+        _mix(data.astype(np.float32, copy=False)), rate, channels, max(total, data.shape[0] / rate)
+    )
 
 
 def _av_duration(container, stream) -> float:
@@ -148,8 +153,7 @@ def _looks_like_mp4(path: Path) -> bool:
             head = f.read(12)
     except OSError:
         return False
-    return head[4:8] == b"ftyp" or (len(head) >= 2 and head[0] == 0xFF
-                                    and head[1] & 0xF6 == 0xF0)
+    return head[4:8] == b"ftyp" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0)
 
 
 def _first_line(exc: BaseException) -> str:

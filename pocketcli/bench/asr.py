@@ -55,8 +55,9 @@ def _faster_whisper(model: str | None, language: str) -> Recognizer:
     return Recognizer(f"faster-whisper ({model or 'base'})", transcribe)
 
 
-def load_recognizer(backend: str, language: str = "english",
-                    model: str | None = None) -> Recognizer | None:
+def load_recognizer(
+    backend: str, language: str = "english", model: str | None = None
+) -> Recognizer | None:
     """The recogniser for ``backend``; None for "none" or when "auto" finds nothing."""
     if backend not in BACKENDS:
         raise UserError(f"unknown ASR backend {backend!r}; choose from {', '.join(BACKENDS)}")

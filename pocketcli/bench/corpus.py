@@ -16,15 +16,39 @@ from pocketcli.errors import UserError
 MINIMAX_REPO = "MiniMaxAI/TTS-Multilingual-Test-Set"
 MINIMAX_REVISION = "cb416f0ac3658da0577e97873065e19fe6488917"
 MINIMAX_LANGUAGES = (
-    "arabic", "cantonese", "chinese", "czech", "dutch", "english", "finnish", "french",
-    "german", "greek", "hindi", "indonesian", "italian", "japanese", "korean", "polish",
-    "portuguese", "romanian", "russian", "spanish", "thai", "turkish", "ukrainian", "vietnamese",
+    "arabic",
+    "cantonese",
+    "chinese",
+    "czech",
+    "dutch",
+    "english",
+    "finnish",
+    "french",
+    "german",
+    "greek",
+    "hindi",
+    "indonesian",
+    "italian",
+    "japanese",
+    "korean",
+    "polish",
+    "portuguese",
+    "romanian",
+    "russian",
+    "spanish",
+    "thai",
+    "turkish",
+    "ukrainian",
+    "vietnamese",
 )
 
 
 def parse_corpus(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines()
-            if line.strip() and not line.strip().startswith("#")]
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
 
 
 def corpus_dir() -> Path:
@@ -51,6 +75,8 @@ def load_corpus(name: str | None = None, path: Path | None = None) -> list[str]:
     if name.startswith("minimax-") and language in MINIMAX_LANGUAGES:
         hint = f": fetch it with `pockettts corpus --languages {language}`"
     else:
-        hint = (f"; use minimax-LANGUAGE with one of {', '.join(MINIMAX_LANGUAGES)}, "
-                "or --corpus-path FILE")
+        hint = (
+            f"; use minimax-LANGUAGE with one of {', '.join(MINIMAX_LANGUAGES)}, "
+            "or --corpus-path FILE"
+        )
     raise UserError(f"unknown corpus {name!r}{hint}")

@@ -23,8 +23,13 @@ def minimax_lines(raw: str) -> list[str]:
     return [x for x in out if x]
 
 
-def fetch_minimax(languages: list[str], *, revision: str | None = None,
-                  out_dir: Path | None = None, offline: bool = False) -> Iterator[Path]:
+def fetch_minimax(
+    languages: list[str],
+    *,
+    revision: str | None = None,
+    out_dir: Path | None = None,
+    offline: bool = False,
+) -> Iterator[Path]:
     from pocketcli.store.fetch import Fetch, HfRef, fetch_hf_file
     from pocketcli.store.paths import env_offline
     from pocketcli.store.progress import Reporter
@@ -34,8 +39,9 @@ def fetch_minimax(languages: list[str], *, revision: str | None = None,
     out_dir.mkdir(parents=True, exist_ok=True)
     for language in languages:
         ref = HfRef(MINIMAX_REPO, f"text/{language}.txt", revision, repo_type="dataset")
-        job = Fetch(what=f"the MiniMax {language} phrases",
-                    hint=f"pockettts corpus --languages {language}")
+        job = Fetch(
+            what=f"the MiniMax {language} phrases", hint=f"pockettts corpus --languages {language}"
+        )
         local = fetch_hf_file(ref, job, offline or env_offline(), Reporter(False))
         lines = minimax_lines(Path(local).read_text(encoding="utf-8"))
         header = [

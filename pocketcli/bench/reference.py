@@ -69,11 +69,15 @@ def _measure(job: dict[str, Any]) -> dict[str, Any]:
         audio += samples / model.sample_rate
     return {
         "label": f"pocket-tts {_version()}" + (" --quantize" if job["quantize"] else ""),
-        "cold_start_s": cold, "first_synth_ms": 1000 * first_synth,
-        "ttft_ms_p50": percentile(ttfts, 50), "ttft_ms_p95": percentile(ttfts, 95),
-        "synth_ms_p50": percentile(synths, 50), "synth_ms_p95": percentile(synths, 95),
+        "cold_start_s": cold,
+        "first_synth_ms": 1000 * first_synth,
+        "ttft_ms_p50": percentile(ttfts, 50),
+        "ttft_ms_p95": percentile(ttfts, 95),
+        "synth_ms_p50": percentile(synths, 50),
+        "synth_ms_p95": percentile(synths, 95),
         "agg_rtfx": audio / (sum(synths) / 1000) if synths else 0.0,
-        "peak_rss_mb": peak_rss_mb(), "audio_s": audio,
+        "peak_rss_mb": peak_rss_mb(),
+        "audio_s": audio,
         "torch_threads": int(np.int64(torch.get_num_threads())),
     }
 
@@ -101,30 +105,46 @@ def reference_config(manifest, pack_dir: Path, checkpoint: Path, directory: Path
     return path
 
 
-def run_reference(pack_dir: Path, phrases: list[str], *, voice: Path | None,
-                  temperature: float | None, quantize: bool,
-                  timeout_s: float = 3600) -> dict[str, Any]:
+def run_reference(
+    pack_dir: Path,
+    phrases: list[str],
+    *,
+    voice: Path | None,
+    temperature: float | None,
+    quantize: bool,
+    timeout_s: float = 3600,
+) -> dict[str, Any]:
     from pocketcli.packs.manifest import PackManifest
 
     try:
         import pocket_tts  # noqa: F401
     except ImportError:
-        raise UserError("--compare-reference needs Kyutai's pocket-tts and torch: "
-                        "pip install 'pockettts[test]'") from None
+        raise UserError(
+            "--compare-reference needs Kyutai's pocket-tts and torch: pip install 'pockettts[test]'"
+        ) from None
     manifest = PackManifest.read(pack_dir)
     checkpoint = manifest.source.get("checkpoint_path")
     if checkpoint:
-        checkpoint = str((pack_dir / checkpoint).resolve())   # relative to the pack, or absolute
+        checkpoint = str((pack_dir / checkpoint).resolve())  # relative to the pack, or absolute
     if not checkpoint or not Path(checkpoint).is_file():
-        raise UserError("this pack does not record a local checkpoint to compare against "
-                        f"(pack.json source: {manifest.source or 'empty'})")
+        raise UserError(
+            "this pack does not record a local checkpoint to compare against "
+            f"(pack.json source: {manifest.source or 'empty'})"
+        )
     if voice is not None and voice.suffix != ".safetensors":
-        raise UserError("--compare-reference needs a .safetensors voice (pocket-tts cannot "
-                        "read FluidAudio .bin voices)")
+        raise UserError(
+            "--compare-reference needs a .safetensors voice (pocket-tts cannot "
+            "read FluidAudio .bin voices)"
+        )
     with tempfile.TemporaryDirectory(prefix="pockettts-ref-") as tmp:
         config_path = reference_config(manifest, pack_dir, Path(checkpoint), Path(tmp))
-        job = {"config_path": str(config_path), "quantize": quantize, "phrases": phrases,
-               "voice": str(voice) if voice else None, "temperature": temperature}
+        job = {
+            "config_path": str(config_path),
+            "quantize": quantize,
+            "phrases": phrases,
+            "voice": str(voice) if voice else None,
+            "temperature": temperature,
+        }
         ctx = multiprocessing.get_context("spawn")
         queue = ctx.Queue()
         child = ctx.Process(target=_child, args=(job, queue), daemon=True)

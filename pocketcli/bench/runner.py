@@ -76,8 +76,11 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "system": {"python": sys.version.split()[0], "platform": platform.platform(),
-                       "machine": platform.machine()},
+            "system": {
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "machine": platform.machine(),
+            },
             "settings": self.settings,
             "asr_backend": self.asr_backend,
             "summary": asdict(self.summary),
@@ -140,11 +143,19 @@ def run_benchmark(
     for i, text in enumerate(phrases):
         audio, ttft, total, traces = _speak(tts, text, voice, options)
         seconds = len(audio) / tts.sample_rate
-        results.append(PhraseResult(
-            index=i, text=text, ttft_ms=1000 * ttft, synth_ms=1000 * total, audio_s=seconds,
-            rtfx=seconds / total if total > 0 else 0.0,
-            frame_count=sum(t.frames for t in traces), chunk_count=len(traces),
-            finished_on_eos=all(t.finished_on_eos for t in traces)))
+        results.append(
+            PhraseResult(
+                index=i,
+                text=text,
+                ttft_ms=1000 * ttft,
+                synth_ms=1000 * total,
+                audio_s=seconds,
+                rtfx=seconds / total if total > 0 else 0.0,
+                frame_count=sum(t.frames for t in traces),
+                chunk_count=len(traces),
+                finished_on_eos=all(t.finished_on_eos for t in traces),
+            )
+        )
         if audio_dir is not None:
             audio_dir.mkdir(parents=True, exist_ok=True)
             write_wav(audio_dir / f"phrase_{i:03d}.wav", peak_normalize(audio), tts.sample_rate)
@@ -167,15 +178,25 @@ def run_benchmark(
     ttfts = [r.ttft_ms for r in results]
     total_audio = sum(r.audio_s for r in results)
     summary = Summary(
-        phrases=len(results), cold_start_s=cold_start, first_synth_ms=1000 * first_synth,
-        ttft_ms_p50=percentile(ttfts, 50), ttft_ms_p95=percentile(ttfts, 95),
-        synth_ms_p50=percentile(synth, 50), synth_ms_p95=percentile(synth, 95),
+        phrases=len(results),
+        cold_start_s=cold_start,
+        first_synth_ms=1000 * first_synth,
+        ttft_ms_p50=percentile(ttfts, 50),
+        ttft_ms_p95=percentile(ttfts, 95),
+        synth_ms_p50=percentile(synth, 50),
+        synth_ms_p95=percentile(synth, 95),
         agg_rtfx=total_audio / (sum(synth) / 1000) if synth and sum(synth) > 0 else 0.0,
-        peak_rss_mb=rss, audio_s=total_audio, frames=sum(r.frame_count for r in results),
+        peak_rss_mb=rss,
+        audio_s=total_audio,
+        frames=sum(r.frame_count for r in results),
         chunks=sum(r.chunk_count for r in results),
         finished_on_eos=sum(r.finished_on_eos for r in results),
         wer_macro=statistics.fmean(r.wer for r in results) if recognizer and results else None,
         cer_macro=statistics.fmean(r.cer for r in results) if recognizer and results else None,
     )
-    return Report(summary=summary, stages_ms=stages, phrases=results,
-                  asr_backend=recognizer.name if recognizer else None)
+    return Report(
+        summary=summary,
+        stages_ms=stages,
+        phrases=results,
+        asr_backend=recognizer.name if recognizer else None,
+    )

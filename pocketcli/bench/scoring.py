@@ -13,7 +13,7 @@ def normalize_for_scoring(text: str, language: str | None = None) -> str:
     if language is not None:
         from pocketcli.normalize import UnknownLanguageError, normalize_text
 
-        with contextlib.suppress(UnknownLanguageError):   # other languages: as written
+        with contextlib.suppress(UnknownLanguageError):  # other languages: as written
             text = normalize_text(text, language)
     text = unicodedata.normalize("NFKC", text).casefold()
     text = "".join(ch if (ch.isalnum() or ch.isspace() or ch == "'") else " " for ch in text)

@@ -34,8 +34,11 @@ class TimedRuntime:
 
     def per_call_ms(self) -> dict[str, float]:
         with self._lock:
-            return {stage: 1000 * self.totals[stage] / self.counts[stage]
-                    for stage in STAGES.values() if self.counts[stage]}
+            return {
+                stage: 1000 * self.totals[stage] / self.counts[stage]
+                for stage in STAGES.values()
+                if self.counts[stage]
+            }
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._runtime, name)

@@ -9,8 +9,17 @@ from pocketcli.batch import parse_batch
 from pocketcli.errors import UserError
 
 
-def run_batch(tts, voice, data: bytes, output_dir: Path, *, overwrite: bool, postprocess: bool,
-              quiet: bool, options: dict) -> int:
+def run_batch(
+    tts,
+    voice,
+    data: bytes,
+    output_dir: Path,
+    *,
+    overwrite: bool,
+    postprocess: bool,
+    quiet: bool,
+    options: dict,
+) -> int:
     """Speaks every line; returns the number of failed lines."""
     from pocketcli.audio.postprocess import apply_output_chain
     from pocketcli.audio.wav import write_wav

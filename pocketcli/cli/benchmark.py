@@ -75,25 +75,32 @@ def _print_table(report, ratios: dict | None) -> None:
         row = [label, f"{s[key]:.2f} {unit}"]
         if report.reference:
             ref = report.reference.get(key)
-            row += [f"{ref:.2f} {unit}" if ref is not None else "-",
-                    f"x{ratios[key]:.2f}" if ratios and key in ratios else "-"]
+            row += [
+                f"{ref:.2f} {unit}" if ref is not None else "-",
+                f"x{ratios[key]:.2f}" if ratios and key in ratios else "-",
+            ]
         table.add_row(*row)
     for stage, ms in report.stages_ms.items():
         table.add_row(f"{stage} per call", f"{ms:.2f} ms", *([""] * 2 if report.reference else []))
-    table.add_row("phrases / frames / chunks",
-                  f"{s['phrases']} / {s['frames']} / {s['chunks']}",
-                  *([""] * 2 if report.reference else []))
+    table.add_row(
+        "phrases / frames / chunks",
+        f"{s['phrases']} / {s['frames']} / {s['chunks']}",
+        *([""] * 2 if report.reference else []),
+    )
     if s["wer_macro"] is not None:
-        table.add_row(f"WER / CER ({report.asr_backend})",
-                      f"{100 * s['wer_macro']:.1f}% / {100 * s['cer_macro']:.1f}%",
-                      *([""] * 2 if report.reference else []))
+        table.add_row(
+            f"WER / CER ({report.asr_backend})",
+            f"{100 * s['wer_macro']:.1f}% / {100 * s['cer_macro']:.1f}%",
+            *([""] * 2 if report.reference else []),
+        )
     Console(stderr=True).print(table)
 
 
 def benchmark_command(
     corpus: str = typer.Option("minimax-english", "--corpus", help="minimax-<language>."),
-    corpus_path: Path | None = typer.Option(None, "--corpus-path",
-                                            help="Phrase file (# comments)."),
+    corpus_path: Path | None = typer.Option(
+        None, "--corpus-path", help="Phrase file (# comments)."
+    ),
     language: str | None = typer.Option(None, "--language", help="Language pack."),
     voice: str | None = typer.Option(None, "--voice", "-v", help="Built-in voice (default alba)."),
     voice_file: Path | None = typer.Option(None, "--voice-file", help="Voice file to use."),
@@ -105,27 +112,31 @@ def benchmark_command(
     output_json: Path | None = typer.Option(None, "--output-json", help="Write the report."),
     audio_dir: Path | None = typer.Option(None, "--audio-dir", help="Keep phrase_NNN.wav."),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
-    asr_backend: str = typer.Option("auto", "--asr-backend",
-                                    help="auto, pocketsphinx, faster-whisper or none."),
+    asr_backend: str = typer.Option(
+        "auto", "--asr-backend", help="auto, pocketsphinx, faster-whisper or none."
+    ),
     asr_model: str | None = typer.Option(None, "--asr-model", help="faster-whisper model."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N phrases."),
     temperature: float | None = typer.Option(None, "--temperature", min=0.0),
     compare_reference: bool = typer.Option(
-        False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."),
+        False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No table on stderr."),
 ) -> None:
     from pocketcli.bench.asr import load_recognizer
     from pocketcli.bench.corpus import load_corpus
     from pocketcli.bench.runner import run_benchmark
 
-    choice = validate_choice(model_dir, language, None, runtime, precision, compute_units,
-                             "gpu", offline)
+    choice = validate_choice(
+        model_dir, language, None, runtime, precision, compute_units, "gpu", offline
+    )
     check_voice_name(choice, voice)
     phrases = load_corpus(corpus, corpus_path)[:limit]
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
-    recognizer = None if skip_asr else load_recognizer(asr_backend, choice.language or "english",
-                                                       asr_model)
+    recognizer = (
+        None if skip_asr else load_recognizer(asr_backend, choice.language or "english", asr_model)
+    )
     voice_path: list[Path | None] = [voice_file]
 
     def load():
@@ -142,12 +153,21 @@ def benchmark_command(
                 sys.stderr.write("\n")
 
     options = {"temperature": temperature}
-    report = run_benchmark(load, phrases, options=options, audio_dir=audio_dir,
-                           recognizer=recognizer, progress=progress)
+    report = run_benchmark(
+        load,
+        phrases,
+        options=options,
+        audio_dir=audio_dir,
+        recognizer=recognizer,
+        progress=progress,
+    )
     report.settings = {
-        "corpus": str(corpus_path) if corpus_path else corpus, "language": choice.language,
-        "model_dir": str(model_dir) if model_dir else None, "runtime": choice.runtime,
-        "precision": choice.precision, "voice": str(voice_path[0]) if voice_path[0] else None,
+        "corpus": str(corpus_path) if corpus_path else corpus,
+        "language": choice.language,
+        "model_dir": str(model_dir) if model_dir else None,
+        "runtime": choice.runtime,
+        "precision": choice.precision,
+        "voice": str(voice_path[0]) if voice_path[0] else None,
         "temperature": temperature,
     }
     ratios = None
@@ -156,24 +176,30 @@ def benchmark_command(
 
         if model_dir is None:
             raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
-        report.reference = run_reference(model_dir, phrases, voice=voice_path[0],
-                                         temperature=temperature,
-                                         quantize=choice.precision == "int8")
+        report.reference = run_reference(
+            model_dir,
+            phrases,
+            voice=voice_path[0],
+            temperature=temperature,
+            quantize=choice.precision == "int8",
+        )
         ratios = _ratios(report.summary.__dict__, report.reference)
         report.ratios = ratios
     if output_json is not None:
         from pocketcli.atomic import atomic_path
 
         with atomic_path(output_json) as tmp:
-            tmp.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
-                           encoding="utf-8")
+            tmp.write_text(
+                json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
     if not quiet:
         _print_table(report, ratios)
 
 
 def corpus_command(
-    languages: str = typer.Option(..., "--languages", "-l",
-                                  help="Comma-separated MiniMax languages, or 'all'."),
+    languages: str = typer.Option(
+        ..., "--languages", "-l", help="Comma-separated MiniMax languages, or 'all'."
+    ),
     revision: str | None = typer.Option(None, "--revision", help="Dataset revision."),
     out_dir: Path | None = typer.Option(None, "--out-dir", help="Where to write <lang>.txt."),
     offline: bool = typer.Option(False, "--offline", help="Only use the local HF cache."),
@@ -181,12 +207,17 @@ def corpus_command(
     from pocketcli.bench.corpus import MINIMAX_LANGUAGES
     from pocketcli.bench.fetch import fetch_minimax
 
-    wanted = list(MINIMAX_LANGUAGES) if languages == "all" else [
-        x.strip() for x in languages.split(",") if x.strip()]
+    wanted = (
+        list(MINIMAX_LANGUAGES)
+        if languages == "all"
+        else [x.strip() for x in languages.split(",") if x.strip()]
+    )
     unknown = [x for x in wanted if x not in MINIMAX_LANGUAGES]
     if unknown or not wanted:
-        raise click.BadParameter(f"{', '.join(unknown) or languages!r}; choose from "
-                                 f"{', '.join(MINIMAX_LANGUAGES)} or all",
-                                 param_hint="--languages")
+        raise click.BadParameter(
+            f"{', '.join(unknown) or languages!r}; choose from "
+            f"{', '.join(MINIMAX_LANGUAGES)} or all",
+            param_hint="--languages",
+        )
     for path in fetch_minimax(wanted, revision=revision, out_dir=out_dir, offline=offline):
         typer.echo(str(path))

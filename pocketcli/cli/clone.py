@@ -42,15 +42,18 @@ def _warn(message: str) -> None:
 
 def clone_command(
     audio: Path = typer.Argument(..., metavar="AUDIO", help="The recording to clone."),
-    output: Path = typer.Option(..., "-o", "--output",
-                                help="Voice file to write: .safetensors or .bin."),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="Voice file to write: .safetensors or .bin."
+    ),
     model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
-    language: str | None = typer.Option(None, "--language",
-                                        help="Language pack (default english)."),
+    language: str | None = typer.Option(
+        None, "--language", help="Language pack (default english)."
+    ),
     config: str | None = typer.Option(None, "--config", help="Kyutai config YAML instead."),
     runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
-    precision: str | None = typer.Option(None, "--precision",
-                                         help="onnx: fp32 or int8; coreml: fp16 or int8."),
+    precision: str | None = typer.Option(
+        None, "--precision", help="onnx: fp32 or int8; coreml: fp16 or int8."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary on stderr."),
 ) -> None:
@@ -61,14 +64,15 @@ def clone_command(
         check_voice_suffix(output)
     except VoiceError as exc:
         raise click.BadParameter(str(exc), param_hint="-o/--output") from None
-    choice = validate_choice(model_dir, language, config, runtime, precision, "default", "gpu",
-                             offline)
+    choice = validate_choice(
+        model_dir, language, config, runtime, precision, "default", "gpu", offline
+    )
 
     from pocketcli.voices.cloning import require_cloning
 
     started = time.perf_counter()
     tts = load_model(choice, quiet=quiet)
-    require_cloning(tts.runtime)              # the gated-weights message before any decoding
+    require_cloning(tts.runtime)  # the gated-weights message before any decoding
     loaded = time.perf_counter()
     voice = tts.clone_voice(audio, on_warning=_warn)
     cloned = time.perf_counter()
@@ -76,5 +80,7 @@ def clone_command(
     if not quiet:
         frames = voice.conditioning.shape[0] if voice.conditioning is not None else 0
         seconds = frames * tts.samples_per_frame / tts.sample_rate
-        sys.stderr.write(f"wrote {output}: {seconds:.2f} s of voice prompt ({frames} frames),"
-                         f" load {loaded - started:.2f} s, cloning {cloned - loaded:.2f} s\n")
+        sys.stderr.write(
+            f"wrote {output}: {seconds:.2f} s of voice prompt ({frames} frames),"
+            f" load {loaded - started:.2f} s, cloning {cloned - loaded:.2f} s\n"
+        )

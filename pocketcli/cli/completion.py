@@ -36,6 +36,5 @@ def completion_command(
     shell: str = typer.Argument(..., help="bash, zsh or fish."),
 ) -> None:
     if shell not in SHELLS:
-        raise click.BadParameter(f"{shell!r}; choose from {', '.join(SHELLS)}",
-                                 param_hint="SHELL")
+        raise click.BadParameter(f"{shell!r}; choose from {', '.join(SHELLS)}", param_hint="SHELL")
     typer.echo(completion_script(shell))

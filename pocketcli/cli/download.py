@@ -31,17 +31,22 @@ Examples:
 
 def download_command(
     language: list[str] | None = typer.Option(
-        None, "--language", help="Language to fetch (repeatable; default english)."),
+        None, "--language", help="Language to fetch (repeatable; default english)."
+    ),
     runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
     precision: str | None = typer.Option(
-        None, "--precision", help="onnx: fp32 (default) or int8; coreml: fp16 (default) or int8."),
+        None, "--precision", help="onnx: fp32 (default) or int8; coreml: fp16 (default) or int8."
+    ),
     placement: str = typer.Option("gpu", "--placement", help="CoreML: gpu or ane."),
     config: str | None = typer.Option(
-        None, "--config", help="ONNX: a Kyutai config YAML (path, https:// or hf://)."),
+        None, "--config", help="ONNX: a Kyutai config YAML (path, https:// or hf://)."
+    ),
     voice: list[str] | None = typer.Option(
-        None, "-v", "--voice", help="ONNX: also fetch this built-in voice (repeatable)."),
+        None, "-v", "--voice", help="ONNX: also fetch this built-in voice (repeatable)."
+    ),
     rebuild: bool = typer.Option(
-        False, "--rebuild", help="ONNX: build the pack again, retrying the gated weights."),
+        False, "--rebuild", help="ONNX: build the pack again, retrying the gated weights."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress on stderr."),
 ) -> None:
@@ -67,17 +72,20 @@ def download_command(
     except store.UnknownNameError as exc:
         raise usage_error(exc) from None
     if config is not None:
-        path = store.resolve_onnx_pack(None, config, precision, offline, progress=not quiet,
-                                       rebuild=rebuild)
+        path = store.resolve_onnx_pack(
+            None, config, precision, offline, progress=not quiet, rebuild=rebuild
+        )
         typer.echo(f"{config}\t{path}")
         return
     for name in languages:
         if chosen == "coreml":
-            path = store.resolve_coreml_pack(name, precision, placement, offline,
-                                             progress=not quiet)
+            path = store.resolve_coreml_pack(
+                name, precision, placement, offline, progress=not quiet
+            )
         else:
-            path = store.resolve_onnx_pack(name, None, precision, offline, progress=not quiet,
-                                           rebuild=rebuild)
+            path = store.resolve_onnx_pack(
+                name, None, precision, offline, progress=not quiet, rebuild=rebuild
+            )
             wanted = ["alba", store.native_voice(name), *(voice or ())]
             for item in dict.fromkeys(store.canonical_voice(v) for v in wanted if v):
                 if item in store.known_voices(name):

@@ -24,8 +24,8 @@ app = typer.Typer(
     help=(
         "Speak text with Kyutai's Pocket TTS.\n\n"
         "Examples:\n\n"
-        "  pockettts tts \"Hello world.\" -o hello.wav --model-dir ./pack\n\n"
-        "  echo \"Read from a pipe.\" | pockettts tts -o piped.wav --model-dir ./pack"
+        '  pockettts tts "Hello world." -o hello.wav --model-dir ./pack\n\n'
+        '  echo "Read from a pipe." | pockettts tts -o piped.wav --model-dir ./pack'
     ),
     add_completion=False,
     no_args_is_help=True,
@@ -54,8 +54,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Speak text with Kyutai's Pocket TTS."""
 
@@ -78,8 +79,9 @@ def run(argv: list[str] | None = None) -> None:
         completion_init()  # registers bash/zsh/fish for the completion protocol
     debug = os.environ.get("POCKETTTS_DEBUG") == "1"
     try:
-        result = app(args=argv, prog_name="pockettts", standalone_mode=False,
-                     complete_var=COMPLETE_VAR)
+        result = app(
+            args=argv, prog_name="pockettts", standalone_mode=False, complete_var=COMPLETE_VAR
+        )
     except BaseException as exc:
         if not isinstance(exc, SystemExit):
             exit_for_signal()

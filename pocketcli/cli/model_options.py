@@ -17,8 +17,12 @@ from pocketcli.errors import UserError
 
 RUNTIMES = RUNTIME_CHOICES
 COMPUTE_UNITS = ("default", "no-ane", "all", "cpu-gpu", "cpu-ane", "cpu-only")
-COMPUTE_UNIT_ALIASES = {"avoid-ane": "no-ane", "gpu": "cpu-gpu", "ane": "cpu-ane",
-                        "cpu": "cpu-only"}
+COMPUTE_UNIT_ALIASES = {
+    "avoid-ane": "no-ane",
+    "gpu": "cpu-gpu",
+    "ane": "cpu-ane",
+    "cpu": "cpu-only",
+}
 BACKENDS = ("pocket", "pockettts")
 DEFAULT_LANGUAGE = "english"
 DEFAULT_VOICE = "alba"
@@ -36,20 +40,30 @@ class ModelChoice:
     offline: bool
 
 
-def validate_choice(model_dir: Path | None, language: str | None, config: str | None,
-                    runtime: str, precision: str | None, compute_units: str, placement: str,
-                    offline: bool) -> ModelChoice:
+def validate_choice(
+    model_dir: Path | None,
+    language: str | None,
+    config: str | None,
+    runtime: str,
+    precision: str | None,
+    compute_units: str,
+    placement: str,
+    offline: bool,
+) -> ModelChoice:
     from pocketcli import store
 
     runtime = choose_runtime(runtime)
     if runtime == "coreml" and sys.platform != "darwin":
-        raise UserError(f"the CoreML runtime runs only on macOS (this is {platform.system()}); "
-                        "use --runtime onnx")
+        raise UserError(
+            f"the CoreML runtime runs only on macOS (this is {platform.system()}); "
+            "use --runtime onnx"
+        )
     units = COMPUTE_UNIT_ALIASES.get(compute_units, compute_units)
     if units not in COMPUTE_UNITS:
         names = ", ".join(COMPUTE_UNITS + tuple(COMPUTE_UNIT_ALIASES))
-        raise click.BadParameter(f"{compute_units!r}; choose from {names}",
-                                 param_hint="--compute-units")
+        raise click.BadParameter(
+            f"{compute_units!r}; choose from {names}", param_hint="--compute-units"
+        )
     if config is not None and language is not None:
         raise click.UsageError("--config and --language are exclusive")
     if model_dir is not None and (config is not None or language is not None):
@@ -63,8 +77,7 @@ def validate_choice(model_dir: Path | None, language: str | None, config: str | 
         raise usage_error(exc) from None
     if runtime == "coreml" and (config is not None or model_dir is not None):
         raise click.UsageError("--runtime coreml takes FluidAudio's packs by --language")
-    return ModelChoice(model_dir, language, config, runtime, precision, units, placement,
-                       offline)
+    return ModelChoice(model_dir, language, config, runtime, precision, units, placement, offline)
 
 
 def check_voice_name(choice: ModelChoice, voice: str | None) -> None:
@@ -85,15 +98,20 @@ def load_model(choice: ModelChoice, quiet: bool = False):
     from pocketcli.api import PocketTTS
 
     if choice.runtime == "coreml":
-        pack = store.resolve_coreml_pack(model_language(choice), choice.precision,
-                                         choice.placement, choice.offline, progress=not quiet)
-        return PocketTTS.load_coreml(pack, choice.precision, choice.placement,
-                                     choice.compute_units)
+        pack = store.resolve_coreml_pack(
+            model_language(choice),
+            choice.precision,
+            choice.placement,
+            choice.offline,
+            progress=not quiet,
+        )
+        return PocketTTS.load_coreml(pack, choice.precision, choice.placement, choice.compute_units)
     pack = choice.model_dir
     if pack is None:
         language = None if choice.config is not None else model_language(choice)
-        pack = store.resolve_onnx_pack(language, choice.config, choice.precision,
-                                       choice.offline, progress=not quiet)
+        pack = store.resolve_onnx_pack(
+            language, choice.config, choice.precision, choice.offline, progress=not quiet
+        )
     return PocketTTS.load(pack, precision=choice.precision)
 
 
@@ -113,17 +131,22 @@ def resolve_named_voice(choice: ModelChoice, name: str, pack_language: str | Non
     from pocketcli import store
 
     if choice.model_dir is not None:
-        for local in (choice.model_dir / "voices" / f"{name}.safetensors",
-                      choice.model_dir / "constants_bin" / f"{name}.safetensors"):
+        for local in (
+            choice.model_dir / "voices" / f"{name}.safetensors",
+            choice.model_dir / "constants_bin" / f"{name}.safetensors",
+        ):
             if local.is_file():
                 return local
         if pack_language is None:
             raise UserError(
                 f"voice {name!r} is not in {choice.model_dir / 'voices'} and the pack does not "
-                "say its language; use --voice-file or --language")
+                "say its language; use --voice-file or --language"
+            )
     if choice.config is not None:
-        raise UserError("built-in voices were computed with the released weights; with "
-                        "--config use --voice-file or --clone-voice")
+        raise UserError(
+            "built-in voices were computed with the released weights; with "
+            "--config use --voice-file or --clone-voice"
+        )
     language = pack_language or model_language(choice)
     try:
         voice = store.check_voice(name, language)
@@ -142,20 +165,26 @@ def _pack_language(tts) -> str | None:
 
 @dataclass(frozen=True)
 class ChosenVoice:
-    state: object | None          # VoiceState, or None for no voice prompt
-    name: str                     # for reports and metrics
-    path: Path | None = None      # the voice file, when there is one
+    state: object | None  # VoiceState, or None for no voice prompt
+    name: str  # for reports and metrics
+    path: Path | None = None  # the voice file, when there is one
 
 
-def choose_voice(tts, choice: ModelChoice, voice: str | None, voice_file: Path | None = None,
-                 clone_voice: Path | None = None, save_voice: Path | None = None,
-                 on_warning=None) -> ChosenVoice:
+def choose_voice(
+    tts,
+    choice: ModelChoice,
+    voice: str | None,
+    voice_file: Path | None = None,
+    clone_voice: Path | None = None,
+    save_voice: Path | None = None,
+    on_warning=None,
+) -> ChosenVoice:
     """The voice by FluidAudio's precedence: a recording to clone, then a voice
     file, then a built-in voice by name (the language's default when none)."""
     from pocketcli import store
 
     if clone_voice is not None:
-        if choice.runtime == "coreml":     # FluidAudio's encoders are fetched on demand
+        if choice.runtime == "coreml":  # FluidAudio's encoders are fetched on demand
             store.resolve_coreml_encoder(model_language(choice), choice.offline)
         state = tts.clone_voice(clone_voice, on_warning=on_warning)
         if save_voice is not None:
@@ -170,13 +199,17 @@ def choose_voice(tts, choice: ModelChoice, voice: str | None, voice_file: Path |
             raise UserError(f"voice {name!r} is not in the CoreML pack ({path.parent})")
         return ChosenVoice(tts.load_voice(path), name, path)
     language = _pack_language(tts)
-    if voice is None and (choice.config is not None
-                          or (choice.model_dir is not None and language is None)):
-        local = (choice.model_dir / "voices" / f"{DEFAULT_VOICE}.safetensors"
-                 if choice.model_dir is not None else None)
+    if voice is None and (
+        choice.config is not None or (choice.model_dir is not None and language is None)
+    ):
+        local = (
+            choice.model_dir / "voices" / f"{DEFAULT_VOICE}.safetensors"
+            if choice.model_dir is not None
+            else None
+        )
         if local is not None and local.is_file():
             return ChosenVoice(tts.load_voice(local), DEFAULT_VOICE, local)
-        return ChosenVoice(None, "none")       # custom weights or a bare pack: no prompt
+        return ChosenVoice(None, "none")  # custom weights or a bare pack: no prompt
     fallback = (store.native_voice(language) if language else None) or default_voice(choice)
     name = store.canonical_voice(voice or fallback)
     path = resolve_named_voice(choice, name, language)

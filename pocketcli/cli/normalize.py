@@ -39,12 +39,16 @@ def _mode(value: str, flag: str) -> str:
 def normalize_command(
     text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to read."),
     language: str = typer.Option(
-        "english", "-l", "--language",
-        help=f"Language (a model id works too, e.g. french_24l): "
-             f"{', '.join(LANGUAGES)}."),
+        "english",
+        "-l",
+        "--language",
+        help=f"Language (a model id works too, e.g. french_24l): {', '.join(LANGUAGES)}.",
+    ),
     ssml: bool | None = typer.Option(
-        None, "--ssml/--no-ssml",
-        help="Read the text as SSML (default: when it starts with <speak>)."),
+        None,
+        "--ssml/--no-ssml",
+        help="Read the text as SSML (default: when it starts with <speak>).",
+    ),
     urls: str = typer.Option("read", "--urls", help="read or drop URLs."),
     emails: str = typer.Option("read", "--emails", help="read or drop e-mail addresses."),
 ) -> None:
@@ -59,13 +63,20 @@ def normalize_command(
     )
 
     try:
-        items = parse_markup(words, ssml=ssml, language=language,
-                             on_warning=lambda m: sys.stderr.write(f"pockettts: warning: {m}\n"))
+        items = parse_markup(
+            words,
+            ssml=ssml,
+            language=language,
+            on_warning=lambda m: sys.stderr.write(f"pockettts: warning: {m}\n"),
+        )
     except UnknownLanguageError as exc:
         raise click.BadParameter(str(exc), param_hint="--language") from None
     except MarkupError as exc:
         raise click.UsageError(str(exc)) from None
-    said = [f"[pause {item.seconds:.2f}s]" if isinstance(item, Pause)
-            else normalize_text(item.text, language, urls=urls, emails=emails)
-            for item in items]
+    said = [
+        f"[pause {item.seconds:.2f}s]"
+        if isinstance(item, Pause)
+        else normalize_text(item.text, language, urls=urls, emails=emails)
+        for item in items
+    ]
     typer.echo(" ".join(s for s in said if s))

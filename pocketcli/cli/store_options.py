@@ -15,15 +15,18 @@ def usage_error(exc: Exception) -> click.BadParameter:
     valid = ", ".join(getattr(exc, "valid", ()))
     value = getattr(exc, "value", "")
     detail = getattr(exc, "detail", "")
-    return click.BadParameter(f"{value!r}{' ' + detail if detail else ''}; choose from {valid}",
-                              param_hint=getattr(exc, "option", None))
+    return click.BadParameter(
+        f"{value!r}{' ' + detail if detail else ''}; choose from {valid}",
+        param_hint=getattr(exc, "option", None),
+    )
 
 
 def choose_runtime(requested: str) -> str:
     """``auto`` is CoreML on a Mac that has the CoreML runtime, ONNX elsewhere."""
     if requested not in RUNTIME_CHOICES:
-        raise click.BadParameter(f"{requested!r}; choose from {', '.join(RUNTIME_CHOICES)}",
-                                 param_hint="--runtime")
+        raise click.BadParameter(
+            f"{requested!r}; choose from {', '.join(RUNTIME_CHOICES)}", param_hint="--runtime"
+        )
     if requested != "auto":
         return requested
     if sys.platform == "darwin":

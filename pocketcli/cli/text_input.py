@@ -20,8 +20,7 @@ def read_text(words: str | None, what: str = "TEXT, --text") -> str:
         try:
             words = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise click.UsageError(
-                f"standard input is not UTF-8 text (byte {exc.start})") from None
+            raise click.UsageError(f"standard input is not UTF-8 text (byte {exc.start})") from None
     if "\x00" in words:
         raise click.UsageError("the text contains NUL bytes: is it a binary file?")
     if not words.strip():

@@ -42,6 +42,7 @@ Examples:
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
 """
 
+
 @dataclass
 class Timing:
     load: float = 0.0
@@ -63,57 +64,79 @@ def _read_text(text_arg: str | None, text: str | None, input_file: Path | None) 
 def tts_command(
     text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to speak."),
     text: str | None = typer.Option(None, "--text", help="The text to speak (instead of TEXT)."),
-    output: str = typer.Option("output.wav", "-o", "--output",
-                               help="WAV file to write; '-' streams WAV to stdout."),
-    language: str | None = typer.Option(None, "--language",
-                                        help="Language pack, e.g. english, spanish, german_24l."),
+    output: str = typer.Option(
+        "output.wav", "-o", "--output", help="WAV file to write; '-' streams WAV to stdout."
+    ),
+    language: str | None = typer.Option(
+        None, "--language", help="Language pack, e.g. english, spanish, german_24l."
+    ),
     voice: str | None = typer.Option(None, "-v", "--voice", help="Built-in voice name (alba...)."),
     voice_file: Path | None = typer.Option(
-        None, "--voice-file", help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio)."),
+        None, "--voice-file", help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio)."
+    ),
     clone_voice: Path | None = typer.Option(
-        None, "--clone-voice", help="Clone the voice of this recording (WAV, FLAC, MP3...)."),
+        None, "--clone-voice", help="Clone the voice of this recording (WAV, FLAC, MP3...)."
+    ),
     save_voice: Path | None = typer.Option(
-        None, "--save-voice", help="With --clone-voice: save the voice (.safetensors or .bin)."),
+        None, "--save-voice", help="With --clone-voice: save the voice (.safetensors or .bin)."
+    ),
     temperature: float | None = typer.Option(
-        None, "--temperature", min=0.0, help="Sampling temperature (default: the model's)."),
+        None, "--temperature", min=0.0, help="Sampling temperature (default: the model's)."
+    ),
     seed: int | None = typer.Option(
-        None, "--seed", help="Seed for the noise: same seed, same audio."),
-    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml.",
-                                autocompletion=lambda: list(RUNTIMES)),
+        None, "--seed", help="Seed for the noise: same seed, same audio."
+    ),
+    runtime: str = typer.Option(
+        "auto", "--runtime", help="auto, onnx or coreml.", autocompletion=lambda: list(RUNTIMES)
+    ),
     precision: str | None = typer.Option(
-        None, "--precision", help="onnx: fp32 (default), int8 or int4; coreml: fp16 or int8.",
-        autocompletion=lambda: ["fp32", "fp16", "int8", "int4"]),
+        None,
+        "--precision",
+        help="onnx: fp32 (default), int8 or int4; coreml: fp16 or int8.",
+        autocompletion=lambda: ["fp32", "fp16", "int8", "int4"],
+    ),
     compute_units: str = typer.Option(
-        "default", "--compute-units",
+        "default",
+        "--compute-units",
         help="CoreML: default, no-ane, all, cpu-gpu, cpu-ane, cpu-only.",
-        autocompletion=lambda: list(COMPUTE_UNITS)),
-    placement: str = typer.Option("gpu", "--placement", help="CoreML: gpu or ane.",
-                                  autocompletion=lambda: ["gpu", "ane"]),
+        autocompletion=lambda: list(COMPUTE_UNITS),
+    ),
+    placement: str = typer.Option(
+        "gpu", "--placement", help="CoreML: gpu or ane.", autocompletion=lambda: ["gpu", "ane"]
+    ),
     backend: str = typer.Option("pocket", "--backend", help="Accepted for FluidAudio parity."),
     no_deess: bool = typer.Option(
-        False, "--no-deess",
-        help="Raw model audio: no 80 Hz high-pass, 6 kHz de-essing shelf or peak normalising."),
+        False,
+        "--no-deess",
+        help="Raw model audio: no 80 Hz high-pass, 6 kHz de-essing shelf or peak normalising.",
+    ),
     metrics: Path | None = typer.Option(None, "--metrics", help="Write timing metrics (JSON)."),
     model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
     config: str | None = typer.Option(
-        None, "--config", help="Kyutai config YAML (path, https:// or hf://), not a language."),
+        None, "--config", help="Kyutai config YAML (path, https:// or hf://), not a language."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
     input_file: Path | None = typer.Option(
-        None, "--input-file", help="One utterance per line ('id|text' or text); '-' = stdin."),
+        None, "--input-file", help="One utterance per line ('id|text' or text); '-' = stdin."
+    ),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where batch WAVs go."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
     max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
     no_normalize: bool = typer.Option(
-        False, "--no-normalize",
-        help="Speak the text as written: no number reading, no [pause] or SSML."),
+        False,
+        "--no-normalize",
+        help="Speak the text as written: no number reading, no [pause] or SSML.",
+    ),
     ssml: bool | None = typer.Option(
-        None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."),
+        None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No timing summary on stderr."),
 ) -> None:
     started = time.perf_counter()
     if backend.lower() not in BACKENDS:
-        raise click.BadParameter(f"{backend!r}; this tool speaks with: {', '.join(BACKENDS)}",
-                                 param_hint="--backend")
+        raise click.BadParameter(
+            f"{backend!r}; this tool speaks with: {', '.join(BACKENDS)}", param_hint="--backend"
+        )
     if save_voice is not None and clone_voice is None:
         raise click.UsageError("--save-voice needs --clone-voice")
     if save_voice is not None:
@@ -129,28 +152,43 @@ def tts_command(
         raise click.UsageError("--input-file needs --output-dir")
     if output_dir is not None and input_file is None:
         raise click.UsageError("--output-dir goes with --input-file")
-    choice = validate_choice(model_dir, language, config, runtime, precision, compute_units,
-                             placement, offline)
+    choice = validate_choice(
+        model_dir, language, config, runtime, precision, compute_units, placement, offline
+    )
     check_voice_name(choice, voice)
     batch_data = _read_batch_input(input_file) if input_file is not None else None
 
     timing = Timing()
     t0 = time.perf_counter()
     tts = load_model(choice, quiet=quiet)
-    chosen = choose_voice(tts, choice, voice, voice_file, clone_voice, save_voice,
-                          on_warning=None if quiet else _warn)
+    chosen = choose_voice(
+        tts, choice, voice, voice_file, clone_voice, save_voice, on_warning=None if quiet else _warn
+    )
     voice_state, voice_name = chosen.state, chosen.name
     timing.load = time.perf_counter() - t0
-    options = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens,
-               "normalize": not no_normalize, "ssml": ssml,
-               "on_warning": None if quiet else _warn}
+    options = {
+        "temperature": temperature,
+        "seed": seed,
+        "max_tokens": max_tokens,
+        "normalize": not no_normalize,
+        "ssml": ssml,
+        "on_warning": None if quiet else _warn,
+    }
 
     if batch_data is not None:
         from pocketcli.cli.batch_run import run_batch
 
         assert output_dir is not None
-        failed = run_batch(tts, voice_state, batch_data, output_dir, overwrite=overwrite,
-                           postprocess=not no_deess, quiet=quiet, options=options)
+        failed = run_batch(
+            tts,
+            voice_state,
+            batch_data,
+            output_dir,
+            overwrite=overwrite,
+            postprocess=not no_deess,
+            quiet=quiet,
+            options=options,
+        )
         raise click.Exit(1 if failed else 0)
 
     assert words is not None
@@ -172,7 +210,8 @@ def tts_command(
         where = "stdout" if output == "-" else str(Path(output).resolve())
         sys.stderr.write(
             f"load {timing.load:.3f} s, synthesis {timing.synthesis:.3f} s, "
-            f"audio {timing.audio:.3f} s, RTFx {rtfx:.2f}x, total {total:.3f} s -> {where}\n")
+            f"audio {timing.audio:.3f} s, RTFx {rtfx:.2f}x, total {total:.3f} s -> {where}\n"
+        )
 
 
 def _warn(message: str) -> None:
@@ -196,8 +235,9 @@ def _postprocessed(tts, audio, postprocess: bool):
     return apply_output_chain(audio, tts.sample_rate)
 
 
-def _write_file(tts, words: str, voice, output: Path, postprocess: bool, options: dict,
-                timing: Timing) -> None:
+def _write_file(
+    tts, words: str, voice, output: Path, postprocess: bool, options: dict, timing: Timing
+) -> None:
     from pocketcli.audio.wav import write_wav
 
     t0 = time.perf_counter()
@@ -209,8 +249,9 @@ def _write_file(tts, words: str, voice, output: Path, postprocess: bool, options
     write_wav(output, _postprocessed(tts, audio, postprocess), tts.sample_rate)
 
 
-def _stream_to_stdout(tts, words: str, voice, postprocess: bool, options: dict,
-                      timing: Timing) -> None:
+def _stream_to_stdout(
+    tts, words: str, voice, postprocess: bool, options: dict, timing: Timing
+) -> None:
     """Frames go out as they are made; causal filters only (no peak normalising)."""
     from pocketcli.audio.postprocess import OutputChain
     from pocketcli.audio.wav import WavStream
@@ -226,8 +267,9 @@ def _stream_to_stdout(tts, words: str, voice, postprocess: bool, options: dict,
     timing.audio = samples / tts.sample_rate
 
 
-def _write_metrics(path: Path, words: str, voice_name: str, output: str, timing: Timing,
-                   total: float) -> None:
+def _write_metrics(
+    path: Path, words: str, voice_name: str, output: str, timing: Timing, total: float
+) -> None:
     from pocketcli.atomic import atomic_path
 
     report = {

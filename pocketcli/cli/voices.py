@@ -43,11 +43,13 @@ def voices_command(
         raise usage_error(exc) from None
     statuses = store.voice_statuses(language)
     if as_json:
-        typer.echo(json.dumps({"language": language,
-                               "voices": [s.to_dict() for s in statuses]}, indent=2))
+        typer.echo(
+            json.dumps({"language": language, "voices": [s.to_dict() for s in statuses]}, indent=2)
+        )
         return
     typer.echo(f"{'VOICE':<16}{'ORIGIN':<12}{'DOWNLOADED':<14}NOTE")
     for s in statuses:
-        note = ", ".join(n for n, on in (("default", s.default), (f"{language}'s own", s.native))
-                         if on)
+        note = ", ".join(
+            n for n, on in (("default", s.default), (f"{language}'s own", s.native)) if on
+        )
         typer.echo(f"{s.name:<16}{s.origin:<12}{_downloaded(s):<14}{note}".rstrip())

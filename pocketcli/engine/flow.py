@@ -14,8 +14,9 @@ import numpy as np
 Velocity = Callable[[tuple[float, ...], np.ndarray], np.ndarray]
 
 
-def integrate_flow(velocity: Velocity, x0: np.ndarray, flow_type: str,
-                   decode_steps: int) -> np.ndarray:
+def integrate_flow(
+    velocity: Velocity, x0: np.ndarray, flow_type: str, decode_steps: int
+) -> np.ndarray:
     """Maps noise ``x0`` to a latent with ``decode_steps`` evaluations of ``velocity``."""
     if decode_steps < 1:
         raise ValueError("decode steps must be at least 1")

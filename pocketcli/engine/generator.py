@@ -42,11 +42,11 @@ class GenerationSettings:
 class Frame:
     """One 80 ms frame of audio and what produced it (or a piece of a pause)."""
 
-    audio: np.ndarray            # float32 [samples_per_frame]; a pause's last piece is shorter
-    chunk_index: int             # -1 for pause frames
-    frame_index: int             # within its chunk (or pause)
-    latent: np.ndarray | None    # normalised latent [latent_dim]; None in a pause
-    eos_logit: float             # NaN in a pause
+    audio: np.ndarray  # float32 [samples_per_frame]; a pause's last piece is shorter
+    chunk_index: int  # -1 for pause frames
+    frame_index: int  # within its chunk (or pause)
+    latent: np.ndarray | None  # normalised latent [latent_dim]; None in a pause
+    eos_logit: float  # NaN in a pause
 
     @property
     def is_pause(self) -> bool:
@@ -75,8 +75,9 @@ def generate_frames(
     index = 0
     for item in chunks:
         if isinstance(item, Pause):
-            yield from _silence(item.seconds, runtime.config.mimi.sample_rate,
-                                runtime.config.mimi.samples_per_frame)
+            yield from _silence(
+                item.seconds, runtime.config.mimi.sample_rate, runtime.config.mimi.samples_per_frame
+            )
             continue
         trace = ChunkTrace(item, [])
         if on_chunk is not None:
@@ -95,9 +96,15 @@ def _silence(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Fram
         i += 1
 
 
-def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
-                    voice: VoiceState | None, noise: NoiseSource,
-                    settings: GenerationSettings, trace: ChunkTrace) -> Iterator[Frame]:
+def _generate_chunk(
+    runtime: Runtime,
+    chunk_index: int,
+    plan: ChunkPlan,
+    voice: VoiceState | None,
+    noise: NoiseSource,
+    settings: GenerationSettings,
+    trace: ChunkTrace,
+) -> Iterator[Frame]:
     latent_dim = runtime.config.flow_lm.latent_dim
     sample_rate = runtime.config.mimi.sample_rate
     fade = np.linspace(0.0, 1.0, int(sample_rate * FADE_IN_SECONDS), dtype=np.float32)
@@ -105,8 +112,9 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
     seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
     text = runtime.embed_text(np.asarray(plan.token_ids, np.int64))
     decoder_state = runtime.start_decoder()
-    pipeline = DecoderPipeline(lambda lat: runtime.decode(decoder_state, lat),
-                               settings.threaded_decoder)
+    pipeline = DecoderPipeline(
+        lambda lat: runtime.decode(decoder_state, lat), settings.threaded_decoder
+    )
     frame_size = runtime.config.mimi.samples_per_frame
     latents: list[np.ndarray] = []
     eos_logits: list[float] = []
@@ -114,7 +122,7 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
 
     def frames(audio: np.ndarray) -> Iterator[Frame]:
         for start in range(0, audio.size, frame_size):
-            piece = audio[start:start + frame_size]
+            piece = audio[start : start + frame_size]
             i = trace.frames
             if i == 0:
                 piece = piece.copy()
@@ -123,18 +131,21 @@ def _generate_chunk(runtime: Runtime, chunk_index: int, plan: ChunkPlan,
             yield Frame(piece, chunk_index, i, latents[i], eos_logits[i])
 
     try:
-        latent = np.full(latent_dim, np.nan, np.float32)   # NaN = BOS
+        latent = np.full(latent_dim, np.nan, np.float32)  # NaN = BOS
         eos_step: int | None = None
         for step in range(plan.max_frames):
             if eos_step is not None and step >= eos_step + plan.frames_after_eos:
                 break
-            if step == 0:   # the text prefill and the BOS frame in one call
+            if step == 0:  # the text prefill and the BOS frame in one call
                 z, eos_logit = runtime.prefill_then_step(seq, text, latent)
             else:
                 z, eos_logit = runtime.step(seq, latent)
             trace.eos_logits.append(eos_logit)
-            if eos_logit > settings.eos_threshold and eos_step is None \
-                    and step >= MIN_FRAMES_BEFORE_EOS:
+            if (
+                eos_logit > settings.eos_threshold
+                and eos_step is None
+                and step >= MIN_FRAMES_BEFORE_EOS
+            ):
                 eos_step = step
                 trace.finished_on_eos = True
             if eos_step is not None and step >= eos_step + plan.frames_after_eos:

@@ -24,8 +24,10 @@ _compiled: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
 def _patterns(lang: Language) -> tuple[re.Pattern[str], re.Pattern[str]]:
     if lang.name not in _compiled:
         amount = amounts.amount_pattern(lang)
-        _compiled[lang.name] = (re.compile(rf"(?<![^\W\d_]){amount}"),
-                                 re.compile(amounts.number_pattern(lang)))
+        _compiled[lang.name] = (
+            re.compile(rf"(?<![^\W\d_]){amount}"),
+            re.compile(amounts.number_pattern(lang)),
+        )
     return _compiled[lang.name]
 
 

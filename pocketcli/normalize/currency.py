@@ -31,7 +31,8 @@ def _patterns(lang: Language) -> tuple[re.Pattern[str], re.Pattern[str]]:
         scale = rf"(?:\s?(?P<scale>{scales})(?!\w))?"
         before = re.compile(
             rf"(?:(?<![\w.,-])(?P<neg>-))?(?<![\w])(?P<cur>{_SYMBOL}|{_CODE}(?=[\s\d]))\s?"
-            rf"{amount}{scale}")
+            rf"{amount}{scale}"
+        )
         after = re.compile(rf"{amount}{scale}\s?(?P<cur>{_SYMBOL}|{_CODE}(?!\w))")
         _compiled[lang.name] = (before, after)
     return _compiled[lang.name]
@@ -47,8 +48,14 @@ def _with_cents(integer: str, cents: int, currency: Currency, lang: Language) ->
     main = int(integer)
     parts = []
     if main or not cents:
-        parts.append(_count(numbers.decimal_words(integer, None, lang.code, lang.words.point),
-                            main, currency.main, lang))
+        parts.append(
+            _count(
+                numbers.decimal_words(integer, None, lang.code, lang.words.point),
+                main,
+                currency.main,
+                lang,
+            )
+        )
     if cents:
         parts.append(_count(numbers.cardinal(cents, lang.code), cents, currency.cents, lang))
     return f" {lang.words.and_} ".join(parts)
@@ -71,8 +78,7 @@ def _say(match: re.Match[str], lang: Language) -> str | None:
         else:
             joined = f"{of} {noun.plural}" if of else noun.plural
         return f"{minus}{number} {scale.spoken} {joined}"
-    integer, frac = numbers.parse_amount(match["a"], lang.decimal_separator,
-                                         lang.group_separators)
+    integer, frac = numbers.parse_amount(match["a"], lang.decimal_separator, lang.group_separators)
     if match["b"] is None and frac is not None and len(frac) == 2 and currency.cents:
         return minus + _with_cents(integer, int(frac), currency, lang)
     value = amounts.last_value(match, lang)

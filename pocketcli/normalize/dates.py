@@ -20,10 +20,14 @@ from pocketcli.normalize.rewrite import ends_sentence_at, previous_word, substit
 
 __all__ = ["month_pattern", "month_number", "read_dates", "read_times"]
 
-_ISO = re.compile(r"(?<![\w.,/-])(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
-                  r"(?!\d|[-/.]\d)")
-_NUMERIC = re.compile(r"(?<![\w.,/-])(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)"
-                      r"(?P<y>\d{4}|\d{2})(?!\d|[-/.]\d)")
+_ISO = re.compile(
+    r"(?<![\w.,/-])(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
+    r"(?!\d|[-/.]\d)"
+)
+_NUMERIC = re.compile(
+    r"(?<![\w.,/-])(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)"
+    r"(?P<y>\d{4}|\d{2})(?!\d|[-/.]\d)"
+)
 _compiled: dict[str, dict[str, re.Pattern[str]]] = {}
 
 
@@ -53,13 +57,15 @@ def _patterns(lang: Language) -> dict[str, re.Pattern[str]]:
     patterns = {
         "day_month": re.compile(
             rf"(?<![\w.,])(?P<d>\d{{1,2}})(?:{lang.ordinal_marks})?\s*{of}(?P<month>{month})\b"
-            rf"(?:,?\s*{of}{year})?"),
+            rf"(?:,?\s*{of}{year})?"
+        ),
         "month_year": re.compile(rf"(?P<pre>(?<!\w)(?:{month})\.?,?\s+{of}){year}"),
     }
     if not lang.day_first:
         patterns["month_day"] = re.compile(
             rf"(?<!\w)(?P<month>{month})\.?\s+(?P<d>\d{{1,2}})(?:{lang.ordinal_marks})?"
-            rf"(?![\d:\w])(?:,?\s+{year})?")
+            rf"(?![\d:\w])(?:,?\s+{year})?"
+        )
     clock = r"(?<![\w:.,])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?::(?P<s>[0-5]\d))?(?!\d|:\d)"
     meridiem = r"(?:\s?(?P<mer>[AaPp])\.?[Mm](?P<dot>\.)?(?!\w))"
     suffix = rf"(?:\s?{lang.time_suffix}\b)?" if lang.time_suffix else ""
@@ -68,7 +74,8 @@ def _patterns(lang: Language) -> dict[str, re.Pattern[str]]:
         patterns["hour_meridiem"] = re.compile(r"(?<![\w:.,])(?P<h>1[0-2]|0?[1-9])" + meridiem)
     if lang.hour_mark:
         patterns["hour_mark"] = re.compile(
-            rf"(?<![\w:.,])(?P<h>[01]?\d|2[0-3])\s?{lang.hour_mark}\s?(?P<m>[0-5]\d)(?!\d)")
+            rf"(?<![\w:.,])(?P<h>[01]?\d|2[0-3])\s?{lang.hour_mark}\s?(?P<m>[0-5]\d)(?!\d)"
+        )
     _compiled[lang.name] = patterns
     return patterns
 
@@ -79,8 +86,9 @@ def _valid(day: int, month: int, year: int | None) -> bool:
     return day <= calendar.monthrange(year if year else 2000, month)[1]
 
 
-def _date(match: re.Match[str], text: str, lang: Language, day: int, month: int,
-          year: int | None) -> str | None:
+def _date(
+    match: re.Match[str], text: str, lang: Language, day: int, month: int, year: int | None
+) -> str | None:
     if not _valid(day, month, year):
         return None
     return lang.grammar.date(day, month, year, previous_word(text, match.start()))
@@ -99,18 +107,29 @@ def read_dates(text: str, lang: Language) -> str:
     """Say the dates in `text` (see the module docstring)."""
     p = _patterns(lang)
     current = text
-    text = substitute(_ISO, current, lambda m: _date(m, current, lang, int(m["d"]), int(m["m"]),
-                                                     int(m["y"])))
+    text = substitute(
+        _ISO, current, lambda m: _date(m, current, lang, int(m["d"]), int(m["m"]), int(m["y"]))
+    )
     current = text
     text = substitute(_NUMERIC, current, lambda m: _numeric(m, current, lang))
     for name in ("month_day", "day_month"):
         if name in p:
             current = text
-            text = substitute(p[name], current, lambda m, t=current: _date(
-                m, t, lang, int(m["d"]), month_number(m["month"], lang),
-                int(m["y"]) if m["y"] else None))
-    return substitute(p["month_year"], text,
-                      lambda m: f"{m['pre']}{numbers.year(int(m['y']), lang.code)}")
+            text = substitute(
+                p[name],
+                current,
+                lambda m, t=current: _date(
+                    m,
+                    t,
+                    lang,
+                    int(m["d"]),
+                    month_number(m["month"], lang),
+                    int(m["y"]) if m["y"] else None,
+                ),
+            )
+    return substitute(
+        p["month_year"], text, lambda m: f"{m['pre']}{numbers.year(int(m['y']), lang.code)}"
+    )
 
 
 def _meridiem(match: re.Match[str], text: str, said: str) -> str:
@@ -130,8 +149,9 @@ def _clock(match: re.Match[str], text: str, lang: Language) -> str:
     if match["s"]:
         seconds = int(match["s"])
         noun = lang.words.seconds.singular if seconds == 1 else lang.words.seconds.plural
-        count = lang.grammar.agree(numbers.cardinal(seconds, lang.code), seconds,
-                                   lang.words.seconds.gender)
+        count = lang.grammar.agree(
+            numbers.cardinal(seconds, lang.code), seconds, lang.words.seconds.gender
+        )
         said += f" {lang.words.and_} {lang.grammar.phrase(count, noun)}"
     return said
 
@@ -143,9 +163,13 @@ def read_times(text: str, lang: Language) -> str:
     text = substitute(p["clock"], current, lambda m: _clock(m, current, lang))
     if "hour_meridiem" in p:
         current = text
-        text = substitute(p["hour_meridiem"], current, lambda m: _meridiem(
-            m, current, numbers.cardinal(int(m["h"]), lang.code)))
+        text = substitute(
+            p["hour_meridiem"],
+            current,
+            lambda m: _meridiem(m, current, numbers.cardinal(int(m["h"]), lang.code)),
+        )
     if "hour_mark" in p:
-        text = substitute(p["hour_mark"], text,
-                          lambda m: lang.grammar.time(int(m["h"]), int(m["m"])))
+        text = substitute(
+            p["hour_mark"], text, lambda m: lang.grammar.time(int(m["h"]), int(m["m"]))
+        )
     return text

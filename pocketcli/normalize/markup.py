@@ -49,8 +49,11 @@ def _inline(text: str, warn: Warn) -> list[Speech | Pause]:
         else:
             seconds = parse_duration(match["length"])
         if seconds is None:
-            raise MarkupError(f"bad pause length {match['length']!r} (use e.g. [pause:500ms] "
-                              "or [pause:1.5s])", line, column)
+            raise MarkupError(
+                f"bad pause length {match['length']!r} (use e.g. [pause:500ms] or [pause:1.5s])",
+                line,
+                column,
+            )
         timeline.pause(seconds, f"at line {line}, column {column}")
     timeline.say(text[done:])
     return timeline.items()

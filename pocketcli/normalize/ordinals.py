@@ -25,7 +25,8 @@ def _pattern(lang: Language) -> re.Pattern[str]:
     if lang.name not in _compiled:
         _compiled[lang.name] = re.compile(
             rf"(?<![\w.,])(?P<n>\d{{1,9}})(?P<mark>{lang.ordinal_marks})(?![\w°ºª])"
-            rf"(?:(?=\s+(?P<word>{month_pattern(lang)}\b|\w+)))?")
+            rf"(?:(?=\s+(?P<word>{month_pattern(lang)}\b|\w+)))?"
+        )
     return _compiled[lang.name]
 
 
@@ -36,8 +37,11 @@ def _say(match: re.Match[str], text: str, lang: Language) -> str | None:
         word = match["word"]
         if word is None:
             return None
-        in_context = (word[0].islower() or re.fullmatch(month_pattern(lang), word)
-                      or previous.lower() in lang.period_ordinal_after)
+        in_context = (
+            word[0].islower()
+            or re.fullmatch(month_pattern(lang), word)
+            or previous.lower() in lang.period_ordinal_after
+        )
         if not in_context or word.isdigit():
             return None
     return lang.grammar.ordinal(int(match["n"]), mark, previous)

@@ -20,8 +20,7 @@ from pocketcli.normalize.pipeline import normalize_text
 
 __all__ = ["INTERPRETATIONS", "say_as"]
 
-INTERPRETATIONS = ("characters", "spell-out", "cardinal", "ordinal", "digits", "date",
-                   "telephone")
+INTERPRETATIONS = ("characters", "spell-out", "cardinal", "ordinal", "digits", "date", "telephone")
 _GROUPS = re.compile(r"\d+")
 
 
@@ -71,8 +70,13 @@ def _date(content: str, lang: Language, date_format: str | None) -> str | None:
     return lang.grammar.date(day, month, year, "")
 
 
-def say_as(content: str, interpret_as: str, lang: Language, date_format: str | None,
-           warn: Callable[[str], None]) -> str:
+def say_as(
+    content: str,
+    interpret_as: str,
+    lang: Language,
+    date_format: str | None,
+    warn: Callable[[str], None],
+) -> str:
     """Words for `content` read as `interpret_as`; falls back to normal text with a warning."""
     content = content.strip()
     kind = interpret_as.lower()
@@ -88,10 +92,11 @@ def say_as(content: str, interpret_as: str, lang: Language, date_format: str | N
     said = readers[kind]() if kind in readers else None
     if said is None:
         if kind in readers:
-            warn(f"<say-as interpret-as=\"{interpret_as}\"> cannot read {content!r}; "
-                 "reading it as ordinary text")
+            warn(
+                f'<say-as interpret-as="{interpret_as}"> cannot read {content!r}; '
+                "reading it as ordinary text"
+            )
         else:
-            warn(f"unsupported <say-as interpret-as=\"{interpret_as}\">; reading it as "
-                 "ordinary text")
+            warn(f'unsupported <say-as interpret-as="{interpret_as}">; reading it as ordinary text')
         said = normalize_text(content, lang.name)
     return said

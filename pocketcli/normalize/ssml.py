@@ -39,8 +39,7 @@ _WRAPPER = "<speak>"
 class _Reader:
     """expat handlers that feed a `Timeline`."""
 
-    def __init__(self, parser: expat.XMLParserType, lang: Language, warn: Warn,
-                 shift: int) -> None:
+    def __init__(self, parser: expat.XMLParserType, lang: Language, warn: Warn, shift: int) -> None:
         self.parser = parser
         self.lang = lang
         self.warn = warn
@@ -62,8 +61,9 @@ class _Reader:
         if self.stack and self.stack[-1][0] == "say-as":
             self.warn(f"<{name}> inside <say-as> at line {line}, column {column} ignored")
         elif name == "break":
-            self.timeline.pause(self._break_seconds(attrs, line, column),
-                                f"at line {line}, column {column}")
+            self.timeline.pause(
+                self._break_seconds(attrs, line, column), f"at line {line}, column {column}"
+            )
         elif name in ("p", "s"):
             self.timeline.end_sentence()
         elif name == "sub" and "alias" in attrs:
@@ -83,13 +83,17 @@ class _Reader:
         if "time" in attrs:
             seconds = parse_duration(attrs["time"])
             if seconds is None:
-                raise MarkupError(f"bad <break time={attrs['time']!r}> (use e.g. 500ms or 1.5s)",
-                                  line, column)
+                raise MarkupError(
+                    f"bad <break time={attrs['time']!r}> (use e.g. 500ms or 1.5s)", line, column
+                )
             return seconds
         strength = attrs.get("strength", "medium")
         if strength not in BREAK_STRENGTHS:
-            raise MarkupError(f"bad <break strength={strength!r}> (one of "
-                              f"{', '.join(BREAK_STRENGTHS)})", line, column)
+            raise MarkupError(
+                f"bad <break strength={strength!r}> (one of {', '.join(BREAK_STRENGTHS)})",
+                line,
+                column,
+            )
         return BREAK_STRENGTHS[strength]
 
     def end(self, name: str) -> None:
@@ -98,8 +102,17 @@ class _Reader:
             self.timeline.end_sentence()
         elif name == "say-as" and not self._silenced():
             content = "".join(self.collected)
-            said = say_as(content, attrs.get("interpret-as", ""), self.lang, attrs.get("format"),
-                          self.warn) if "interpret-as" in attrs else content
+            said = (
+                say_as(
+                    content,
+                    attrs.get("interpret-as", ""),
+                    self.lang,
+                    attrs.get("format"),
+                    self.warn,
+                )
+                if "interpret-as" in attrs
+                else content
+            )
             self.timeline.say(f" {said} ")
 
     def text(self, data: str) -> None:

@@ -24,7 +24,7 @@ _BRACKETS = {"[": "(", "{": "(", "]": ")", "}": ")"}
 
 
 def number_signs(text: str, lang: Language) -> str:
-    """"#1" -> "number 1"."""
+    """ "#1" -> "number 1"."""
     return substitute(_NUMBER_SIGN, text, lambda m: f"{lang.words.number} ")
 
 
@@ -37,8 +37,16 @@ def _word(symbol: str, lang: Language) -> str:
     if symbol in SYMBOLS:
         currency = lang.currencies.get(SYMBOLS[symbol])
         return currency.main.plural if currency else ""
-    return {"&": w.ampersand, "@": w.at, "+": w.plus, "=": w.equals, "#": w.hashtag,
-            "/": w.slash, "%": w.percent, "°": w.degree.plural}.get(symbol, "")
+    return {
+        "&": w.ampersand,
+        "@": w.at,
+        "+": w.plus,
+        "=": w.equals,
+        "#": w.hashtag,
+        "/": w.slash,
+        "%": w.percent,
+        "°": w.degree.plural,
+    }.get(symbol, "")
 
 
 def read_symbols(text: str, lang: Language) -> str:

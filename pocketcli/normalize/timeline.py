@@ -30,8 +30,14 @@ __all__ = [
 DEFAULT_PAUSE_SECONDS = 0.5
 MAX_PAUSE_SECONDS = 10.0
 # SSML <break strength>: "medium" is also what a bare <break/> means.
-BREAK_STRENGTHS = {"none": 0.0, "x-weak": 0.1, "weak": 0.25, "medium": 0.5, "strong": 1.0,
-                   "x-strong": 2.0}
+BREAK_STRENGTHS = {
+    "none": 0.0,
+    "x-weak": 0.1,
+    "weak": 0.25,
+    "medium": 0.5,
+    "strong": 1.0,
+    "x-strong": 2.0,
+}
 
 _DURATION = re.compile(r"\s*(?P<n>\d{1,6}(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s)?\s*", re.IGNORECASE)
 _SENTENCE_END = ".!?…"
@@ -98,7 +104,7 @@ class Timeline:
         text = "".join(self._text).rstrip()
         body = text.rstrip(_CLOSERS)
         if body.strip() and body[-1] not in _SENTENCE_END:
-            text = body.rstrip(",;:-–— ") + "." + text[len(body):]
+            text = body.rstrip(",;:-–— ") + "." + text[len(body) :]
         self._text = [text + " "] if text else []
 
     def _flush(self) -> None:

@@ -31,11 +31,19 @@ __all__ = ["EMOJI", "clean"]
 
 # Emoji said in words, by concept; each language names the concept.
 EMOJI: dict[str, str] = {
-    "\u2764": "heart", "\u2665": "heart", "\U0001f496": "heart",
+    "\u2764": "heart",
+    "\u2665": "heart",
+    "\U0001f496": "heart",
     "\U0001f44d": "thumbs_up",
-    "\U0001f642": "smile", "\U0001f600": "smile", "\U0001f603": "smile", "\U0001f60a": "smile",
-    "\U0001f602": "laugh", "\U0001f923": "laugh",
-    "\U0001f641": "sad", "\u2639": "sad", "\U0001f622": "sad",
+    "\U0001f642": "smile",
+    "\U0001f600": "smile",
+    "\U0001f603": "smile",
+    "\U0001f60a": "smile",
+    "\U0001f602": "laugh",
+    "\U0001f923": "laugh",
+    "\U0001f641": "sad",
+    "\u2639": "sad",
+    "\U0001f622": "sad",
 }
 _EMOJI_RE = re.compile(f"(?:{'|'.join(map(re.escape, EMOJI))})\ufe0f?")
 
@@ -43,14 +51,44 @@ _EMOJI_RE = re.compile(f"(?:{'|'.join(map(re.escape, EMOJI))})\ufe0f?")
 _KEPT_SYMBOLS = frozenset("$€£¥°ºª²³%&@+=#/½¼¾⅓⅔")
 _KEPT_PUNCTUATION = frozenset("‘’“”„«»‹›…–—¿¡")
 _SAME_AS = {
-    "\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2044": "/", "\u2215": "/",
-    "\r": "\n", "\u2028": "\n", "\u2029": "\n", "\x85": "\n", "\t": " ", "\v": " ", "\f": " ",
+    "\u2212": "-",
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2044": "/",
+    "\u2215": "/",
+    "\r": "\n",
+    "\u2028": "\n",
+    "\u2029": "\n",
+    "\x85": "\n",
+    "\t": " ",
+    "\v": " ",
+    "\f": " ",
 }
 # Letters that do not decompose into a base letter plus accents.
-_FOLD = {"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O",
-         "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D",
-         "ı": "i", "ŋ": "n", "Ŋ": "N", "ħ": "h", "Ħ": "H"}
-
+_FOLD = {
+    "ß": "ss",
+    "ẞ": "SS",
+    "æ": "ae",
+    "Æ": "AE",
+    "œ": "oe",
+    "Œ": "OE",
+    "ø": "o",
+    "Ø": "O",
+    "đ": "d",
+    "Đ": "D",
+    "ł": "l",
+    "Ł": "L",
+    "þ": "th",
+    "Þ": "Th",
+    "ð": "d",
+    "Ð": "D",
+    "ı": "i",
+    "ŋ": "n",
+    "Ŋ": "N",
+    "ħ": "h",
+    "Ħ": "H",
+}
 
 
 @lru_cache(maxsize=65536)
@@ -72,8 +110,7 @@ def _character(ch: str, letters: str) -> str:
     if category[0] == "L":
         if ch in _FOLD:
             return _FOLD[ch]
-        base = "".join(c for c in unicodedata.normalize("NFKD", ch)
-                       if not unicodedata.combining(c))
+        base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
         return base if base and all(c.isascii() and c.isalpha() for c in base) else ""
     if category[0] == "N":  # circled, superscript or Roman numerals
         compat = unicodedata.normalize("NFKC", ch)

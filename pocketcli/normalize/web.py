@@ -30,8 +30,7 @@ _PATH = r"(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?/?"
 _URL = re.compile(
     rf"(?<![{_LETTER}.-])(?:(?:https?|ftp)://|www\.)[^\s<>\"'/]*[^\s<>\"'/.,;:!?)\]]{_PATH}"
 )
-_TLDS = ("com|org|net|edu|gov|info|io|ai|dev|app|co|uk|us|eu|de|fr|it|es|nl|pt|br|ch|be|at|"
-         "ca|au")
+_TLDS = "com|org|net|edu|gov|info|io|ai|dev|app|co|uk|us|eu|de|fr|it|es|nl|pt|br|ch|be|at|ca|au"
 _DOMAIN = re.compile(rf"(?<![{_LETTER}.-])(?:{_LABEL}\.)+(?:{_TLDS})(?![{_LETTER}-]){_PATH}")
 _PIECES = re.compile(r"[A-Za-z]+|[0-9]+|[^A-Za-z0-9]")
 
@@ -55,13 +54,17 @@ def _address(url: str, lang: Language) -> str:
     url = re.split(r"[?#]", url, maxsplit=1)[0]
     host, _, path = url.partition("/")
     host = host.split("@")[-1].split(":")[0]
-    labels = ["w w w" if label.lower() == "www" else _spell(label, lang, {"-": w.dash})
-              for label in host.split(".") if label]
+    labels = [
+        "w w w" if label.lower() == "www" else _spell(label, lang, {"-": w.dash})
+        for label in host.split(".")
+        if label
+    ]
     said = f" {w.dot} ".join(labels)
     for segment in path.split("/"):
         if segment:
-            said += f" {w.slash} " + _spell(segment, lang, {"-": w.dash, "_": w.underscore,
-                                                            ".": w.dot})
+            said += f" {w.slash} " + _spell(
+                segment, lang, {"-": w.dash, "_": w.underscore, ".": w.dot}
+            )
     return said
 
 

@@ -51,7 +51,13 @@ def read_years(text: str, lang: Language) -> str:
         text = substitute(decades, text, lambda m: _decade(m, lang, lang.decade_suffix or ""))
     text = substitute(_RANGE, text, lambda m: _range(m, lang))
     if lang.year_words:
-        text = substitute(_IN_CONTEXT, text, lambda m: (
-            m["pre"] + numbers.year(int(m["y"]), lang.code)
-            if m["word"].lower() in lang.year_words else None))
+        text = substitute(
+            _IN_CONTEXT,
+            text,
+            lambda m: (
+                m["pre"] + numbers.year(int(m["y"]), lang.code)
+                if m["word"].lower() in lang.year_words
+                else None
+            ),
+        )
     return text

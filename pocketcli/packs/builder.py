@@ -94,9 +94,15 @@ def build_pack(
     return manifest
 
 
-def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Path,
-                precisions: Sequence[str], source: dict[str, Any],
-                say: Progress) -> PackManifest:
+def _write_pack(
+    weights: Weights,
+    config: ModelConfig,
+    tokenizer: Path,
+    work: Path,
+    precisions: Sequence[str],
+    source: dict[str, Any],
+    say: Progress,
+) -> PackManifest:
     fl = config.flow_lm
     say("building text embedding")
     save_graph(build_text_embedding(weights, fl), work / "text_embedding.onnx")
@@ -108,8 +114,10 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
     mimi_model, mimi_states = build_mimi_decoder(weights, config.mimi)
     save_graph(mimi_model, work / "mimi_decoder.onnx")
 
-    fp32 = {name: f"{name}.onnx" for name in
-            ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")}
+    fp32 = {
+        name: f"{name}.onnx"
+        for name in ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")
+    }
     cloning = cloning_support(weights, config)
     if cloning.available:
         say("building Mimi encoder (voice cloning)")
@@ -127,10 +135,9 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
         say(f"quantising to {precision}")
         graphs[precision] = dict(fp32)
         for name in _QUANTISED:
-            as_precision = "int8" if precision == "int4" and name in _INT4_TAKES_INT8 \
-                else precision
+            as_precision = "int8" if precision == "int4" and name in _INT4_TAKES_INT8 else precision
             target = f"{name}.{as_precision}.onnx"
-            if not (work / target).exists():      # the int8 decoder is shared with int4
+            if not (work / target).exists():  # the int8 decoder is shared with int4
                 quantisers[as_precision](work / fp32[name], work / target)
             graphs[precision][name] = target
     if "fp32" not in precisions:
@@ -143,8 +150,9 @@ def _write_pack(weights: Weights, config: ModelConfig, tokenizer: Path, work: Pa
     }
     if fl.insert_bos_before_voice:
         constants["bos_before_voice"] = weights["flow_lm.bos_before_voice"]
-    save_file({k: np.ascontiguousarray(v) for k, v in constants.items()},
-              str(work / CONSTANTS_FILE))
+    save_file(
+        {k: np.ascontiguousarray(v) for k, v in constants.items()}, str(work / CONSTANTS_FILE)
+    )
     shutil.copyfile(tokenizer, work / tokenizer.name)
 
     manifest = PackManifest(

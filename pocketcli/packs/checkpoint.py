@@ -67,12 +67,17 @@ def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         shapes[f"{p}.linear2.weight"] = (d, t.ffn_dim)
     for i in range(fl.flow.depth):
         shapes[f"flow_lm.flow_net.res_blocks.{i}.adaLN_modulation.1.weight"] = (
-            3 * fl.flow.dim, fl.flow.dim)
+            3 * fl.flow.dim,
+            fl.flow.dim,
+        )
     if fl.insert_bos_before_voice:
         shapes["flow_lm.bos_before_voice"] = (1, 1, d)
     mimi = cfg.mimi
     shapes["mimi.quantizer.output_proj.weight"] = (
-        mimi.quantizer_output_dimension, mimi.quantizer_dimension, 1)
+        mimi.quantizer_output_dimension,
+        mimi.quantizer_dimension,
+        1,
+    )
     return shapes
 
 

@@ -33,7 +33,7 @@ from pocketcli.packs.mimi_encoder_graph import (
 @dataclass(frozen=True)
 class CloningSupport:
     available: bool
-    reason: str = ""          # why not, for the manifest and the user's message
+    reason: str = ""  # why not, for the manifest and the user's message
 
 
 def encoder_shapes(cfg: ModelConfig) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -81,8 +81,10 @@ def encoder_shapes(cfg: ModelConfig) -> dict[str, tuple[tuple[int, ...], str]]:
 
     inner = m.inner_dim or s.dimension
     if m.upsample_stride > 1:
-        shapes[f"{DOWNSAMPLE}.weight"] = ((inner, s.dimension, 2 * m.upsample_stride),
-                                          "downsampler")
+        shapes[f"{DOWNSAMPLE}.weight"] = (
+            (inner, s.dimension, 2 * m.upsample_stride),
+            "downsampler",
+        )
     shapes[SPEAKER_PROJ] = ((cfg.flow_lm.transformer.d_model, inner), "speaker projection")
     return shapes
 
@@ -97,12 +99,16 @@ def cloning_support(weights: Weights, cfg: ModelConfig) -> CloningSupport:
     missing = [k for k in shapes if k not in weights]
     if missing:
         groups = sorted({shapes[k][1] for k in missing})
-        return CloningSupport(False, f"the checkpoint has no {' / '.join(groups)} weights"
-                                     f" ({len(missing)} tensors missing, e.g. {missing[0]})")
+        return CloningSupport(
+            False,
+            f"the checkpoint has no {' / '.join(groups)} weights"
+            f" ({len(missing)} tensors missing, e.g. {missing[0]})",
+        )
     for key, (shape, _) in shapes.items():
         if tuple(weights[key].shape) != shape:
-            raise CheckpointError(f"{key} has shape {list(weights[key].shape)}, the config"
-                                  f" implies {list(shape)}")
+            raise CheckpointError(
+                f"{key} has shape {list(weights[key].shape)}, the config implies {list(shape)}"
+            )
     zero_groups = []
     for group in dict.fromkeys(g for _, g in shapes.values()):
         # The convolution and projection matrices: norms and biases may keep their values.
@@ -110,6 +116,9 @@ def cloning_support(weights: Weights, cfg: ModelConfig) -> CloningSupport:
         if not any(np.any(weights[k]) for k in keys):
             zero_groups.append(group)
     if zero_groups:
-        return CloningSupport(False, f"the checkpoint's {' and '.join(zero_groups)} weights are"
-                                     " all zero (Kyutai's \"without voice cloning\" release)")
+        return CloningSupport(
+            False,
+            f"the checkpoint's {' and '.join(zero_groups)} weights are"
+            ' all zero (Kyutai\'s "without voice cloning" release)',
+        )
     return CloningSupport(True)

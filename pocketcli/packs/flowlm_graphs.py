@@ -34,8 +34,9 @@ def build_text_embedding(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     return g.model()
 
 
-def attention_inputs(g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: int, x: str,
-                     cos: str, sin: str) -> tuple[str, str, str]:
+def attention_inputs(
+    g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: int, x: str, cos: str, sin: str
+) -> tuple[str, str, str]:
     """Layer ``i``'s pre-norm and projections on ``x [1, T, d]``, RoPE applied.
 
     Returns q ``[T, heads, head_dim]``, k and v ``[T, kv_heads, head_dim]``;
@@ -46,8 +47,8 @@ def attention_inputs(g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: i
     h = g.layer_norm(x, w[f"{p}.norm1.weight"], w[f"{p}.norm1.bias"], 1e-5, f"l{i}.norm1")
     qkv = g.linear(h, w[f"{p}.self_attn.in_proj.weight"], None, f"l{i}.in_proj")
     q, k, v = g.split(qkv, [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], 2)
-    q = apply_rope(g, q, cos, sin, heads, head_dim)            # [T, H, Dh]
-    k = apply_rope(g, k, cos, sin, kv_heads, head_dim)         # [T, Hkv, Dh]
+    q = apply_rope(g, q, cos, sin, heads, head_dim)  # [T, H, Dh]
+    k = apply_rope(g, k, cos, sin, kv_heads, head_dim)  # [T, Hkv, Dh]
     v = g.reshape(v, [-1, kv_heads, head_dim])
     return q, k, v
 
@@ -55,8 +56,9 @@ def attention_inputs(g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: i
 def attention_output_and_ffn(g: GraphBuilder, w: Weights, i: int, x: str, attn: str) -> str:
     """Layer ``i`` after attention: output projection, residual, pre-norm FFN, residual."""
     p = f"flow_lm.transformer.layers.{i}"
-    x = g.op("Add", [x, g.linear(attn, w[f"{p}.self_attn.out_proj.weight"], None,
-                                 f"l{i}.out_proj")])
+    x = g.op(
+        "Add", [x, g.linear(attn, w[f"{p}.self_attn.out_proj.weight"], None, f"l{i}.out_proj")]
+    )
     h = g.layer_norm(x, w[f"{p}.norm2.weight"], w[f"{p}.norm2.bias"], 1e-5, f"l{i}.norm2")
     h = g.gelu_tanh(g.linear(h, w[f"{p}.linear1.weight"], None, f"l{i}.linear1"))
     return g.op("Add", [x, g.linear(h, w[f"{p}.linear2.weight"], None, f"l{i}.linear2")])
@@ -64,8 +66,9 @@ def attention_output_and_ffn(g: GraphBuilder, w: Weights, i: int, x: str, attn: 
 
 def output_heads(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, last: str) -> tuple[str, str]:
     """Backbone output of the last position ``[.., d]`` -> (z after out_norm/z_proj, EOS logit)."""
-    z = g.layer_norm(last, w["flow_lm.out_norm.weight"], w["flow_lm.out_norm.bias"], 1e-5,
-                     "out_norm")
+    z = g.layer_norm(
+        last, w["flow_lm.out_norm.weight"], w["flow_lm.out_norm.bias"], 1e-5, "out_norm"
+    )
     if cfg.z_dim is not None:
         z = g.linear(z, w["flow_lm.z_proj.weight"], None, "z_proj")
     eos = g.linear(z, w["flow_lm.out_eos.weight"], w["flow_lm.out_eos.bias"], "out_eos")
@@ -98,8 +101,9 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
 
     bos = g.weight("bos_emb", w["flow_lm.bos_emb"])
     latents = g.op("Where", [g.op("IsNaN", [latents]), bos, latents])
-    x = g.concat([emb, g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")],
-                 axis=1)
+    x = g.concat(
+        [emb, g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")], axis=1
+    )
 
     # Positions of the new rows, RoPE tables and the attention mask (shared by all layers).
     n_new = g.shape_dim(x, 1)
@@ -107,8 +111,9 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
     cos, sin = rope_tables(g, g.op("Add", [new_index, position]), head_dim, t.max_period)
 
-    cache_index = g.op("Range", [g.const(0, np.int64), g.squeeze(capacity, [0]),
-                                 g.const(1, np.int64)])
+    cache_index = g.op(
+        "Range", [g.const(0, np.int64), g.squeeze(capacity, [0]), g.const(1, np.int64)]
+    )
     cache_visible = g.op("Less", [cache_index, position])
     rows_cols = g.concat([n_new, capacity], axis=0)
     cache_mask = g.op("Expand", [g.unsqueeze(cache_visible, [0]), rows_cols])
@@ -121,22 +126,28 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     for i, (key_cache, value_cache) in enumerate(caches):
         q, k, v = attention_inputs(g, w, t, i, x, cos, sin)
         q = g.transpose(g.reshape(q, [-1, kv_heads, group, head_dim]), [1, 2, 0, 3])
-        new_keys = g.transpose(k, [1, 2, 0])                       # [Hkv, Dh, T]
-        new_values = g.transpose(v, [1, 0, 2])                     # [Hkv, T, Dh]
+        new_keys = g.transpose(k, [1, 2, 0])  # [Hkv, Dh, T]
+        new_values = g.transpose(v, [1, 0, 2])  # [Hkv, T, Dh]
         g.output(new_keys, f"new_keys_{i}", np.float32, [kv_heads, head_dim, "n_new"])
         g.output(new_values, f"new_values_{i}", np.float32, [kv_heads, "n_new", head_dim])
 
-        scores = g.concat([
-            g.op("MatMul", [q, g.unsqueeze(key_cache, [1])]),
-            g.op("MatMul", [q, g.unsqueeze(new_keys, [1])]),
-        ], axis=3)
+        scores = g.concat(
+            [
+                g.op("MatMul", [q, g.unsqueeze(key_cache, [1])]),
+                g.op("MatMul", [q, g.unsqueeze(new_keys, [1])]),
+            ],
+            axis=3,
+        )
         scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
         probs = g.op("Softmax", [scores], axis=-1)
         p_cache, p_new = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
-        attn = g.op("Add", [
-            g.op("MatMul", [p_cache, g.unsqueeze(value_cache, [1])]),
-            g.op("MatMul", [p_new, g.unsqueeze(new_values, [1])]),
-        ])                                                         # [Hkv, G, T, Dh]
+        attn = g.op(
+            "Add",
+            [
+                g.op("MatMul", [p_cache, g.unsqueeze(value_cache, [1])]),
+                g.op("MatMul", [p_new, g.unsqueeze(new_values, [1])]),
+            ],
+        )  # [Hkv, G, T, Dh]
         attn = g.reshape(g.transpose(attn, [2, 0, 1, 3]), [1, -1, heads * head_dim])
         x = attention_output_and_ffn(g, w, i, x, attn)
 
@@ -151,8 +162,9 @@ def _variance_norm(g: GraphBuilder, x: str, alpha: np.ndarray, name: str) -> str
     """The time embedders' "RMSNorm": divides by sqrt(eps + unbiased variance)."""
     n = alpha.shape[0]
     centred = g.op("Sub", [x, g.op("ReduceMean", [x, g.const([-1], np.int64)], keepdims=1)])
-    sq_sum = g.op("ReduceSum", [g.op("Mul", [centred, centred]), g.const([-1], np.int64)],
-                  keepdims=1)
+    sq_sum = g.op(
+        "ReduceSum", [g.op("Mul", [centred, centred]), g.const([-1], np.int64)], keepdims=1
+    )
     var = g.op("Add", [g.op("Div", [sq_sum, g.const(n - 1.0)]), g.const(1e-5)])
     inv_std = g.op("Reciprocal", [g.op("Sqrt", [var])])
     gain = g.op("Mul", [g.weight(f"{name}.alpha", alpha), inv_std])
@@ -177,15 +189,15 @@ def build_flow_head(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     f = cfg.flow
     g = GraphBuilder("flow_head")
     cond = g.input("z", np.float32, [1, cfg.cond_dim])
-    times = [g.input(name, np.float32, [1, 1]) for name in ("s", "t")[2 - f.num_time_conds:]]
+    times = [g.input(name, np.float32, [1, 1]) for name in ("s", "t")[2 - f.num_time_conds :]]
     x = g.input("x", np.float32, [1, cfg.latent_dim])
-    g.output(flow_velocity(g, w, cfg, cond, times, x), "velocity", np.float32,
-             [1, cfg.latent_dim])
+    g.output(flow_velocity(g, w, cfg, cond, times, x), "velocity", np.float32, [1, cfg.latent_dim])
     return g.model()
 
 
-def flow_velocity(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, cond: str,
-                  times: list[str], x: str) -> str:
+def flow_velocity(
+    g: GraphBuilder, w: Weights, cfg: FlowLMConfig, cond: str, times: list[str], x: str
+) -> str:
     """v(z, times, x) on ``cond [1, cond_dim]``, ``x [1, latent]``, times ``[1, 1]`` each.
 
     A function, not only a graph, so a graph can unroll a sampler over it
@@ -206,8 +218,12 @@ def flow_velocity(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, cond: str,
     y_act = g.silu(y)
     for i in range(f.depth):
         b = f"{p}.res_blocks.{i}"
-        mod = g.linear(y_act, w[f"{b}.adaLN_modulation.1.weight"],
-                       w[f"{b}.adaLN_modulation.1.bias"], f"res{i}.ada")
+        mod = g.linear(
+            y_act,
+            w[f"{b}.adaLN_modulation.1.weight"],
+            w[f"{b}.adaLN_modulation.1.bias"],
+            f"res{i}.ada",
+        )
         shift, scale, gate = g.split(mod, [n, n, n], axis=-1)
         u = g.layer_norm(h, w[f"{b}.in_ln.weight"], w[f"{b}.in_ln.bias"], 1e-6, f"res{i}.ln")
         u = _modulate(g, u, shift, scale)
@@ -215,8 +231,9 @@ def flow_velocity(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, cond: str,
         u = g.linear(u, w[f"{b}.mlp.2.weight"], w[f"{b}.mlp.2.bias"], f"res{i}.mlp2")
         h = g.op("Add", [h, g.op("Mul", [gate, u])])
     fl = f"{p}.final_layer"
-    mod = g.linear(y_act, w[f"{fl}.adaLN_modulation.1.weight"],
-                   w[f"{fl}.adaLN_modulation.1.bias"], "final.ada")
+    mod = g.linear(
+        y_act, w[f"{fl}.adaLN_modulation.1.weight"], w[f"{fl}.adaLN_modulation.1.bias"], "final.ada"
+    )
     shift, scale = g.split(mod, [n, n], axis=-1)
     h = _modulate(g, g.layer_norm(h, None, None, 1e-6, "final.ln", dim=n), shift, scale)
     return g.linear(h, w[f"{fl}.linear.weight"], w[f"{fl}.linear.bias"], "final.linear")

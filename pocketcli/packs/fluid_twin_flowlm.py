@@ -65,8 +65,11 @@ class SharedWeightsBuilder(GraphBuilder):
 
 def cache_output_name(i: int, layers: int) -> str:
     """Core ML's auto name for layer i's cache (the last layer's has no number)."""
-    return ("new_cache_internal_tensor_assign_2" if i == layers - 1
-            else f"new_cache_{2 * i + 1}_internal_tensor_assign_2")
+    return (
+        "new_cache_internal_tensor_assign_2"
+        if i == layers - 1
+        else f"new_cache_{2 * i + 1}_internal_tensor_assign_2"
+    )
 
 
 def _scramble(items: list) -> list:
@@ -77,14 +80,15 @@ def _scramble(items: list) -> list:
 class _Layers:
     """Builds the per-layer cache write + masked attention shared by prefill and step."""
 
-    def __init__(self, g: GraphBuilder, w: Weights, cfg: FlowLMConfig, rows: int,
-                 slots: int, split: bool) -> None:
+    def __init__(
+        self, g: GraphBuilder, w: Weights, cfg: FlowLMConfig, rows: int, slots: int, split: bool
+    ) -> None:
         self.g, self.w, self.cfg = g, w, cfg
         self.t = cfg.transformer
         self.rows, self.slots, self.split = rows, slots, split
         self.row_index = g.const(np.arange(rows), _INT)
         self.slot_index = g.const(np.arange(slots), _INT)
-        self.caches: list[tuple[str, ...]] = []      # graph inputs per layer
+        self.caches: list[tuple[str, ...]] = []  # graph inputs per layer
         self.positions: list[str] = []
 
     def inputs(self) -> None:
@@ -92,8 +96,12 @@ class _Layers:
         for i in range(t.num_layers):
             if self.split:
                 shape = [1, self.slots, t.kv_heads, t.head_dim]
-                self.caches.append((g.input(f"k_cache{i}", np.float32, shape),
-                                    g.input(f"v_cache{i}", np.float32, shape)))
+                self.caches.append(
+                    (
+                        g.input(f"k_cache{i}", np.float32, shape),
+                        g.input(f"v_cache{i}", np.float32, shape),
+                    )
+                )
             else:
                 shape = [2, 1, self.slots, t.kv_heads, t.head_dim]
                 self.caches.append((g.input(f"cache{i}", np.float32, shape),))
@@ -105,21 +113,27 @@ class _Layers:
         if self.split:
             k, v = self.caches[i]
             return g.squeeze(k, [0]), g.squeeze(v, [0])
-        pair = g.squeeze(self.caches[i][0], [1])                  # [2, S, Hkv, Dh]
+        pair = g.squeeze(self.caches[i][0], [1])  # [2, S, Hkv, Dh]
         k, v = g.split(pair, [1, 1], axis=0)
         return g.squeeze(k, [0]), g.squeeze(v, [0])
 
     def layer(self, i: int, x: str, n_valid: str, last: bool) -> tuple[str, tuple[str, ...], str]:
         """Writes layer i's rows, attends, returns (x, new cache tensors, new position)."""
         g, t = self.g, self.t
-        position = g.op("Cast", [self.positions[i]], to=onnx.TensorProto.INT64)   # [1]
-        row_pos = g.op("Add", [self.row_index, position])                          # [T]
+        position = g.op("Cast", [self.positions[i]], to=onnx.TensorProto.INT64)  # [1]
+        row_pos = g.op("Add", [self.row_index, position])  # [T]
         cos, sin = rope_tables(g, row_pos, t.head_dim, t.max_period)
         q, k, v = attention_inputs(g, self.w, t, i, x, cos, sin)
         valid = g.op("Less", [self.row_index, n_valid])
-        slot = g.op("Where", [valid, g.op("Mod", [row_pos, g.const([self.slots], _INT)]),
-                              g.const([self.slots - 1], _INT)])
-        index = g.unsqueeze(slot, [1])                                             # [T, 1]
+        slot = g.op(
+            "Where",
+            [
+                valid,
+                g.op("Mod", [row_pos, g.const([self.slots], _INT)]),
+                g.const([self.slots - 1], _INT),
+            ],
+        )
+        index = g.unsqueeze(slot, [1])  # [T, 1]
         keys, values = self._kv(i)
         zero = g.const(0.0)
         keys = g.op("ScatterND", [keys, index, k])
@@ -129,30 +143,46 @@ class _Layers:
         if self.split:
             new_cache: tuple[str, ...] = (g.unsqueeze(keys, [0]), g.unsqueeze(values, [0]))
         else:
-            new_cache = (g.unsqueeze(g.concat([g.unsqueeze(keys, [0]),
-                                               g.unsqueeze(values, [0])], axis=0), [1]),)
-        new_position = g.op("Add", [self.positions[i],
-                                    g.op("Cast", [n_valid], to=onnx.TensorProto.FLOAT)])
+            new_cache = (
+                g.unsqueeze(
+                    g.concat([g.unsqueeze(keys, [0]), g.unsqueeze(values, [0])], axis=0), [1]
+                ),
+            )
+        new_position = g.op(
+            "Add", [self.positions[i], g.op("Cast", [n_valid], to=onnx.TensorProto.FLOAT)]
+        )
         if last:
             return x, new_cache, new_position
         end = g.op("Add", [position, n_valid])
-        visible = g.op("And", [
-            g.op("LessOrEqual", [g.unsqueeze(self.slot_index, [0]), g.unsqueeze(row_pos, [1])]),
-            g.unsqueeze(g.op("Less", [self.slot_index, end]), [0]),
-        ])                                                                         # [T, S]
+        visible = g.op(
+            "And",
+            [
+                g.op("LessOrEqual", [g.unsqueeze(self.slot_index, [0]), g.unsqueeze(row_pos, [1])]),
+                g.unsqueeze(g.op("Less", [self.slot_index, end]), [0]),
+            ],
+        )  # [T, S]
         group = t.num_heads // t.kv_heads
         q = g.transpose(g.reshape(q, [-1, t.kv_heads, group, t.head_dim]), [1, 2, 0, 3])
         scores = g.op("MatMul", [q, g.unsqueeze(g.transpose(keys, [1, 2, 0]), [1])])
-        scores = g.op("Where", [visible, g.op("Mul", [scores, g.const(1.0 / np.sqrt(t.head_dim))]),
-                                g.const(-np.inf)])
-        attn = g.op("MatMul", [g.op("Softmax", [scores], axis=-1),
-                               g.unsqueeze(g.transpose(values, [1, 0, 2]), [1])])
+        scores = g.op(
+            "Where",
+            [visible, g.op("Mul", [scores, g.const(1.0 / np.sqrt(t.head_dim))]), g.const(-np.inf)],
+        )
+        attn = g.op(
+            "MatMul",
+            [g.op("Softmax", [scores], axis=-1), g.unsqueeze(g.transpose(values, [1, 0, 2]), [1])],
+        )
         attn = g.reshape(g.transpose(attn, [2, 0, 1, 3]), [1, -1, t.num_heads * t.head_dim])
         return attention_output_and_ffn(g, self.w, i, x, attn), new_cache, new_position
 
 
-def _emit_layer_outputs(g: GraphBuilder, layers: _Layers, caches: list[tuple[str, ...]],
-                        positions: list[str], position_base: int) -> list[tuple[str, str, list]]:
+def _emit_layer_outputs(
+    g: GraphBuilder,
+    layers: _Layers,
+    caches: list[tuple[str, ...]],
+    positions: list[str],
+    position_base: int,
+) -> list[tuple[str, str, list]]:
     """(tensor, output name, shape) per cache and position, named like Core ML's outputs."""
     t = layers.t
     n = t.num_layers
@@ -160,18 +190,30 @@ def _emit_layer_outputs(g: GraphBuilder, layers: _Layers, caches: list[tuple[str
     for i in range(n):
         if layers.split:
             shape = [1, layers.slots, t.kv_heads, t.head_dim]
-            out += [(caches[i][0], f"new_k_cache{i}", shape),
-                    (caches[i][1], f"new_v_cache{i}", shape),
-                    (positions[i], f"new_position{i}", [1])]
+            out += [
+                (caches[i][0], f"new_k_cache{i}", shape),
+                (caches[i][1], f"new_v_cache{i}", shape),
+                (positions[i], f"new_position{i}", [1]),
+            ]
         else:
-            out += [(caches[i][0], cache_output_name(i, n),
-                     [2, 1, layers.slots, t.kv_heads, t.head_dim]),
-                    (positions[i], f"var_{position_base + 419 * i}", [1])]
+            out += [
+                (
+                    caches[i][0],
+                    cache_output_name(i, n),
+                    [2, 1, layers.slots, t.kv_heads, t.head_dim],
+                ),
+                (positions[i], f"var_{position_base + 419 * i}", [1]),
+            ]
     return out
 
 
-def build_cond_prefill_twin(w: Weights, cfg: FlowLMConfig, split: bool = False,
-                            slots: int = c.KV_SLOTS, rows: int = c.PREFILL_ROWS) -> onnx.ModelProto:
+def build_cond_prefill_twin(
+    w: Weights,
+    cfg: FlowLMConfig,
+    split: bool = False,
+    slots: int = c.KV_SLOTS,
+    rows: int = c.PREFILL_ROWS,
+) -> onnx.ModelProto:
     """``cond_prefill`` (gpu) or ``cond_prefill_ane`` (``split``): rows into the caches."""
     g = GraphBuilder("cond_prefill_ane" if split else "cond_prefill")
     d = cfg.transformer.d_model
@@ -186,13 +228,14 @@ def build_cond_prefill_twin(w: Weights, cfg: FlowLMConfig, split: bool = False,
         caches.append(cache)
         positions.append(position)
     outputs = _emit_layer_outputs(g, layers, caches, positions, position_base=445)
-    for tensor, name, shape in (outputs if split else _scramble(outputs)):
+    for tensor, name, shape in outputs if split else _scramble(outputs):
         g.output(tensor, name, np.float32, shape)
     return g.model()
 
 
-def build_flowlm_step_twin(w: Weights, cfg: FlowLMConfig, split: bool = False,
-                           slots: int = c.KV_SLOTS) -> onnx.ModelProto:
+def build_flowlm_step_twin(
+    w: Weights, cfg: FlowLMConfig, split: bool = False, slots: int = c.KV_SLOTS
+) -> onnx.ModelProto:
     """``flowlm_step`` (gpu; NaN sequence = BOS from the ``bos_emb`` input) or
     ``flowlm_step_ane`` (``split``; the host passes the BOS latent itself)."""
     g = GraphBuilder("flowlm_step_ane" if split else "flowlm_step")
@@ -209,30 +252,36 @@ def build_flowlm_step_twin(w: Weights, cfg: FlowLMConfig, split: bool = False,
         x, cache, position = layers.layer(i, x, one, last=False)
         caches.append(cache)
         positions.append(position)
-    hidden, eos = output_heads(g, w, cfg, x)                       # [1, 1, cond], [1, 1, 1]
+    hidden, eos = output_heads(g, w, cfg, x)  # [1, 1, cond], [1, 1, 1]
     outputs = _emit_layer_outputs(g, layers, caches, positions, position_base=458)
     if split:
-        outputs += [(hidden, "transformer_out", [1, 1, cfg.cond_dim]),
-                    (eos, "is_eos", [1, 1, 1])]
+        outputs += [(hidden, "transformer_out", [1, 1, cfg.cond_dim]), (eos, "is_eos", [1, 1, 1])]
     else:
         n = len(outputs)
-        outputs = _scramble(outputs + [(hidden, f"var_{2570 + 10 * n}", [1, 1, cfg.cond_dim]),
-                                       (eos, f"var_{2582 + 10 * n}", [1, 1, 1])])
+        outputs = _scramble(
+            outputs
+            + [
+                (hidden, f"var_{2570 + 10 * n}", [1, 1, cfg.cond_dim]),
+                (eos, f"var_{2582 + 10 * n}", [1, 1, 1]),
+            ]
+        )
     for tensor, name, shape in outputs:
         g.output(tensor, name, np.float32, shape)
     return g.model()
 
 
-def build_flow_decoder_fused_twin(w: Weights, cfg: FlowLMConfig,
-                                  steps: int = c.FUSED_DECODER_STEPS) -> onnx.ModelProto:
+def build_flow_decoder_fused_twin(
+    w: Weights, cfg: FlowLMConfig, steps: int = c.FUSED_DECODER_STEPS
+) -> onnx.ModelProto:
     """``flow_decoder_fused``: ``steps`` unrolled LSD steps from the host's noise.
 
     ``x <- x + v(z, s=i/steps, t=(i+1)/steps, x) / steps`` for i = 0..steps-1,
     which is pocket-tts's ``lsd_decode(..., num_steps=steps)``.
     """
     if cfg.flow.type != "lsd":
-        raise ValueError("FluidAudio's fused decoder integrates an LSD head,"
-                         f" not {cfg.flow.type!r}")
+        raise ValueError(
+            f"FluidAudio's fused decoder integrates an LSD head, not {cfg.flow.type!r}"
+        )
     g = SharedWeightsBuilder("flow_decoder_fused")
     cond = g.input("transformer_out", np.float32, [1, cfg.cond_dim])
     x = g.input("latent_init", np.float32, [1, cfg.latent_dim])

@@ -44,9 +44,9 @@ class _FluidStates:
     def __init__(self, g: GraphBuilder) -> None:
         self.g = g
         self.inputs: dict[str, tuple[int, ...]] = {}
-        self.updates: dict[str, str] = {}          # FluidAudio name -> new value tensor
+        self.updates: dict[str, str] = {}  # FluidAudio name -> new value tensor
         self._ratio = -1
-        self._last = ("", "", 0)   # (internal, FluidAudio, rank) of the last state
+        self._last = ("", "", 0)  # (internal, FluidAudio, rank) of the last state
 
     def _fluid_name(self, internal: str) -> str:
         if not _INTERNAL.match(internal):
@@ -88,8 +88,9 @@ class _FluidStates:
         self.updates[fluid] = self.g.transpose(value, [0, 2, 1])
 
 
-def _ring_transformer(st: _FluidStates, x: str, w: Weights, prefix: str,
-                      cfg: MimiTransformerConfig, steps: int) -> str:
+def _ring_transformer(
+    st: _FluidStates, x: str, w: Weights, prefix: str, cfg: MimiTransformerConfig, steps: int
+) -> str:
     """The decoder transformer over ``x [1, steps, d]`` with per-layer 256-slot rings."""
     g = st.g
     heads, ctx, slots = cfg.num_heads, cfg.context, c.MIMI_ATTENTION_SLOTS
@@ -99,8 +100,10 @@ def _ring_transformer(st: _FluidStates, x: str, w: Weights, prefix: str,
     new_index = g.const(np.arange(steps), _INT)
     slot_index = g.const(np.arange(slots), _INT)
     ring = (2, 1, slots, heads, head_dim)
-    offsets = [g.op("Cast", [st.state(f"attn{j}_offset", (1,))], to=TensorProto.INT64)
-               for j in range(cfg.num_layers)]
+    offsets = [
+        g.op("Cast", [st.state(f"attn{j}_offset", (1,))], to=TensorProto.INT64)
+        for j in range(cfg.num_layers)
+    ]
     cos, sin = rope_tables(g, g.op("Add", [new_index, offsets[0]]), head_dim, cfg.max_period)
     scale = g.const(1.0 / np.sqrt(head_dim))
     layer = iter(range(cfg.num_layers))
@@ -109,28 +112,40 @@ def _ring_transformer(st: _FluidStates, x: str, w: Weights, prefix: str,
         j = next(layer)
         offset = offsets[j]
         cache = st.state(f"attn{j}_cache", ring)
-        q_pos = g.op("Add", [new_index, offset])                                  # [T]
+        q_pos = g.op("Add", [new_index, offset])  # [T]
         before = g.op("Sub", [offset, g.const([1], _INT)])
-        slot_pos = g.op("Sub", [before, g.op("Mod", [g.op("Sub", [before, slot_index]),
-                                                     g.const([slots], _INT)])])   # [R]
+        slot_pos = g.op(
+            "Sub",
+            [before, g.op("Mod", [g.op("Sub", [before, slot_index]), g.const([slots], _INT)])],
+        )  # [R]
         k_pos = g.concat([slot_pos, q_pos], axis=0)
         delta = g.op("Sub", [g.unsqueeze(q_pos, [1]), g.unsqueeze(k_pos, [0])])
-        mask = g.op("And", [
-            g.op("And", [g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [0]), g.const(0, _INT)]),
-                         g.op("GreaterOrEqual", [delta, g.const(0, _INT)])]),
-            g.op("Less", [delta, g.const(ctx, _INT)]),
-        ])
+        mask = g.op(
+            "And",
+            [
+                g.op(
+                    "And",
+                    [
+                        g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [0]), g.const(0, _INT)]),
+                        g.op("GreaterOrEqual", [delta, g.const(0, _INT)]),
+                    ],
+                ),
+                g.op("Less", [delta, g.const(ctx, _INT)]),
+            ],
+        )
         ring_k, ring_v = (g.squeeze(t, [0, 1]) for t in g.split(cache, [1, 1], axis=0))
-        keys = g.concat([g.transpose(ring_k, [1, 0, 2]), k], axis=1)             # [H, R+T, Dh]
+        keys = g.concat([g.transpose(ring_k, [1, 0, 2]), k], axis=1)  # [H, R+T, Dh]
         values = g.concat([g.transpose(ring_v, [1, 0, 2]), v], axis=1)
         scores = g.op("Mul", [g.op("MatMul", [q, g.transpose(keys, [0, 2, 1])]), scale])
         scores = g.op("Where", [mask, scores, g.const(-np.inf)])
-        out = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values])       # [H, T, Dh]
+        out = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values])  # [H, T, Dh]
         index = g.unsqueeze(g.op("Mod", [q_pos, g.const([slots], _INT)]), [1])
         new_k = g.op("ScatterND", [ring_k, index, g.transpose(k, [1, 0, 2])])
         new_v = g.op("ScatterND", [ring_v, index, g.transpose(v, [1, 0, 2])])
-        st.update(f"attn{j}_cache", g.unsqueeze(g.concat(
-            [g.unsqueeze(new_k, [0]), g.unsqueeze(new_v, [0])], axis=0), [1]))
+        st.update(
+            f"attn{j}_cache",
+            g.unsqueeze(g.concat([g.unsqueeze(new_k, [0]), g.unsqueeze(new_v, [0])], axis=0), [1]),
+        )
         return out
 
     y = mimi_transformer(g, x, w, prefix, cfg, "dec_tr", cos, sin, attend)
@@ -146,35 +161,51 @@ def build_mimi_decoder_twin(w: Weights, cfg: MimiConfig) -> onnx.ModelProto:
     g = GraphBuilder("mimi_decoder")
     st = _FluidStates(g)
     latent = g.input(c.MIMI_LATENT_INPUT, np.float32, [1, cfg.quantizer_dimension])
-    x = g.op("Add", [g.op("Mul", [g.unsqueeze(latent, [1]),
-                                  g.weight("emb_std", w["flow_lm.emb_std"])]),
-                     g.weight("emb_mean", w["flow_lm.emb_mean"])])               # [1, 1, 32]
+    x = g.op(
+        "Add",
+        [
+            g.op("Mul", [g.unsqueeze(latent, [1]), g.weight("emb_std", w["flow_lm.emb_std"])]),
+            g.weight("emb_mean", w["flow_lm.emb_mean"]),
+        ],
+    )  # [1, 1, 32]
     proj = w["mimi.quantizer.output_proj.weight"][:, :, 0]
     x = g.reshape(g.linear(x, proj, None, "quantizer.output_proj"), [-1, proj.shape[0]])
     steps = 1
     if cfg.upsample_stride > 1:
         x = _streaming_conv_transpose(
-            st, x, w, "mimi.upsample.convtr.convtr", "upsample", stride=cfg.upsample_stride,
-            groups=w["mimi.upsample.convtr.convtr.weight"].shape[0])
+            st,
+            x,
+            w,
+            "mimi.upsample.convtr.convtr",
+            "upsample",
+            stride=cfg.upsample_stride,
+            groups=w["mimi.upsample.convtr.convtr.weight"].shape[0],
+        )
         steps = cfg.upsample_stride
-    x = g.squeeze(_ring_transformer(st, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer",
-                                    cfg.decoder_transformer, steps), [0])
-    audio = g.reshape(_seanet_decoder(st, x, w, cfg.decoder_seanet),
-                      [1, 1, cfg.samples_per_frame])
+    x = g.squeeze(
+        _ring_transformer(
+            st, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer", cfg.decoder_transformer, steps
+        ),
+        [0],
+    )
+    audio = g.reshape(_seanet_decoder(st, x, w, cfg.decoder_seanet), [1, 1, cfg.samples_per_frame])
 
     outputs: list[tuple[str, str, tuple[int, ...]]] = []
     number = 400
     for state in canonical:
         if state.name in st.inputs:
             if st.inputs[state.name] != state.shape:
-                raise ValueError(f"state {state.name} has shape {st.inputs[state.name]},"
-                                 f" the contract says {state.shape}")
+                raise ValueError(
+                    f"state {state.name} has shape {st.inputs[state.name]},"
+                    f" the contract says {state.shape}"
+                )
             outputs.append((st.updates[state.name], f"var_{number}", state.shape))
             number += 23
-        else:                                   # pass-through: same name in and out
+        else:  # pass-through: same name in and out
             g.input(state.name, np.float32, list(state.shape))
-            g.outputs.append(helper.make_tensor_value_info(state.name, TensorProto.FLOAT,
-                                                           list(state.shape)))
+            g.outputs.append(
+                helper.make_tensor_value_info(state.name, TensorProto.FLOAT, list(state.shape))
+            )
     outputs.append((audio, f"var_{number + 5}", (1, 1, cfg.samples_per_frame)))
     extra = sorted(set(st.inputs) - {s.name for s in canonical})
     if extra:
@@ -184,8 +215,9 @@ def build_mimi_decoder_twin(w: Weights, cfg: MimiConfig) -> onnx.ModelProto:
     return g.model()
 
 
-def build_voice_encoder_twin(w: Weights, cfg: MimiConfig,
-                             samples: int = c.ENCODER_SAMPLES) -> onnx.ModelProto:
+def build_voice_encoder_twin(
+    w: Weights, cfg: MimiConfig, samples: int = c.ENCODER_SAMPLES
+) -> onnx.ModelProto:
     """``mimi_encoderv2``/``v3``: ``audio [1, 1, samples]`` -> ``conditioning [1, F, d]``.
 
     Our encoder graph (``mimi_encoder_graph``) with FluidAudio's fixed input
@@ -204,11 +236,11 @@ def build_voice_encoder_twin(w: Weights, cfg: MimiConfig,
     axes = helper.make_tensor("conditioning__axes", TensorProto.INT64, [1], [0])
     graph.initializer.extend([shape_2d, axes])
     graph.node.insert(0, helper.make_node("Reshape", ["audio", "audio__shape"], ["audio__2d"]))
-    graph.node.append(helper.make_node("Unsqueeze", ["conditioning__2d", "conditioning__axes"],
-                                       ["conditioning"]))
+    graph.node.append(
+        helper.make_node("Unsqueeze", ["conditioning__2d", "conditioning__axes"], ["conditioning"])
+    )
     audio.CopyFrom(helper.make_tensor_value_info("audio", TensorProto.FLOAT, [1, 1, samples]))
-    cond.CopyFrom(helper.make_tensor_value_info("conditioning", TensorProto.FLOAT,
-                                                [1, frames, d]))
+    cond.CopyFrom(helper.make_tensor_value_info("conditioning", TensorProto.FLOAT, [1, frames, d]))
     _scalar_range_limits(graph)
     return model
 
@@ -230,7 +262,8 @@ def _scalar_range_limits(graph: onnx.GraphProto) -> None:
         for k, name in enumerate(node.input):
             if name in one_element:
                 if name not in squeezed:
-                    graph.node.insert(0, helper.make_node("Squeeze", [name, axes],
-                                                          [f"{name}__scalar"]))
+                    graph.node.insert(
+                        0, helper.make_node("Squeeze", [name, axes], [f"{name}__scalar"])
+                    )
                     squeezed.add(name)
                 node.input[k] = f"{name}__scalar"

@@ -50,10 +50,15 @@ def text_embed_table(w: Weights, cfg: ModelConfig) -> np.ndarray:
     return table.astype(np.float32)
 
 
-def write_constants_bin(w: Weights, cfg: ModelConfig, tokenizer: Path, pack_dir: Path,
-                        voices: Mapping[str, Path] | None = None,
-                        speaker_proj: bool = False,
-                        mimi_init_state: Mapping[str, np.ndarray] | None = None) -> Path:
+def write_constants_bin(
+    w: Weights,
+    cfg: ModelConfig,
+    tokenizer: Path,
+    pack_dir: Path,
+    voices: Mapping[str, Path] | None = None,
+    speaker_proj: bool = False,
+    mimi_init_state: Mapping[str, np.ndarray] | None = None,
+) -> Path:
     """``pack_dir/constants_bin/`` as FluidAudio's ``pack_constants_bin.py`` lays it out."""
     out = pack_dir / k.CONSTANTS_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -61,7 +66,7 @@ def write_constants_bin(w: Weights, cfg: ModelConfig, tokenizer: Path, pack_dir:
     _write_floats(out / k.BOS_EMB, w["flow_lm.bos_emb"].reshape(-1))
     if "flow_lm.bos_before_voice" in w:
         _write_floats(out / k.BOS_BEFORE_VOICE, w["flow_lm.bos_before_voice"].reshape(-1))
-    if speaker_proj:                      # FluidAudio ships it with the 24-layer packs
+    if speaker_proj:  # FluidAudio ships it with the 24-layer packs
         _write_floats(out / k.SPEAKER_PROJ, w["flow_lm.speaker_proj_weight"])
     shutil.copyfile(tokenizer, out / k.TOKENIZER)
     for name, path in (voices or {}).items():
@@ -73,14 +78,21 @@ def write_constants_bin(w: Weights, cfg: ModelConfig, tokenizer: Path, pack_dir:
     return out
 
 
-def build_twin_pack(checkpoint: str | Path, config: ModelConfig, tokenizer: str | Path,
-                    pack_dir: str | Path, *, placements: Sequence[str] = ("gpu",),
-                    precisions: Sequence[str] = ("fp16",),
-                    voices: Mapping[str, Path] | None = None,
-                    encoder: str | None = "pack", speaker_proj: bool = False,
-                    recover_pinv: np.ndarray | None = None,
-                    mimi_init_state: Mapping[str, np.ndarray] | None = None,
-                    prefill_rows: int = PREFILL_ROWS) -> Path:
+def build_twin_pack(
+    checkpoint: str | Path,
+    config: ModelConfig,
+    tokenizer: str | Path,
+    pack_dir: str | Path,
+    *,
+    placements: Sequence[str] = ("gpu",),
+    precisions: Sequence[str] = ("fp16",),
+    voices: Mapping[str, Path] | None = None,
+    encoder: str | None = "pack",
+    speaker_proj: bool = False,
+    recover_pinv: np.ndarray | None = None,
+    mimi_init_state: Mapping[str, np.ndarray] | None = None,
+    prefill_rows: int = PREFILL_ROWS,
+) -> Path:
     """Writes the twins and ``constants_bin/`` into ``pack_dir`` (a ``v2.1/<lang>`` path).
 
     ``encoder``: ``"pack"`` writes ``mimi_encoderv3`` into the pack, ``"root"``
@@ -105,15 +117,20 @@ def build_twin_pack(checkpoint: str | Path, config: ModelConfig, tokenizer: str 
         step = build_flowlm_step_twin(w, fl)
         save(step, pack_dir, FLOWLM_MODELS["fp16"])
         if "int8" in precisions:
-            quantise_int8(pack_dir / f"{FLOWLM_MODELS['fp16']}.onnx",
-                          pack_dir / f"{FLOWLM_MODELS['int8']}.onnx")
+            quantise_int8(
+                pack_dir / f"{FLOWLM_MODELS['fp16']}.onnx",
+                pack_dir / f"{FLOWLM_MODELS['int8']}.onnx",
+            )
             written.append(FLOWLM_MODELS["int8"])
             if "fp16" not in precisions:
                 (pack_dir / f"{FLOWLM_MODELS['fp16']}.onnx").unlink()
                 written.remove(FLOWLM_MODELS["fp16"])
     if "ane" in placements:
-        save(build_cond_prefill_twin(w, fl, split=True, rows=prefill_rows), pack_dir,
-             "cond_prefill_ane")
+        save(
+            build_cond_prefill_twin(w, fl, split=True, rows=prefill_rows),
+            pack_dir,
+            "cond_prefill_ane",
+        )
         save(build_flowlm_step_twin(w, fl, split=True), pack_dir, "flowlm_step_ane")
     save(build_flow_decoder_fused_twin(w, fl), pack_dir, "flow_decoder_fused")
     save(build_mimi_decoder_twin(w, config.mimi), pack_dir, "mimi_decoder")
@@ -126,10 +143,13 @@ def build_twin_pack(checkpoint: str | Path, config: ModelConfig, tokenizer: str 
             _write_floats(root / RECOVER_PINV, recover_pinv)
     elif encoder is not None:
         raise ValueError(f"encoder must be 'pack', 'root' or None, not {encoder!r}")
-    write_constants_bin(w, config, Path(tokenizer), pack_dir, voices, speaker_proj,
-                        mimi_init_state)
-    manifest = {"version": "2.1", "base": "v2", "kind": "onnx-twin", "self_contained": True,
-                "models": written}
-    (pack_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
-                                            encoding="utf-8")
+    write_constants_bin(w, config, Path(tokenizer), pack_dir, voices, speaker_proj, mimi_init_state)
+    manifest = {
+        "version": "2.1",
+        "base": "v2",
+        "kind": "onnx-twin",
+        "self_contained": True,
+        "models": written,
+    }
+    (pack_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return pack_dir

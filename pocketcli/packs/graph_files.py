@@ -18,9 +18,14 @@ def side_file(path: Path) -> Path:
 
 
 def save_graph(model: onnx.ModelProto, path: Path) -> None:
-    onnx.save_model(model, str(path), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location=side_file(path).name,
-                    size_threshold=1024)
+    onnx.save_model(
+        model,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=side_file(path).name,
+        size_threshold=1024,
+    )
 
 
 def remove_graph(path: Path) -> None:

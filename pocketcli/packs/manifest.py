@@ -32,13 +32,13 @@ class PackError(UserError, ValueError):
 @dataclass(frozen=True)
 class PackManifest:
     config: ModelConfig
-    graphs: dict[str, dict[str, str]]          # precision -> graph name -> file
+    graphs: dict[str, dict[str, str]]  # precision -> graph name -> file
     mimi_states: tuple[StateSpec, ...]
     tokenizer_file: str
     tokenizer_kind: str
     constants_file: str
     voice_cloning: bool = False
-    voice_cloning_note: str = ""                # why not, when voice_cloning is false
+    voice_cloning_note: str = ""  # why not, when voice_cloning is false
     source: dict[str, Any] = field(default_factory=dict)
 
     @property

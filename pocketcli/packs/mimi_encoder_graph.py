@@ -32,8 +32,16 @@ DOWNSAMPLE = "mimi.downsample.conv.conv"
 SPEAKER_PROJ = "flow_lm.speaker_proj_weight"
 
 
-def _causal_conv(g: GraphBuilder, x: str, w: Weights, prefix: str, name: str,
-                 stride: int = 1, dilation: int = 1, pad_mode: str = "constant") -> str:
+def _causal_conv(
+    g: GraphBuilder,
+    x: str,
+    w: Weights,
+    prefix: str,
+    name: str,
+    stride: int = 1,
+    dilation: int = 1,
+    pad_mode: str = "constant",
+) -> str:
     """A StreamingConv1d's first call on ``x [1, C, T]``: left context of zeros or of x[0]."""
     weight, bias = conv_weight(w, prefix)
     k = weight.shape[2]
@@ -58,15 +66,24 @@ def _seanet_encoder(g: GraphBuilder, x: str, w: Weights, cfg: SEANetConfig) -> s
     for ratio in reversed(cfg.ratios):
         for j in range(cfg.n_residual_layers):
             block = f"{p}.{idx}.block"
-            h = _causal_conv(g, elu(g, x), w, f"{block}.1.conv", f"enc.res{idx}.conv1",
-                             dilation=cfg.dilation_base**j, pad_mode=mode)
-            h = _causal_conv(g, elu(g, h), w, f"{block}.3.conv", f"enc.res{idx}.conv2",
-                             pad_mode=mode)
+            h = _causal_conv(
+                g,
+                elu(g, x),
+                w,
+                f"{block}.1.conv",
+                f"enc.res{idx}.conv1",
+                dilation=cfg.dilation_base**j,
+                pad_mode=mode,
+            )
+            h = _causal_conv(
+                g, elu(g, h), w, f"{block}.3.conv", f"enc.res{idx}.conv2", pad_mode=mode
+            )
             x = g.op("Add", [x, h])
             idx += 1
-        idx += 1                                                   # the ELU
-        x = _causal_conv(g, elu(g, x), w, f"{p}.{idx}.conv", f"enc.down{idx}", stride=ratio,
-                         pad_mode=mode)
+        idx += 1  # the ELU
+        x = _causal_conv(
+            g, elu(g, x), w, f"{p}.{idx}.conv", f"enc.down{idx}", stride=ratio, pad_mode=mode
+        )
         idx += 1
     idx += 1
     return _causal_conv(g, elu(g, x), w, f"{p}.{idx}.conv", "enc.conv_out", pad_mode=mode)
@@ -76,8 +93,9 @@ def _pad_to_multiple(g: GraphBuilder, x: str, axis: int, rank: int, multiple: in
     """Zeros at the end of ``axis`` up to a multiple of ``multiple``."""
     n = g.shape_dim(x, axis)
     m = g.const([multiple], np.int64)
-    rounded = g.op("Mul", [g.op("Div", [g.op("Add", [n, g.const([multiple - 1], np.int64)]), m]),
-                           m])
+    rounded = g.op(
+        "Mul", [g.op("Div", [g.op("Add", [n, g.const([multiple - 1], np.int64)]), m]), m]
+    )
     extra = g.op("Sub", [rounded, n])
     zeros_before = g.const([0] * (rank + axis), np.int64)
     zeros_after = g.const([0] * (rank - axis - 1), np.int64)
@@ -85,8 +103,7 @@ def _pad_to_multiple(g: GraphBuilder, x: str, axis: int, rank: int, multiple: in
     return g.op("Pad", [x, pads])
 
 
-def _blocked_transformer(g: GraphBuilder, x: str, w: Weights,
-                         cfg: MimiTransformerConfig) -> str:
+def _blocked_transformer(g: GraphBuilder, x: str, w: Weights, cfg: MimiTransformerConfig) -> str:
     """The encoder transformer over ``x [1, T, d]``, causal with ``context``, in blocks."""
     heads, block = cfg.num_heads, cfg.context
     head_dim = cfg.d_model // heads
@@ -101,15 +118,22 @@ def _blocked_transformer(g: GraphBuilder, x: str, w: Weights,
     # Query i of a block vs key j of [previous block, this block]: delta = i + block - j.
     def arange(stop: str | int) -> str:
         """Range(0, stop) with true scalars (GraphBuilder constants are 1-D)."""
+
         def scalar(v: str | int) -> str:
             return g.squeeze(g.const([v], np.int64) if isinstance(v, int) else v, [0])
+
         return g.op("Range", [scalar(0), scalar(stop), scalar(1)])
 
     i, j = g.unsqueeze(arange(block), [1]), g.unsqueeze(arange(2 * block), [0])
     delta = g.op("Sub", [g.op("Add", [i, g.const(block, np.int64)]), j])
-    in_window = g.op("And", [g.op("GreaterOrEqual", [delta, g.const(0, np.int64)]),
-                             g.op("Less", [delta, g.const(cfg.context, np.int64)])])
-    before_start = g.op("Less", [j, g.const(block, np.int64)])    # the first block's "previous"
+    in_window = g.op(
+        "And",
+        [
+            g.op("GreaterOrEqual", [delta, g.const(0, np.int64)]),
+            g.op("Less", [delta, g.const(cfg.context, np.int64)]),
+        ],
+    )
+    before_start = g.op("Less", [j, g.const(block, np.int64)])  # the first block's "previous"
     is_first = g.unsqueeze(g.op("Equal", [arange(n_blocks), g.const(0, np.int64)]), [1, 2])
     mask = g.op("And", [in_window, g.op("Not", [g.op("And", [is_first, before_start])])])
     scale = g.const(1.0 / np.sqrt(head_dim))
@@ -139,13 +163,14 @@ def build_mimi_encoder(w: Weights, cfg: MimiConfig) -> onnx.ModelProto:
     proj = w[SPEAKER_PROJ]
     audio = g.input("audio", np.float32, [1, "samples"])
     x = _pad_to_multiple(g, audio, axis=1, rank=2, multiple=cfg.samples_per_frame)
-    x = g.unsqueeze(x, [1])                                          # [1, 1, S]
-    x = _seanet_encoder(g, x, w, cfg.seanet)                         # [1, C, T] at 200 Hz
+    x = g.unsqueeze(x, [1])  # [1, 1, S]
+    x = _seanet_encoder(g, x, w, cfg.seanet)  # [1, C, T] at 200 Hz
     x = _blocked_transformer(g, g.transpose(x, [0, 2, 1]), w, cfg.transformer)
     x = g.transpose(x, [0, 2, 1])
     if f"{DOWNSAMPLE}.weight" in w:
-        x = _causal_conv(g, x, w, DOWNSAMPLE, "downsample", stride=cfg.upsample_stride,
-                         pad_mode="replicate")                       # [1, inner, frames]
+        x = _causal_conv(
+            g, x, w, DOWNSAMPLE, "downsample", stride=cfg.upsample_stride, pad_mode="replicate"
+        )  # [1, inner, frames]
     latents = g.reshape(g.transpose(x, [0, 2, 1]), [-1, proj.shape[1]])
     conditioning = g.linear(latents, proj, None, "speaker_proj")
     g.output(conditioning, "conditioning", np.float32, ["frames", proj.shape[0]])

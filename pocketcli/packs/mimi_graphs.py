@@ -43,8 +43,9 @@ class _StatefulGraph:
 _END = np.iinfo(np.int64).max
 
 
-def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
-                    dilation: int = 1) -> str:
+def _streaming_conv(
+    sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str, dilation: int = 1
+) -> str:
     """Causal conv on time-major ``x [T, C_in]``: one MatMul for all taps, then shift-add.
 
     The left context comes from the previous call (zeros at start). Every
@@ -56,32 +57,39 @@ def _streaming_conv(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: s
     hundredth in the last conv (C_out = 1).
     """
     g = sg.g
-    weight, bias = conv_weight(w, prefix)                     # [C_out, C_in, k]
+    weight, bias = conv_weight(w, prefix)  # [C_out, C_in, k]
     c_out, c_in, k = weight.shape
     context = (k - 1) * dilation
     if context > 0:
         prev = sg.state(name, (context, c_in))
-        x = g.concat([prev, x], axis=0)                       # [context + T, C_in]
+        x = g.concat([prev, x], axis=0)  # [context + T, C_in]
         sg.update(name, g.slice(x, -context, _END, axis=0))
     matrix = weight.transpose(1, 2, 0).reshape(c_in, k * c_out)
     y = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
-    if bias is not None:    # on tap 0's columns only: right after the MatMul, it fuses into it
+    if bias is not None:  # on tap 0's columns only: right after the MatMul, it fuses into it
         y = g.op("Add", [y, g.weight(f"{name}.bias", np.pad(bias, (0, (k - 1) * c_out)))])
     if k > 1:
-        taps = g.reshape(y, [-1, k, c_out])                   # [context + T, k, C_out]
+        taps = g.reshape(y, [-1, k, c_out])  # [context + T, k, C_out]
         y = None
         for j in range(k):
             row_end = (j * dilation - context) or _END
-            tap = g.op("Slice", [taps, g.const([j * dilation, j], np.int64),
-                                 g.const([row_end, j + 1], np.int64),
-                                 g.const([0, 1], np.int64)])  # [T, 1, C_out]
+            tap = g.op(
+                "Slice",
+                [
+                    taps,
+                    g.const([j * dilation, j], np.int64),
+                    g.const([row_end, j + 1], np.int64),
+                    g.const([0, 1], np.int64),
+                ],
+            )  # [T, 1, C_out]
             y = tap if y is None else g.op("Add", [y, tap])
         y = g.reshape(y, [-1, c_out])
     return y
 
 
-def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str,
-                              stride: int, groups: int = 1) -> str:
+def _streaming_conv_transpose(
+    sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str, stride: int, groups: int = 1
+) -> str:
     """Transposed conv on time-major ``x [T, C_in]`` whose overlap is carried to the next call.
 
     With a kernel of at most twice the stride (every Mimi upsampler has exactly
@@ -91,32 +99,38 @@ def _streaming_conv_transpose(sg: _StatefulGraph, x: str, w: Weights, prefix: st
     quantisable. The overlap B of the last row is the state.
     """
     g = sg.g
-    weight, bias = conv_weight(w, prefix)                     # [C_in, C_out / groups, k]
+    weight, bias = conv_weight(w, prefix)  # [C_in, C_out / groups, k]
     c_in, k = weight.shape[0], weight.shape[2]
     c_out = weight.shape[1] * groups
     if k > 2 * stride or groups not in (1, c_in):
-        raise ValueError(f"{prefix}: transposed conv with kernel {k}, stride {stride} and"
-                         f" {groups} groups is not supported")
+        raise ValueError(
+            f"{prefix}: transposed conv with kernel {k}, stride {stride} and"
+            f" {groups} groups is not supported"
+        )
     weight = np.pad(weight, ((0, 0), (0, 0), (0, 2 * stride - k)))
     partial = sg.state(name, (1, stride, c_out))
     # The kernel's product with each input row, [T, 2s * C_out]: halves A then B.
     if groups == 1:
-        product = g.op("MatMul", [x, g.weight(f"{name}.weight",
-                                            weight.transpose(0, 2, 1).reshape(c_in, -1))])
+        product = g.op(
+            "MatMul", [x, g.weight(f"{name}.weight", weight.transpose(0, 2, 1).reshape(c_in, -1))]
+        )
     else:
-        taps = np.ascontiguousarray(weight[:, 0, :].T)         # [2s, C]
-        product = g.reshape(g.op("Mul", [g.unsqueeze(x, [1]), g.weight(f"{name}.weight", taps)]),
-                            [-1, 2 * stride * c_out])
-    if bias is not None:    # on the A half only, right after the product (fused into a MatMul)
+        taps = np.ascontiguousarray(weight[:, 0, :].T)  # [2s, C]
+        product = g.reshape(
+            g.op("Mul", [g.unsqueeze(x, [1]), g.weight(f"{name}.weight", taps)]),
+            [-1, 2 * stride * c_out],
+        )
+    if bias is not None:  # on the A half only, right after the product (fused into a MatMul)
         half = np.concatenate([np.tile(bias, (stride, 1)), np.zeros((stride, c_out))])
-        product = g.op("Add", [product, g.weight(f"{name}.bias",
-                                                 half.reshape(-1).astype(np.float32))])
-    blocks = g.reshape(product, [-1, 2 * stride, c_out])       # [T, 2s, C_out]
+        product = g.op(
+            "Add", [product, g.weight(f"{name}.bias", half.reshape(-1).astype(np.float32))]
+        )
+    blocks = g.reshape(product, [-1, 2 * stride, c_out])  # [T, 2s, C_out]
     first, second = g.split(blocks, [stride, stride], axis=1)  # A, B: [T, s, C_out]
-    carried = g.concat([partial, second], axis=0)              # [T + 1, s, C_out]
+    carried = g.concat([partial, second], axis=0)  # [T + 1, s, C_out]
     y = g.op("Add", [first, g.slice(carried, 0, -1, axis=0)])
     sg.update(name, g.slice(carried, -1, _END, axis=0))
-    return g.reshape(y, [-1, c_out])                           # [T * s, C_out]
+    return g.reshape(y, [-1, c_out])  # [T * s, C_out]
 
 
 def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -> str:
@@ -132,8 +146,9 @@ def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -
         for j in range(cfg.n_residual_layers):
             block = f"{p}.{idx}.block"
             h = elu(sg.g, x)
-            h = _streaming_conv(sg, h, w, f"{block}.1.conv", f"dec.res{idx}.conv1",
-                                dilation=cfg.dilation_base**j)
+            h = _streaming_conv(
+                sg, h, w, f"{block}.1.conv", f"dec.res{idx}.conv1", dilation=cfg.dilation_base**j
+            )
             h = elu(sg.g, h)
             h = _streaming_conv(sg, h, w, f"{block}.3.conv", f"dec.res{idx}.conv2")
             x = sg.g.op("Add", [x, h])
@@ -143,8 +158,9 @@ def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -
     return _streaming_conv(sg, x, w, f"{p}.{idx}.conv", "dec.conv_out")
 
 
-def _windowed_transformer(sg: _StatefulGraph, x: str, w: Weights, prefix: str,
-                          cfg: MimiTransformerConfig, name: str) -> str:
+def _windowed_transformer(
+    sg: _StatefulGraph, x: str, w: Weights, prefix: str, cfg: MimiTransformerConfig, name: str
+) -> str:
     """Streaming transformer over ``x [1, T, d]`` with attention limited to ``context``.
 
     Each layer keeps the keys and values of the last ``context`` positions as
@@ -156,19 +172,28 @@ def _windowed_transformer(sg: _StatefulGraph, x: str, w: Weights, prefix: str,
     position = sg.state(f"{name}.position", (1,), np.int64)
     n_new = g.shape_dim(x, 1)
     new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
-    q_pos = g.op("Add", [new_index, position])                    # absolute query positions
-    k_pos = g.concat([
-        g.op("Add", [g.const(np.arange(-ctx, 0), np.int64), position]),
-        q_pos,
-    ], axis=0)                                                    # window, then new keys
+    q_pos = g.op("Add", [new_index, position])  # absolute query positions
+    k_pos = g.concat(
+        [
+            g.op("Add", [g.const(np.arange(-ctx, 0), np.int64), position]),
+            q_pos,
+        ],
+        axis=0,
+    )  # window, then new keys
     delta = g.op("Sub", [g.unsqueeze(q_pos, [1]), g.unsqueeze(k_pos, [0])])
-    mask = g.op("And", [
-        g.op("And", [
-            g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [0]), g.const(0, np.int64)]),
-            g.op("GreaterOrEqual", [delta, g.const(0, np.int64)]),
-        ]),
-        g.op("Less", [delta, g.const(ctx, np.int64)]),
-    ])
+    mask = g.op(
+        "And",
+        [
+            g.op(
+                "And",
+                [
+                    g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [0]), g.const(0, np.int64)]),
+                    g.op("GreaterOrEqual", [delta, g.const(0, np.int64)]),
+                ],
+            ),
+            g.op("Less", [delta, g.const(ctx, np.int64)]),
+        ],
+    )
     cos, sin = rope_tables(g, q_pos, head_dim, cfg.max_period)
     scale = g.const(1.0 / np.sqrt(head_dim))
     sg.update(f"{name}.position", g.op("Add", [position, n_new]))
@@ -190,15 +215,27 @@ def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, li
     g = GraphBuilder("mimi_decoder")
     sg = _StatefulGraph(g)
     latents = g.input("latents", np.float32, [1, "frames", cfg.quantizer_dimension])
-    x = g.op("Add", [g.op("Mul", [latents, g.weight("emb_std", w["flow_lm.emb_std"])]),
-                     g.weight("emb_mean", w["flow_lm.emb_mean"])])
+    x = g.op(
+        "Add",
+        [
+            g.op("Mul", [latents, g.weight("emb_std", w["flow_lm.emb_std"])]),
+            g.weight("emb_mean", w["flow_lm.emb_mean"]),
+        ],
+    )
     proj = w["mimi.quantizer.output_proj.weight"][:, :, 0]
     x = g.reshape(g.linear(x, proj, None, "quantizer.output_proj"), [-1, proj.shape[0]])
-    x = _streaming_conv_transpose(sg, x, w, "mimi.upsample.convtr.convtr", "upsample",
-                                  stride=cfg.upsample_stride,
-                                  groups=w["mimi.upsample.convtr.convtr.weight"].shape[0])
-    x = _windowed_transformer(sg, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer",
-                              cfg.decoder_transformer, "dec_tr")
+    x = _streaming_conv_transpose(
+        sg,
+        x,
+        w,
+        "mimi.upsample.convtr.convtr",
+        "upsample",
+        stride=cfg.upsample_stride,
+        groups=w["mimi.upsample.convtr.convtr.weight"].shape[0],
+    )
+    x = _windowed_transformer(
+        sg, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer", cfg.decoder_transformer, "dec_tr"
+    )
     audio = _seanet_decoder(sg, g.squeeze(x, [0]), w, cfg.decoder_seanet)
     g.output(g.reshape(audio, [1, -1]), "audio", np.float32, [1, "samples"])
     return g.model(), sg.states

@@ -34,9 +34,17 @@ def elu(g: GraphBuilder, x: str) -> str:
     return g.op("Max", [x, below])
 
 
-def mimi_transformer(g: GraphBuilder, x: str, w: Weights, prefix: str,
-                     cfg: MimiTransformerConfig, name: str, cos: str, sin: str,
-                     attend: Attend) -> str:
+def mimi_transformer(
+    g: GraphBuilder,
+    x: str,
+    w: Weights,
+    prefix: str,
+    cfg: MimiTransformerConfig,
+    name: str,
+    cos: str,
+    sin: str,
+    attend: Attend,
+) -> str:
     """The ProjectedTransformer of pocket-tts on ``x [1, T, input_dim]``.
 
     Pre-norm layers with LayerScale on both branches, GELU-tanh FFN, no
@@ -52,7 +60,7 @@ def mimi_transformer(g: GraphBuilder, x: str, w: Weights, prefix: str,
         h = g.layer_norm(x, w[f"{lp}.norm1.weight"], w[f"{lp}.norm1.bias"], 1e-5, f"{ln}.norm1")
         qkv = g.linear(h, w[f"{lp}.self_attn.in_proj.weight"], None, f"{ln}.in_proj")
         q, k, v = g.split(qkv, [d, d, d], axis=2)
-        q = g.transpose(apply_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])   # [H, T, Dh]
+        q = g.transpose(apply_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])  # [H, T, Dh]
         k = g.transpose(apply_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
         v = g.transpose(g.reshape(v, [-1, heads, head_dim]), [1, 0, 2])
         attn = attend(ln, q, k, v)

@@ -88,6 +88,7 @@ class GraphBuilder:
 
     def initializer_list(self) -> list[onnx.TensorProto]:
         return self.initializers
+
     # -- layers ---------------------------------------------------------
     def linear(self, x: str, weight: np.ndarray, bias: np.ndarray | None, name: str) -> str:
         """``x @ weight.T + bias`` with a torch-layout weight ``[out, in]``."""
@@ -96,8 +97,15 @@ class GraphBuilder:
             y = self.op("Add", [y, self.weight(f"{name}.bias", bias)])
         return y
 
-    def layer_norm(self, x: str, weight: np.ndarray | None, bias: np.ndarray | None,
-                   eps: float, name: str, dim: int | None = None) -> str:
+    def layer_norm(
+        self,
+        x: str,
+        weight: np.ndarray | None,
+        bias: np.ndarray | None,
+        eps: float,
+        name: str,
+        dim: int | None = None,
+    ) -> str:
         if weight is None:
             assert dim is not None
             weight = np.ones(dim, np.float32)
@@ -136,9 +144,7 @@ class GraphBuilder:
         )
 
     def split(self, x: str, sizes: Sequence[int], axis: int) -> list[str]:
-        return self.op_multi(
-            "Split", [x, self.const(list(sizes), np.int64)], len(sizes), axis=axis
-        )
+        return self.op_multi("Split", [x, self.const(list(sizes), np.int64)], len(sizes), axis=axis)
 
     def concat(self, xs: Sequence[str], axis: int) -> str:
         return self.op("Concat", list(xs), axis=axis)

@@ -32,9 +32,13 @@ FLOAT_WEIGHT_PREFIXES = (ROPE_SWAP,)
 def _float_nodes(path: Path) -> list[str]:
     """Names of the MatMuls that multiply by a weight that stays float."""
     graph = onnx.load(str(path), load_external_data=False).graph
-    return [n.name for n in graph.node
-            if n.op_type == "MatMul" and len(n.input) == 2
-            and (n.input[1] in FLOAT_WEIGHTS or n.input[1].startswith(FLOAT_WEIGHT_PREFIXES))]
+    return [
+        n.name
+        for n in graph.node
+        if n.op_type == "MatMul"
+        and len(n.input) == 2
+        and (n.input[1] in FLOAT_WEIGHTS or n.input[1].startswith(FLOAT_WEIGHT_PREFIXES))
+    ]
 
 
 @contextmanager
@@ -58,10 +62,14 @@ def quantise_int8(src: Path, dst: Path) -> None:
         # weights: the full-size Mimi decoder measured 26.6 dB SNR against fp32 without
         # it, 39.7 dB with it, at the same speed.
         quantize_dynamic(
-            str(src), str(dst), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            str(src),
+            str(dst),
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
             reduce_range=True,
             use_external_data_format=True,
-            nodes_to_exclude=_float_nodes(src), extra_options={"MatMulConstBOnly": True},
+            nodes_to_exclude=_float_nodes(src),
+            extra_options={"MatMulConstBOnly": True},
         )
 
 
@@ -72,13 +80,16 @@ def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE) -> No
             MatMulNBitsQuantizer,
         )
     except ImportError as exc:
-        raise UserError(f"int4 packs need onnxruntime's 4-bit quantiser ({exc}); "
-                        "pip install onnx-ir") from None
+        raise UserError(
+            f"int4 packs need onnxruntime's 4-bit quantiser ({exc}); pip install onnx-ir"
+        ) from None
     model = onnx.load(str(src))
-    config = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True,
-                                          accuracy_level=4)
+    config = DefaultWeightOnlyQuantConfig(
+        block_size=block_size, is_symmetric=True, accuracy_level=4
+    )
     with _quiet_root_logger():
-        quantiser = MatMulNBitsQuantizer(model, algo_config=config,
-                                         nodes_to_exclude=_float_nodes(src))
+        quantiser = MatMulNBitsQuantizer(
+            model, algo_config=config, nodes_to_exclude=_float_nodes(src)
+        )
         quantiser.process()
     save_graph(quantiser.model.model, dst)

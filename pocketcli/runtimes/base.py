@@ -52,8 +52,9 @@ class Runtime(Protocol):
         """Appends one latent (NaN = BOS) and returns ``(z, eos_logit)`` for it."""
         ...
 
-    def prefill_then_step(self, seq: FlowSequence, embeddings: np.ndarray,
-                          latent: np.ndarray) -> tuple[np.ndarray, float]:
+    def prefill_then_step(
+        self, seq: FlowSequence, embeddings: np.ndarray, latent: np.ndarray
+    ) -> tuple[np.ndarray, float]:
         """``prefill(embeddings)`` then ``step(latent)``, in one pass where the backend can:
         a chunk's text and its first frame then read the FlowLM weights once, not twice."""
         ...
@@ -82,8 +83,7 @@ class Runtime(Protocol):
         (Mimi encoder, then the speaker projection)."""
         ...
 
-    def start_decoder(self) -> DecoderState:
-        ...
+    def start_decoder(self) -> DecoderState: ...
 
     def decode(self, state: DecoderState, latents: np.ndarray) -> np.ndarray:
         """Normalised latents ``[K, latent_dim]`` -> audio ``[K * samples_per_frame]``."""

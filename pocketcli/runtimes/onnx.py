@@ -82,8 +82,9 @@ class OnnxRuntime:
 
     name = "onnx"
 
-    def __init__(self, pack_dir: str | Path, precision: str = "fp32",
-                 threads: int | None = None) -> None:
+    def __init__(
+        self, pack_dir: str | Path, precision: str = "fp32", threads: int | None = None
+    ) -> None:
         pack_dir = Path(pack_dir)
         self.manifest = PackManifest.read(pack_dir)
         if precision not in self.manifest.graphs:
@@ -114,7 +115,7 @@ class OnnxRuntime:
         self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._threads = threads
-        self._encoder: ort.InferenceSession | None = None   # loaded on first clone
+        self._encoder: ort.InferenceSession | None = None  # loaded on first clone
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
 
     @property
@@ -140,8 +141,10 @@ class OnnxRuntime:
     def _cache_buffers(self, capacity: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         shape_k = (self._kv_heads, self._head_dim, capacity)
         shape_v = (self._kv_heads, capacity, self._head_dim)
-        return ([np.zeros(shape_k, np.float32) for _ in range(self._layers)],
-                [np.zeros(shape_v, np.float32) for _ in range(self._layers)])
+        return (
+            [np.zeros(shape_k, np.float32) for _ in range(self._layers)],
+            [np.zeros(shape_v, np.float32) for _ in range(self._layers)],
+        )
 
     def _grow(self, seq: OnnxSequence, needed: int) -> None:
         """Moves the cache into buffers with room for ``needed`` positions (and a step more)."""
@@ -165,16 +168,19 @@ class OnnxRuntime:
         self._voice_layout = (voice, keys, values)
         return keys, values
 
-    def _run_step(self, seq: OnnxSequence, embeddings: np.ndarray,
-                  latents: np.ndarray) -> tuple[np.ndarray, float]:
+    def _run_step(
+        self, seq: OnnxSequence, embeddings: np.ndarray, latents: np.ndarray
+    ) -> tuple[np.ndarray, float]:
         n_new = embeddings.shape[1] + latents.shape[1]
         if seq.length + n_new > seq.limit:
-            raise ValueError(
-                f"KV cache full: {seq.length} + {n_new} positions exceed {seq.limit}")
+            raise ValueError(f"KV cache full: {seq.length} + {n_new} positions exceed {seq.limit}")
         if seq.length + n_new > seq.capacity:
             self._grow(seq, seq.length + n_new)
-        feeds = {"embeddings": embeddings, "latents": latents,
-                 "position": np.array([seq.length], np.int64)}
+        feeds = {
+            "embeddings": embeddings,
+            "latents": latents,
+            "position": np.array([seq.length], np.int64),
+        }
         for i in range(self._layers):
             feeds[f"key_cache_{i}"] = seq.keys[i]
             feeds[f"value_cache_{i}"] = seq.values[i]
@@ -194,8 +200,9 @@ class OnnxRuntime:
         lat = np.asarray(latent, np.float32).reshape(1, 1, self._latent_dim)
         return self._run_step(seq, self._no_embeddings, lat)
 
-    def prefill_then_step(self, seq: OnnxSequence, embeddings: np.ndarray,
-                          latent: np.ndarray) -> tuple[np.ndarray, float]:
+    def prefill_then_step(
+        self, seq: OnnxSequence, embeddings: np.ndarray, latent: np.ndarray
+    ) -> tuple[np.ndarray, float]:
         """The step graph takes embeddings and latents in one call (z is the last row's):
         the first frame rides on the text prefill instead of a second pass over the
         weights, which at one row is bound by memory (about 5 ms at int8)."""
@@ -212,8 +219,9 @@ class OnnxRuntime:
                 feeds[name] = _ONE * np.float32(value)
             return self._head.run(None, feeds)[0][0]
 
-        return integrate_flow(velocity, np.asarray(noise, np.float32),
-                              self.config.flow_lm.flow.type, decode_steps)
+        return integrate_flow(
+            velocity, np.asarray(noise, np.float32), self.config.flow_lm.flow.type, decode_steps
+        )
 
     def voice_state(self, seq: OnnxSequence) -> VoiceState:
         n = seq.length
@@ -234,8 +242,10 @@ class OnnxRuntime:
             return None
         bos = self.constants.get("bos_before_voice")
         if bos is None or bos.size != self._d_model or not np.isfinite(bos).all():
-            raise PackError(f"pack {self.pack_dir}: bos_before_voice is missing or is not"
-                            f" {self._d_model} finite floats; rebuild the pack")
+            raise PackError(
+                f"pack {self.pack_dir}: bos_before_voice is missing or is not"
+                f" {self._d_model} finite floats; rebuild the pack"
+            )
         return bos.reshape(self._d_model).astype(np.float32)
 
     def encode_voice(self, audio_24k: np.ndarray) -> np.ndarray:
@@ -251,16 +261,19 @@ class OnnxRuntime:
         conditioning = self._encoder.run(None, {"audio": audio})[0]
         frames = -(-audio.shape[1] // self.config.mimi.samples_per_frame)
         if conditioning.shape != (frames, self._d_model):
-            raise PackError(f"{graph} returned {list(conditioning.shape)},"
-                            f" expected [{frames}, {self._d_model}]")
+            raise PackError(
+                f"{graph} returned {list(conditioning.shape)}, expected [{frames}, {self._d_model}]"
+            )
         return conditioning
 
     # -- Mimi -------------------------------------------------------------
     def start_decoder(self) -> OnnxDecoderState:
-        return OnnxDecoderState({
-            f"state.{s.name}": np.zeros(s.shape, np.dtype(s.dtype))
-            for s in self.manifest.mimi_states
-        })
+        return OnnxDecoderState(
+            {
+                f"state.{s.name}": np.zeros(s.shape, np.dtype(s.dtype))
+                for s in self.manifest.mimi_states
+            }
+        )
 
     def decode(self, state: OnnxDecoderState, latents: np.ndarray) -> np.ndarray:
         lat = np.asarray(latents, np.float32).reshape(1, -1, self._latent_dim)

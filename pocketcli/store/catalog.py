@@ -49,8 +49,9 @@ class UnknownNameError(UserError, ValueError):
         self.valid = valid
         self.detail = what
         detail = f" {what}" if what else ""
-        super().__init__(f"unknown {option.lstrip('-')} {value!r}{detail}; "
-                         f"choose from: {', '.join(valid)}")
+        super().__init__(
+            f"unknown {option.lstrip('-')} {value!r}{detail}; choose from: {', '.join(valid)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -126,29 +127,49 @@ def _parse(d: dict[str, Any]) -> Catalog:
         raise ValueError("pocketcli/data/catalog.json has an unknown format")
     k, c = d["kyutai"], d["coreml"]
     voices = {
-        name: Voice(name, v["origin"], v["audio"],
-                    tuple(v["only_languages"]) if v.get("only_languages") else None)
+        name: Voice(
+            name,
+            v["origin"],
+            v["audio"],
+            tuple(v["only_languages"]) if v.get("only_languages") else None,
+        )
         for name, v in d["voices"].items()
     }
     kyutai = {
-        name: KyutaiLanguage(name, v["config"], int(v["layers"]), v["weights"],
-                             v.get("weights_without_voice_cloning"), v["tokenizer"])
+        name: KyutaiLanguage(
+            name,
+            v["config"],
+            int(v["layers"]),
+            v["weights"],
+            v.get("weights_without_voice_cloning"),
+            v["tokenizer"],
+        )
         for name, v in k["languages"].items()
     }
     coreml = CoreMLCatalog(
-        repo=c["repo"], revision=c["revision"], subdir=c["subdir"],
+        repo=c["repo"],
+        revision=c["revision"],
+        subdir=c["subdir"],
         languages={name: int(v["layers"]) for name, v in c["languages"].items()},
-        default_precision=c["default_precision"], flowlm=dict(c["flowlm"]),
+        default_precision=c["default_precision"],
+        flowlm=dict(c["flowlm"]),
         default_placement=c["default_placement"],
         placements={p: tuple(m) for p, m in c["placements"].items()},
-        required_dirs=tuple(c["required_dirs"]), optional_files=tuple(c["optional_files"]),
+        required_dirs=tuple(c["required_dirs"]),
+        optional_files=tuple(c["optional_files"]),
         never=tuple(c["never"]),
     )
     return Catalog(
-        default_language=d["default_language"], default_voice=d["default_voice"],
-        voice_aliases=dict(d["voice_aliases"]), voices=voices, kyutai=kyutai,
-        voice_state=k["voice_state"], gated_repo=k["gated_repo"], terms_url=k["terms_url"],
-        native_voices=dict(k["native_voices"]), coreml=coreml,
+        default_language=d["default_language"],
+        default_voice=d["default_voice"],
+        voice_aliases=dict(d["voice_aliases"]),
+        voices=voices,
+        kyutai=kyutai,
+        voice_state=k["voice_state"],
+        gated_repo=k["gated_repo"],
+        terms_url=k["terms_url"],
+        native_voices=dict(k["native_voices"]),
+        coreml=coreml,
     )
 
 

@@ -36,8 +36,9 @@ from pocketcli.store.paths import env_offline, hub_cache_dir, hub_endpoint
 from pocketcli.store.progress import Reporter
 
 
-def _patterns(cat: CoreMLCatalog, language: str, precision: str,
-              placement: str) -> tuple[list[str], list[str], tuple[str, ...]]:
+def _patterns(
+    cat: CoreMLCatalog, language: str, precision: str, placement: str
+) -> tuple[list[str], list[str], tuple[str, ...]]:
     sub = cat.language_dir(language)
     required = (*cat.models(precision, placement), *cat.required_dirs)
     allow = [f"{sub}/{name}/*" for name in required]
@@ -47,14 +48,24 @@ def _patterns(cat: CoreMLCatalog, language: str, precision: str,
 
 def _missing(lang_dir: Path, required: tuple[str, ...]) -> list[str]:
     """Required folders that are absent or empty (FluidAudio checks existence only)."""
-    return [name for name in required
-            if not (lang_dir / name).is_dir() or not any((lang_dir / name).iterdir())]
+    return [
+        name
+        for name in required
+        if not (lang_dir / name).is_dir() or not any((lang_dir / name).iterdir())
+    ]
 
 
-def _snapshot(cat: CoreMLCatalog, allow: list[str], ignore: list[str], local: bool,
-              reporter: Reporter) -> Path:
-    kwargs = {"repo_id": cat.repo, "revision": cat.revision, "cache_dir": str(hub_cache_dir()),
-              "endpoint": hub_endpoint(), "allow_patterns": allow, "ignore_patterns": ignore}
+def _snapshot(
+    cat: CoreMLCatalog, allow: list[str], ignore: list[str], local: bool, reporter: Reporter
+) -> Path:
+    kwargs = {
+        "repo_id": cat.repo,
+        "revision": cat.revision,
+        "cache_dir": str(hub_cache_dir()),
+        "endpoint": hub_endpoint(),
+        "allow_patterns": allow,
+        "ignore_patterns": ignore,
+    }
     if local:
         with no_network():
             return Path(snapshot_download(**kwargs, local_files_only=True))
@@ -78,9 +89,11 @@ def _delete_unused_flowlm(cat: CoreMLCatalog, lang_dir: Path, precision: str) ->
         shutil.rmtree(folder, ignore_errors=True)
     if not blobs:
         return
-    still_used = {os.path.realpath(link)
-                  for link in (storage_folder(cat.repo) / "snapshots").rglob("*")
-                  if link.is_symlink()}
+    still_used = {
+        os.path.realpath(link)
+        for link in (storage_folder(cat.repo) / "snapshots").rglob("*")
+        if link.is_symlink()
+    }
     for blob in blobs - still_used:
         Path(blob).unlink(missing_ok=True)
 
@@ -91,8 +104,13 @@ def _verify(lang_dir: Path, language: str) -> None:
             verify_blob(item, f"{item.relative_to(lang_dir)} of the CoreML {language} pack")
 
 
-def resolve_coreml_pack(language: str, precision: str = "fp16", placement: str = "gpu",
-                        offline: bool = False, progress: bool = False) -> Path:
+def resolve_coreml_pack(
+    language: str,
+    precision: str = "fp16",
+    placement: str = "gpu",
+    offline: bool = False,
+    progress: bool = False,
+) -> Path:
     """The ``v2.1/<language>`` folder of FluidAudio's CoreML pack, with what this run needs.
 
     Fetches only the models of ``placement`` and ``precision`` (fp16: flowlm_step,
@@ -107,8 +125,7 @@ def resolve_coreml_pack(language: str, precision: str = "fp16", placement: str =
     allow, ignore, required = _patterns(cat, language, precision, placement)
     sub = cat.language_dir(language)
     what = f"the CoreML {language} pack ({precision}, {placement})"
-    hint = (f"pockettts download --runtime coreml --language {language} "
-            f"--precision {precision}")
+    hint = f"pockettts download --runtime coreml --language {language} --precision {precision}"
     with Reporter(progress) as reporter:
         lang_dir: Path | None = None
         try:
@@ -122,28 +139,37 @@ def resolve_coreml_pack(language: str, precision: str = "fp16", placement: str =
             try:
                 lang_dir = _snapshot(cat, allow, ignore, False, reporter) / sub
             except Exception as exc:
-                mapped = explain(exc, what=what, repo=cat.repo, hint=hint,
-                                 not_found=f"{cat.repo} has no {sub} folder")
+                mapped = explain(
+                    exc,
+                    what=what,
+                    repo=cat.repo,
+                    hint=hint,
+                    not_found=f"{cat.repo} has no {sub} folder",
+                )
                 if mapped is None:
                     raise
                 raise mapped from exc
         _delete_unused_flowlm(cat, lang_dir, precision)
         missing = _missing(lang_dir, required)
         if missing:
-            raise StoreError(f"{cat.repo} {sub} lacks {', '.join(missing)}, which the "
-                             f"{placement} placement needs: try --placement gpu")
+            raise StoreError(
+                f"{cat.repo} {sub} lacks {', '.join(missing)}, which the "
+                f"{placement} placement needs: try --placement gpu"
+            )
         _verify(lang_dir, language)
     return lang_dir
 
 
 # FluidAudio's cloning encoders: the pack's own (non-English packs), else the
 # repository root's English-codec encoder with the 24-layer reprojection matrix.
-_ENCODER_PATTERNS = ("{sub}/mimi_encoderv3.mlmodelc/*", "mimi_encoderv2.mlmodelc/*",
-                     "encoder_recover_pinv.bin")
+_ENCODER_PATTERNS = (
+    "{sub}/mimi_encoderv3.mlmodelc/*",
+    "mimi_encoderv2.mlmodelc/*",
+    "encoder_recover_pinv.bin",
+)
 
 
-def resolve_coreml_encoder(language: str, offline: bool = False,
-                           progress: bool = False) -> Path:
+def resolve_coreml_encoder(language: str, offline: bool = False, progress: bool = False) -> Path:
     """Fetches what cloning with a CoreML pack needs (FluidAudio's encoders), and
     returns the pack folder; the runtime picks the encoder that is there."""
     cat = catalog().coreml
@@ -160,8 +186,9 @@ def resolve_coreml_encoder(language: str, offline: bool = False,
         except (LocalEntryNotFoundError, OSError, ValueError):
             root = None
         have = root is not None and any(
-            (root / name).is_dir() for name in (f"{sub}/mimi_encoderv3.mlmodelc",
-                                                "mimi_encoderv2.mlmodelc"))
+            (root / name).is_dir()
+            for name in (f"{sub}/mimi_encoderv3.mlmodelc", "mimi_encoderv2.mlmodelc")
+        )
         if not have:
             if offline:
                 raise offline_error(what, hint)

@@ -62,18 +62,27 @@ def _status(exc: BaseException) -> int | None:
 def offline_error(what: str, hint: str) -> StoreError:
     return StoreError(
         f"{what} is not in the cache and --offline (or HF_HUB_OFFLINE) forbids downloading "
-        f"it: run `{hint}` once while online, or drop --offline")
+        f"it: run `{hint}` once while online, or drop --offline"
+    )
 
 
 def gated_message(repo: str, terms_url: str, status: int | None) -> str:
     code = f" (HTTP {status})" if status else ""
-    return (f"the Hub refused {repo}{code}: it is gated; accept the terms at {terms_url} and "
-            "log in with `hf auth login`, or use the weights without voice cloning")
+    return (
+        f"the Hub refused {repo}{code}: it is gated; accept the terms at {terms_url} and "
+        "log in with `hf auth login`, or use the weights without voice cloning"
+    )
 
 
-def explain(exc: BaseException, *, what: str, repo: str | None = None,
-            not_found: str | None = None, gated_terms: str | None = None,
-            hint: str = "pockettts download") -> StoreError | None:
+def explain(
+    exc: BaseException,
+    *,
+    what: str,
+    repo: str | None = None,
+    not_found: str | None = None,
+    gated_terms: str | None = None,
+    hint: str = "pockettts download",
+) -> StoreError | None:
     """The one-line StoreError for a failed download, or None for a failure we do not know."""
     unreachable = _find(exc, HubUnreachable)
     if unreachable is not None:
@@ -81,12 +90,16 @@ def explain(exc: BaseException, *, what: str, repo: str | None = None,
         if unreachable.timed_out:
             return StoreError(
                 f"no answer from {host} within {unreachable.timeout:g} s while fetching {what}: "
-                f"check the connection (or raise {TIMEOUT_ENV}), or {OFFLINE_HINT}")
+                f"check the connection (or raise {TIMEOUT_ENV}), or {OFFLINE_HINT}"
+            )
         if _find(exc, socket.gaierror) is not None:
-            return StoreError(f"cannot resolve {host} to fetch {what}: check the connection "
-                              f"and DNS, or {OFFLINE_HINT}")
-        return StoreError(f"cannot connect to {host} to fetch {what}: check the connection, "
-                          f"or {OFFLINE_HINT}")
+            return StoreError(
+                f"cannot resolve {host} to fetch {what}: check the connection "
+                f"and DNS, or {OFFLINE_HINT}"
+            )
+        return StoreError(
+            f"cannot connect to {host} to fetch {what}: check the connection, or {OFFLINE_HINT}"
+        )
     if _find(exc, OfflineModeIsEnabled) is not None:
         return offline_error(what, hint)
     status = _status(exc)
@@ -96,32 +109,47 @@ def explain(exc: BaseException, *, what: str, repo: str | None = None,
             return AccessRefused(gated_message(name, gated_terms, status), name)
         return AccessRefused(
             f"the Hub refused {name} (HTTP {status}): if it is private or gated, log in with "
-            "`hf auth login` with an account that has access", name)
+            "`hf auth login` with an account that has access",
+            name,
+        )
     if _find(exc, RevisionNotFoundError) is not None:
-        return StoreError(f"the pinned revision of {repo or what} is not on the Hub: "
-                          "this pockettts's catalog may be out of date; update pockettts")
+        return StoreError(
+            f"the pinned revision of {repo or what} is not on the Hub: "
+            "this pockettts's catalog may be out of date; update pockettts"
+        )
     if _find(exc, RemoteEntryNotFoundError) is not None or status == 404:
         if _find(exc, RepositoryNotFoundError) is not None and not_found is None:
             return StoreError(f"repository {repo} not found on the Hub")
         return StoreError(not_found or f"{what} not found on the Hub (HTTP 404)")
     if _find(exc, RepositoryNotFoundError) is not None:
-        return StoreError(f"repository {repo} not found on the Hub (if it is private, log in "
-                          "with `hf auth login`)")
+        return StoreError(
+            f"repository {repo} not found on the Hub (if it is private, log in "
+            "with `hf auth login`)"
+        )
     if status is not None:
         return StoreError(f"the Hub answered HTTP {status} for {what}: try again later")
     timeout = _find(exc, httpx2.TimeoutException)
     if timeout is not None:
-        return StoreError(f"the download of {what} stalled and did not resume: check the "
-                          f"connection and run the command again, or {OFFLINE_HINT}")
+        return StoreError(
+            f"the download of {what} stalled and did not resume: check the "
+            f"connection and run the command again, or {OFFLINE_HINT}"
+        )
     if _find(exc, httpx2.TransportError) is not None:
-        return StoreError(f"the connection broke while downloading {what}: run the command "
-                          f"again, or {OFFLINE_HINT}")
-    consistency = next((e for e in _chain(exc) if isinstance(e, OSError)
-                        and "Consistency check failed" in str(e)), None)
+        return StoreError(
+            f"the connection broke while downloading {what}: run the command "
+            f"again, or {OFFLINE_HINT}"
+        )
+    consistency = next(
+        (e for e in _chain(exc) if isinstance(e, OSError) and "Consistency check failed" in str(e)),
+        None,
+    )
     if consistency is not None:
-        return StoreError(f"{what} arrived with the wrong size (the download was cut short): "
-                          "run the command again")
+        return StoreError(
+            f"{what} arrived with the wrong size (the download was cut short): "
+            "run the command again"
+        )
     if _find(exc, LocalEntryNotFoundError) is not None:
-        return StoreError(f"cannot reach the Hub to fetch {what}: check the connection, or "
-                          f"{OFFLINE_HINT}")
+        return StoreError(
+            f"cannot reach the Hub to fetch {what}: check the connection, or {OFFLINE_HINT}"
+        )
     return None

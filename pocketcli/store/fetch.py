@@ -44,7 +44,7 @@ class HfRef:
     repo: str
     path: str
     revision: str | None = None
-    repo_type: str = "model"          # "dataset" for Hub datasets (the MiniMax corpus)
+    repo_type: str = "model"  # "dataset" for Hub datasets (the MiniMax corpus)
 
     @property
     def key(self) -> str:
@@ -78,9 +78,14 @@ class Fetch:
 
 
 def _hub_kwargs(ref: HfRef) -> dict:
-    return {"repo_id": ref.repo, "filename": ref.path, "revision": ref.revision,
-            "repo_type": ref.repo_type, "cache_dir": str(hub_cache_dir()),
-            "endpoint": hub_endpoint()}
+    return {
+        "repo_id": ref.repo,
+        "filename": ref.path,
+        "revision": ref.revision,
+        "repo_type": ref.repo_type,
+        "cache_dir": str(hub_cache_dir()),
+        "endpoint": hub_endpoint(),
+    }
 
 
 def cached_hf_file(ref: HfRef) -> Path | None:
@@ -97,15 +102,22 @@ def _download(ref: HfRef, job: Fetch, reporter: Reporter) -> Path:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
     from huggingface_hub.utils import build_hf_headers
 
-    url = hf_hub_url(ref.repo, ref.path, revision=ref.revision, repo_type=ref.repo_type,
-                     endpoint=hub_endpoint())
+    url = hf_hub_url(
+        ref.repo, ref.path, revision=ref.revision, repo_type=ref.repo_type, endpoint=hub_endpoint()
+    )
     meta = get_hf_file_metadata(url, endpoint=hub_endpoint())
     sha = (meta.etag or "").strip('"')
     if not SHA256.fullmatch(sha) or not meta.location or meta.location == url:
         return Path(hf_hub_download(**_hub_kwargs(ref), tqdm_class=reporter.tqdm_class(job.what)))
-    return download_lfs(ref.key, f"{ref.repo}/{ref.path}", location=meta.location, sha=sha,
-                        size=meta.size, headers=build_hf_headers(),
-                        tqdm_class=reporter.tqdm_class(job.what))
+    return download_lfs(
+        ref.key,
+        f"{ref.repo}/{ref.path}",
+        location=meta.location,
+        sha=sha,
+        size=meta.size,
+        headers=build_hf_headers(),
+        tqdm_class=reporter.tqdm_class(job.what),
+    )
 
 
 def fetch_hf_file(ref: HfRef, job: Fetch, offline: bool, reporter: Reporter) -> Path:
@@ -122,8 +134,14 @@ def fetch_hf_file(ref: HfRef, job: Fetch, offline: bool, reporter: Reporter) -> 
     except StoreError:
         raise
     except Exception as exc:
-        mapped = explain(exc, what=job.what, repo=ref.repo, not_found=job.not_found,
-                         gated_terms=job.gated_terms, hint=job.hint)
+        mapped = explain(
+            exc,
+            what=job.what,
+            repo=ref.repo,
+            not_found=job.not_found,
+            gated_terms=job.gated_terms,
+            hint=job.hint,
+        )
         if mapped is None:
             raise
         raise mapped from exc
@@ -157,7 +175,8 @@ def verify_blob(path: Path, what: str) -> Path:
             Path(item).unlink(missing_ok=True)
         raise StoreError(
             f"{what} is corrupted: its sha256 is {actual[:16]}..., the Hub announced "
-            f"{etag[:16]}...; the file was deleted, run the command again")
+            f"{etag[:16]}...; the file was deleted, run the command again"
+        )
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()
     return path
@@ -181,8 +200,11 @@ def fetch_url(url: str, job: Fetch, offline: bool, reporter: Reporter) -> Path:
     try:
         with client.stream("GET", url) as response:
             if response.status_code >= 400:
-                raise StoreError(job.not_found if response.status_code == 404 and job.not_found
-                                 else f"HTTP {response.status_code} for {url}")
+                raise StoreError(
+                    job.not_found
+                    if response.status_code == 404 and job.not_found
+                    else f"HTTP {response.status_code} for {url}"
+                )
             with atomic_path(dest) as tmp, open(tmp, "wb") as f:
                 for chunk in response.iter_bytes(_CHUNK):
                     f.write(chunk)
@@ -215,8 +237,9 @@ def cached_source(source: str, what: str, base_dir: Path | None = None) -> Path 
     return path if path.is_file() else None
 
 
-def fetch_source(source: str, job: Fetch, offline: bool, reporter: Reporter,
-                 base_dir: Path | None = None) -> Path:
+def fetch_source(
+    source: str, job: Fetch, offline: bool, reporter: Reporter, base_dir: Path | None = None
+) -> Path:
     """hf://, http(s):// or a local path (relative to ``base_dir`` if it exists there)."""
     if source.startswith("hf://"):
         return fetch_hf_file(HfRef.parse(source), job, offline, reporter)

@@ -130,6 +130,7 @@ class DeadlineClient(httpx2.Client):
 def _client_factory(timeout: float) -> Callable[[], httpx2.Client]:
     try:
         from huggingface_hub.utils._http import hf_request_event_hook
+
         hooks = {"request": [hf_request_event_hook]}
     except ImportError:  # private helper: request ids are a nicety, not a need
         hooks = {}

@@ -35,13 +35,13 @@ class ModelSource:
     """What a pack is built from."""
 
     key: str
-    label: str            # the language, or the config as given
-    name: str             # short, for messages: the language or the config's file name
+    label: str  # the language, or the config as given
+    name: str  # short, for messages: the language or the config's file name
     language: str | None
     config: ModelConfig
     config_sha256: str
     base_dir: Path | None
-    weights: tuple[tuple[str, bool], ...]     # (source, has voice cloning), preferred first
+    weights: tuple[tuple[str, bool], ...]  # (source, has voice cloning), preferred first
     tokenizer: str
 
     @property
@@ -56,8 +56,9 @@ def _weights(config: ModelConfig) -> tuple[tuple[str, bool], ...]:
     return tuple((url, cloning) for url, cloning in options if url)
 
 
-def _source(language: str | None, config: str | None, offline: bool,
-            reporter: Reporter) -> ModelSource:
+def _source(
+    language: str | None, config: str | None, offline: bool, reporter: Reporter
+) -> ModelSource:
     if language is not None and config is not None:
         raise UserError("give a language or a config, not both")
     if config is None:
@@ -65,8 +66,9 @@ def _source(language: str | None, config: str | None, offline: bool,
         language = entry.name
         path, label, base_dir, key = entry.config_path(), entry.name, None, entry.name
     else:
-        job = Fetch(what=f"config {config}",
-                    hint=f"pockettts download --runtime onnx --config {config}")
+        job = Fetch(
+            what=f"config {config}", hint=f"pockettts download --runtime onnx --config {config}"
+        )
         path = fetch_source(config, job, offline, reporter)
         label = config
         base_dir = None if "://" in config else path.resolve().parent
@@ -75,15 +77,21 @@ def _source(language: str | None, config: str | None, offline: bool,
     digest = hashlib.sha256(data).hexdigest()
     model_config = ModelConfig.from_yaml(path)
     source = ModelSource(
-        key=key or f"config-{digest[:16]}", label=label,
+        key=key or f"config-{digest[:16]}",
+        label=label,
         name=label if config is None else Path(config.split("@")[0]).name or config,
-        language=language if config is None else None, config=model_config,
-        config_sha256=digest, base_dir=base_dir, weights=_weights(model_config),
+        language=language if config is None else None,
+        config=model_config,
+        config_sha256=digest,
+        base_dir=base_dir,
+        weights=_weights(model_config),
         tokenizer=model_config.flow_lm.lookup_table.tokenizer_path,
     )
     if not source.weights:
-        raise StoreError(f"config {label} names no weights_path: pockettts builds packs from "
-                         "one model.safetensors checkpoint")
+        raise StoreError(
+            f"config {label} names no weights_path: pockettts builds packs from "
+            "one model.safetensors checkpoint"
+        )
     return source
 
 
@@ -94,18 +102,22 @@ def _reusable(pack_dir: Path, src: ModelSource) -> PackManifest | None:
     except PackError:
         return None
     s = manifest.source
-    same = (s.get("config_sha256") == src.config_sha256
-            and s.get("weights") in {url for url, _ in src.weights}
-            and s.get("tokenizer") == src.tokenizer)
+    same = (
+        s.get("config_sha256") == src.config_sha256
+        and s.get("weights") in {url for url, _ in src.weights}
+        and s.get("tokenizer") == src.tokenizer
+    )
     return manifest if same else None
 
 
-def _fetch_weights(src: ModelSource, offline: bool, retry_gated: bool,
-                   reporter: Reporter) -> tuple[Path, str, bool]:
+def _fetch_weights(
+    src: ModelSource, offline: bool, retry_gated: bool, reporter: Reporter
+) -> tuple[Path, str, bool]:
     """The checkpoint: a cached one if any, else the preferred one the Hub grants."""
     what = f"the {src.name} checkpoint"
-    cached = [(url, cloning, cached_source(url, what, src.base_dir))
-              for url, cloning in src.weights]
+    cached = [
+        (url, cloning, cached_source(url, what, src.base_dir)) for url, cloning in src.weights
+    ]
     for url, cloning, path in cached:
         if path is not None and (cloning or not retry_gated or offline):
             return path, url, cloning
@@ -114,27 +126,34 @@ def _fetch_weights(src: ModelSource, offline: bool, retry_gated: bool,
     refused: AccessRefused | None = None
     for index, (url, cloning) in enumerate(src.weights):
         gated = url.startswith("hf://") and HfRef.parse(url).repo == catalog().gated_repo
-        job = Fetch(what=what, hint=src.hint,
-                    gated_terms=catalog().terms_url if gated else None)
+        job = Fetch(what=what, hint=src.hint, gated_terms=catalog().terms_url if gated else None)
         try:
             return fetch_source(url, job, offline, reporter, src.base_dir), url, cloning
         except AccessRefused as exc:
             if index + 1 < len(src.weights):
                 refused = refused or exc
-                reporter.note(f"{exc}. Using the weights without voice cloning instead: "
-                              "built-in voices work, voice cloning is unavailable.")
+                reporter.note(
+                    f"{exc}. Using the weights without voice cloning instead: "
+                    "built-in voices work, voice cloning is unavailable."
+                )
                 continue
             if refused is None:
                 raise
             # The first refusal says how to get access; the fallback failing adds little.
-            raise StoreError(f"{refused} (the weights without voice cloning were refused "
-                             "too)") from exc
+            raise StoreError(
+                f"{refused} (the weights without voice cloning were refused too)"
+            ) from exc
     raise AssertionError("unreachable: the loop returns or raises")
 
 
-def resolve_onnx_pack(language: str | None, config: str | None, precision: str = "fp32",
-                      offline: bool = False, progress: bool = False,
-                      rebuild: bool = False) -> Path:
+def resolve_onnx_pack(
+    language: str | None,
+    config: str | None,
+    precision: str = "fp32",
+    offline: bool = False,
+    progress: bool = False,
+    rebuild: bool = False,
+) -> Path:
     """The pack directory for a language (or a config YAML), built into the store on first use.
 
     ``config`` may be a local path, an http(s) URL or ``hf://org/repo/file.yaml@rev``.
@@ -151,20 +170,34 @@ def resolve_onnx_pack(language: str | None, config: str | None, precision: str =
         if manifest is not None and precision in manifest.precisions:
             return pack_dir
         checkpoint, weights_url, cloning = _fetch_weights(src, offline, rebuild, reporter)
-        tokenizer = fetch_source(src.tokenizer, Fetch(what=f"the {src.name} tokenizer",
-                                                      hint=src.hint),
-                                 offline, reporter, src.base_dir)
+        tokenizer = fetch_source(
+            src.tokenizer,
+            Fetch(what=f"the {src.name} tokenizer", hint=src.hint),
+            offline,
+            reporter,
+            src.base_dir,
+        )
         precisions = {precision, *(manifest.precisions if manifest is not None else ())}
         ordered = tuple(p for p in PRECISIONS if p in precisions)
         source = {
-            "kind": "kyutai", "language": src.language, "config": src.label,
-            "config_sha256": src.config_sha256, "weights": weights_url,
-            "voice_cloning_weights": cloning, "tokenizer": src.tokenizer,
+            "kind": "kyutai",
+            "language": src.language,
+            "config": src.label,
+            "config_sha256": src.config_sha256,
+            "weights": weights_url,
+            "voice_cloning_weights": cloning,
+            "tokenizer": src.tokenizer,
         }
         from pocketcli.packs.builder import build_pack  # onnx is heavy: only when building
 
-        build_pack(checkpoint, src.config, tokenizer, pack_dir, ordered, source=source,
-                   progress=reporter.step)
+        build_pack(
+            checkpoint,
+            src.config,
+            tokenizer,
+            pack_dir,
+            ordered,
+            source=source,
+            progress=reporter.step,
+        )
         reporter.finish_build()
     return pack_dir
-

@@ -42,9 +42,6 @@ class _Amount(ProgressColumn):
         return Text(text, style="progress.download")
 
 
-
-
-
 class Reporter:
     """One progress display for a store operation; a no-op when ``enabled`` is False."""
 
@@ -58,14 +55,23 @@ class Reporter:
 
     def __enter__(self) -> Reporter:
         if self.live:
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                      TaskProgressColumn(), _Amount(), console=self.console,
-                                      transient=False)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                _Amount(),
+                console=self.console,
+                transient=False,
+            )
             self._progress.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
@@ -100,8 +106,9 @@ class Reporter:
 
     def finish_build(self) -> None:
         if self._progress is not None and self._build_task is not None:
-            self._progress.update(self._build_task, total=1, completed=1,
-                                  description="building pack: done")
+            self._progress.update(
+                self._build_task, total=1, completed=1, description="building pack: done"
+            )
         self._build_task = None
 
     def tqdm_class(self, label: str | None = None) -> type:
@@ -142,8 +149,9 @@ class _Bar:
         progress = self.owner._progress
         # Without a terminal the callers print one line per download instead.
         if progress is not None and not self.desc.startswith("Reconstruct"):
-            self._task = progress.add_task(self._label(), total=self._total, completed=self.n,
-                                           unit=self.unit)
+            self._task = progress.add_task(
+                self._label(), total=self._total, completed=self.n, unit=self.unit
+            )
 
     def _label(self) -> str:
         desc = self.desc if len(self.desc) <= 40 else "…" + self.desc[-39:]

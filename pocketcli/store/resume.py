@@ -41,8 +41,16 @@ def partial_path(sha: str) -> Path:
     return store_dir() / "partial" / f"{sha}.part"
 
 
-def download_lfs(ref_key: str, what: str, *, location: str, sha: str, size: int | None,
-                 headers: dict, tqdm_class=None) -> Path:
+def download_lfs(
+    ref_key: str,
+    what: str,
+    *,
+    location: str,
+    sha: str,
+    size: int | None,
+    headers: dict,
+    tqdm_class=None,
+) -> Path:
     """Fetches ``location`` into the partial file (resuming), then publishes the blob."""
     from huggingface_hub.file_download import http_get
 
@@ -56,8 +64,15 @@ def download_lfs(ref_key: str, what: str, *, location: str, sha: str, size: int 
         have = 0
     if size is None or have < size:
         with open(partial, "ab") as f:
-            http_get(location, f, resume_size=have, headers=headers, expected_size=size,
-                     displayed_filename=Path(what).name, tqdm_class=tqdm_class)
+            http_get(
+                location,
+                f,
+                resume_size=have,
+                headers=headers,
+                expected_size=size,
+                displayed_filename=Path(what).name,
+                tqdm_class=tqdm_class,
+            )
     digest = hashlib.sha256()
     with open(partial, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -66,11 +81,12 @@ def download_lfs(ref_key: str, what: str, *, location: str, sha: str, size: int 
         partial.unlink(missing_ok=True)
         raise StoreError(
             f"{what} is corrupted: its sha256 is {digest.hexdigest()[:16]}..., the Hub "
-            f"announced {sha[:16]}...; the partial file was deleted, run the command again")
+            f"announced {sha[:16]}...; the partial file was deleted, run the command again"
+        )
     blob = store_dir() / "blobs" / sha
     blob.parent.mkdir(parents=True, exist_ok=True)
     os.replace(partial, blob)
-    mark = store_dir() / "verified" / sha          # checked just now: fetch.verify_blob trusts it
+    mark = store_dir() / "verified" / sha  # checked just now: fetch.verify_blob trusts it
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()
     key = _ref_key(ref_key)

@@ -30,8 +30,7 @@ def voice_ref(language: str, voice: str) -> HfRef:
     return HfRef.parse(catalog().voice_state.format(language=language, voice=voice))
 
 
-def resolve_voice(language: str, name: str, offline: bool = False,
-                  progress: bool = False) -> Path:
+def resolve_voice(language: str, name: str, offline: bool = False, progress: bool = False) -> Path:
     """The Kyutai voice state (.safetensors) of a built-in voice for a language's model.
 
     ``name`` may be FluidAudio's ``af_heart`` (the default voice). Unknown names and
@@ -44,8 +43,10 @@ def resolve_voice(language: str, name: str, offline: bool = False,
     job = Fetch(
         what=f"voice {voice} for {language}",
         hint=f"pockettts download --runtime onnx --language {language} --voice {voice}",
-        not_found=(f"voice {voice!r} is not published for {language}; its voices: "
-                   f"{', '.join(known_voices(language))}"),
+        not_found=(
+            f"voice {voice!r} is not published for {language}; its voices: "
+            f"{', '.join(known_voices(language))}"
+        ),
     )
     with Reporter(progress) as reporter:
         return fetch_hf_file(voice_ref(language, voice), job, offline, reporter)
@@ -58,12 +59,16 @@ class VoiceStatus:
     default: bool
     native: bool
     onnx: bool
-    coreml: bool | None   # None: no CoreML pack for this language
+    coreml: bool | None  # None: no CoreML pack for this language
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "origin": self.origin, "default": self.default,
-                "native": self.native,
-                "downloaded": {"onnx": self.onnx, "coreml": self.coreml}}
+        return {
+            "name": self.name,
+            "origin": self.origin,
+            "default": self.default,
+            "native": self.native,
+            "downloaded": {"onnx": self.onnx, "coreml": self.coreml},
+        }
 
 
 def voice_statuses(language: str) -> list[VoiceStatus]:
@@ -75,10 +80,18 @@ def voice_statuses(language: str) -> list[VoiceStatus]:
     for name in known_voices(language):
         on_coreml: bool | None = None
         if language in cat.coreml.languages:
-            on_coreml = coreml_dir is not None and (
-                coreml_dir / "constants_bin" / f"{name}.safetensors").is_file()
-        statuses.append(VoiceStatus(
-            name=name, origin=cat.voices[name].origin, default=name == cat.default_voice,
-            native=name == native_voice(language),
-            onnx=cached_hf_file(voice_ref(language, name)) is not None, coreml=on_coreml))
+            on_coreml = (
+                coreml_dir is not None
+                and (coreml_dir / "constants_bin" / f"{name}.safetensors").is_file()
+            )
+        statuses.append(
+            VoiceStatus(
+                name=name,
+                origin=cat.voices[name].origin,
+                default=name == cat.default_voice,
+                native=name == native_voice(language),
+                onnx=cached_hf_file(voice_ref(language, name)) is not None,
+                coreml=on_coreml,
+            )
+        )
     return statuses

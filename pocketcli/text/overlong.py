@@ -29,9 +29,14 @@ def _word_pieces(tokenizer: Tokenizer, text: str, max_tokens: int) -> Iterator[s
         yield " ".join(piece)
 
 
-def split_overlong(tokenizer: Tokenizer, plans: Sequence[ChunkPlan], rules: TextRules,
-                   max_tokens: int, frames_after_eos: int | None,
-                   frame_rate: float) -> list[ChunkPlan]:
+def split_overlong(
+    tokenizer: Tokenizer,
+    plans: Sequence[ChunkPlan],
+    rules: TextRules,
+    max_tokens: int,
+    frames_after_eos: int | None,
+    frame_rate: float,
+) -> list[ChunkPlan]:
     out: list[ChunkPlan] = []
     for plan in plans:
         if len(plan.token_ids) <= max_tokens:
@@ -39,6 +44,9 @@ def split_overlong(tokenizer: Tokenizer, plans: Sequence[ChunkPlan], rules: Text
             continue
         # Leave room for the terminal punctuation that preparation adds to each piece.
         for piece in _word_pieces(tokenizer, plan.text, max(1, max_tokens - 2)):
-            out.extend(plan_chunks(tokenizer, piece, rules, max_tokens, frames_after_eos,
-                                   frame_rate=frame_rate))
+            out.extend(
+                plan_chunks(
+                    tokenizer, piece, rules, max_tokens, frames_after_eos, frame_rate=frame_rate
+                )
+            )
     return out

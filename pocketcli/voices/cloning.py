@@ -29,11 +29,13 @@ class VoiceCloningUnavailable(VoiceError):
 
 def unavailable_message(reason: str) -> str:
     """One line: why this pack cannot clone, and how to get the weights that can."""
-    return (f"this model pack cannot clone voices: {reason or 'it was built without cloning'}."
-            f" Cloning needs the weights of the gated Hugging Face repository {GATED_REPO}:"
-            f" accept its terms at https://huggingface.co/{GATED_REPO}, log in with"
-            " `hf auth login` (or `huggingface-cli login`), then rebuild the pack from that"
-            " checkpoint (ready-made voice files still work without it)")
+    return (
+        f"this model pack cannot clone voices: {reason or 'it was built without cloning'}."
+        f" Cloning needs the weights of the gated Hugging Face repository {GATED_REPO}:"
+        f" accept its terms at https://huggingface.co/{GATED_REPO}, log in with"
+        " `hf auth login` (or `huggingface-cli login`), then rebuild the pack from that"
+        " checkpoint (ready-made voice files still work without it)"
+    )
 
 
 def require_cloning(runtime: Runtime) -> None:
@@ -54,8 +56,9 @@ def voice_from_conditioning(runtime: Runtime, conditioning: np.ndarray) -> Voice
     d_model = runtime.config.flow_lm.transformer.d_model
     cond = np.ascontiguousarray(conditioning, np.float32)
     if cond.ndim != 2 or cond.shape[1] != d_model or cond.shape[0] == 0:
-        raise VoiceError(f"voice conditioning has shape {list(cond.shape)}, the model needs"
-                         f" [frames, {d_model}]")
+        raise VoiceError(
+            f"voice conditioning has shape {list(cond.shape)}, the model needs [frames, {d_model}]"
+        )
     if not np.isfinite(cond).all():
         raise VoiceError("voice conditioning holds NaN or infinite values")
     bos = runtime.bos_before_voice

@@ -35,8 +35,10 @@ def check_voice_suffix(path: str | Path) -> str:
     """The format of a voice file path, or a VoiceError naming the accepted extensions."""
     suffix = Path(path).suffix.lower()
     if suffix not in VOICE_SUFFIXES:
-        raise VoiceError(f"{path}: unknown voice file type {suffix or '(no extension)'!r};"
-                         " use .safetensors (Kyutai voice state) or .bin (FluidAudio)")
+        raise VoiceError(
+            f"{path}: unknown voice file type {suffix or '(no extension)'!r};"
+            " use .safetensors (Kyutai voice state) or .bin (FluidAudio)"
+        )
     return suffix
 
 
@@ -60,8 +62,9 @@ def load_voice_file(path: str | Path, runtime: Runtime) -> VoiceState:
     return voice
 
 
-def save_voice_file(voice: VoiceState, path: str | Path,
-                    on_warning: Callable[[str], None] | None = None) -> None:
+def save_voice_file(
+    voice: VoiceState, path: str | Path, on_warning: Callable[[str], None] | None = None
+) -> None:
     """Writes ``voice`` in the format of ``path``'s extension, atomically.
 
     ``.bin`` needs the voice's conditioning (a cloned voice, or one read from
@@ -71,9 +74,11 @@ def save_voice_file(voice: VoiceState, path: str | Path,
         save_voice_state(voice, path)
         return
     if voice.conditioning is None:
-        raise VoiceError(f"{path}: a .bin voice holds the cloning conditioning, which this"
-                         " voice does not have (it was read from a voice state); save it as"
-                         " .safetensors, or clone it again from audio")
+        raise VoiceError(
+            f"{path}: a .bin voice holds the cloning conditioning, which this"
+            " voice does not have (it was read from a voice state); save it as"
+            " .safetensors, or clone it again from audio"
+        )
     write_conditioning_bin(voice.conditioning, path, on_warning)
 
 
@@ -85,13 +90,14 @@ def read_conditioning_bin(path: str | Path, d_model: int) -> np.ndarray:
     size = path.stat().st_size
     row = d_model * 4
     if size == 0 or size % row:
-        raise VoiceError(f"{path}: invalid voice file size {size} bytes: a .bin voice is a"
-                         f" whole number of {d_model}-float frames ({row} bytes each)"
-                         " for this model")
+        raise VoiceError(
+            f"{path}: invalid voice file size {size} bytes: a .bin voice is a"
+            f" whole number of {d_model}-float frames ({row} bytes each)"
+            " for this model"
+        )
     frames = size // row
     if frames > BIN_MAX_FRAMES:
-        raise VoiceError(f"{path}: voice file too large: {frames} frames, at most"
-                         f" {BIN_MAX_FRAMES}")
+        raise VoiceError(f"{path}: voice file too large: {frames} frames, at most {BIN_MAX_FRAMES}")
     data = np.fromfile(path, dtype="<f4", count=frames * d_model)
     if data.size != frames * d_model:
         raise VoiceError(f"{path}: could not read {frames * d_model} floats")
@@ -101,16 +107,19 @@ def read_conditioning_bin(path: str | Path, d_model: int) -> np.ndarray:
     return cond
 
 
-def write_conditioning_bin(conditioning: np.ndarray, path: str | Path,
-                           on_warning: Callable[[str], None] | None = None) -> int:
+def write_conditioning_bin(
+    conditioning: np.ndarray, path: str | Path, on_warning: Callable[[str], None] | None = None
+) -> int:
     """Writes at most 125 frames atomically; returns how many were written."""
     cond = np.asarray(conditioning, np.float32)
     if cond.ndim != 2 or cond.shape[0] == 0:
         raise VoiceError(f"conditioning must be [frames, d_model], got {list(cond.shape)}")
     if cond.shape[0] > BIN_MAX_FRAMES:
         warn = on_warning or default_warn
-        warn(f"{path}: FluidAudio .bin voices hold at most {BIN_MAX_FRAMES} frames (10 s);"
-             f" kept the first {BIN_MAX_FRAMES} of {cond.shape[0]}")
+        warn(
+            f"{path}: FluidAudio .bin voices hold at most {BIN_MAX_FRAMES} frames (10 s);"
+            f" kept the first {BIN_MAX_FRAMES} of {cond.shape[0]}"
+        )
         cond = cond[:BIN_MAX_FRAMES]
     with atomic_path(path) as tmp:
         np.ascontiguousarray(cond, "<f4").tofile(tmp)

@@ -27,9 +27,9 @@ from pocketcli.voices.state import VoiceError
 
 MAX_PROMPT_SECONDS = 30.0
 MIN_PROMPT_SECONDS = 1.0
-SILENCE_PEAK_DBFS = -60.0          # a peak below this is no usable recording
-FULL_SCALE = 0.999                 # |sample| at or above this counts as clipped
-CLIPPED_FRACTION_WARNING = 0.001   # report clipping past 0.1 % of the samples
+SILENCE_PEAK_DBFS = -60.0  # a peak below this is no usable recording
+FULL_SCALE = 0.999  # |sample| at or above this counts as clipped
+CLIPPED_FRACTION_WARNING = 0.001  # report clipping past 0.1 % of the samples
 
 Warn = Callable[[str], None]
 
@@ -47,17 +47,28 @@ def default_warn(message: str) -> None:
     warnings.warn(message, VoiceWarning, stacklevel=3)
 
 
-def load_prompt(path: str | Path, sample_rate: int, on_warning: Warn | None = None
-                ) -> np.ndarray:
+def load_prompt(path: str | Path, sample_rate: int, on_warning: Warn | None = None) -> np.ndarray:
     """Reads a recording and prepares it for the encoder (see ``prepare_prompt``)."""
     decoded = read_audio(path, max_seconds=MAX_PROMPT_SECONDS)
-    return prepare_prompt(decoded.samples, decoded.sample_rate, sample_rate, on_warning,
-                          total_seconds=decoded.total_seconds, name=str(path))
+    return prepare_prompt(
+        decoded.samples,
+        decoded.sample_rate,
+        sample_rate,
+        on_warning,
+        total_seconds=decoded.total_seconds,
+        name=str(path),
+    )
 
 
-def prepare_prompt(samples: np.ndarray, source_rate: int, sample_rate: int,
-                   on_warning: Warn | None = None, *, total_seconds: float | None = None,
-                   name: str = "the audio") -> np.ndarray:
+def prepare_prompt(
+    samples: np.ndarray,
+    source_rate: int,
+    sample_rate: int,
+    on_warning: Warn | None = None,
+    *,
+    total_seconds: float | None = None,
+    name: str = "the audio",
+) -> np.ndarray:
     """Mono float samples at ``source_rate`` -> the 24 kHz prompt after ``end_on_pause``.
 
     ``samples`` is ``[n]`` or ``[n, channels]`` (float, or int16 scaled by
@@ -67,29 +78,38 @@ def prepare_prompt(samples: np.ndarray, source_rate: int, sample_rate: int,
     warn = on_warning or default_warn
     audio = _as_mono_float(samples, name)
     if not isinstance(source_rate, int | np.integer) or not 0 < source_rate <= 768_000:
-        raise PromptError(f"{name}: sample rate must be a positive integer in Hz,"
-                          f" got {source_rate!r}")
+        raise PromptError(
+            f"{name}: sample rate must be a positive integer in Hz, got {source_rate!r}"
+        )
     bad = int(np.count_nonzero(~np.isfinite(audio)))
     if bad:
-        raise PromptError(f"{name} holds {bad} NaN or infinite sample(s) out of {audio.size}:"
-                          " it cannot be used as a voice prompt")
+        raise PromptError(
+            f"{name} holds {bad} NaN or infinite sample(s) out of {audio.size}:"
+            " it cannot be used as a voice prompt"
+        )
     limit = int(MAX_PROMPT_SECONDS * source_rate)
     total = max(total_seconds or 0.0, audio.size / source_rate)
     if audio.size > limit or total > MAX_PROMPT_SECONDS + 1e-9:
         audio = audio[:limit]
-        warn(f"{name} is {total:.1f} s long: only its first {MAX_PROMPT_SECONDS:.0f} s are"
-             " used for the voice")
+        warn(
+            f"{name} is {total:.1f} s long: only its first {MAX_PROMPT_SECONDS:.0f} s are"
+            " used for the voice"
+        )
     _check_level(audio, name, warn)
     if source_rate != sample_rate:
         audio = soxr.resample(audio, source_rate, sample_rate, quality="VHQ").astype(np.float32)
     seconds = audio.size / sample_rate
     if seconds < MIN_PROMPT_SECONDS:
-        raise PromptError(f"{name} is too short for voice cloning: {seconds:.2f} s"
-                          f" (at least {MIN_PROMPT_SECONDS:.0f} s of speech is needed)")
+        raise PromptError(
+            f"{name} is too short for voice cloning: {seconds:.2f} s"
+            f" (at least {MIN_PROMPT_SECONDS:.0f} s of speech is needed)"
+        )
     prompt, kept = end_on_pause(audio, sample_rate)
     if kept / sample_rate < MIN_PROMPT_SECONDS:
-        raise PromptError(f"{name} has only {kept / sample_rate:.2f} s before its trailing"
-                          f" silence: at least {MIN_PROMPT_SECONDS:.0f} s of speech is needed")
+        raise PromptError(
+            f"{name} has only {kept / sample_rate:.2f} s before its trailing"
+            f" silence: at least {MIN_PROMPT_SECONDS:.0f} s of speech is needed"
+        )
     return prompt
 
 
@@ -102,8 +122,9 @@ def _as_mono_float(samples: np.ndarray, name: str) -> np.ndarray:
     if a.ndim == 2:
         a = a[:, 0] if a.shape[1] == 1 else a.astype(np.float32).mean(axis=1)
     elif a.ndim != 1:
-        raise PromptError(f"{name}: samples must be [n] or [n, channels], got shape"
-                          f" {list(a.shape)}")
+        raise PromptError(
+            f"{name}: samples must be [n] or [n, channels], got shape {list(a.shape)}"
+        )
     return np.ascontiguousarray(a, np.float32)
 
 
@@ -111,16 +132,25 @@ def _check_level(audio: np.ndarray, name: str, warn: Warn) -> None:
     peak = float(np.max(np.abs(audio))) if audio.size else 0.0
     if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
         level = "-inf" if peak == 0 else f"{20 * math.log10(peak):.0f}"
-        raise PromptError(f"{name} is silent (peak {level} dBFS): record the voice, or raise"
-                          " its level, and try again")
+        raise PromptError(
+            f"{name} is silent (peak {level} dBFS): record the voice, or raise"
+            " its level, and try again"
+        )
     clipped = int(np.count_nonzero(np.abs(audio) >= FULL_SCALE))
     if clipped > CLIPPED_FRACTION_WARNING * audio.size:
-        warn(f"{name} is clipped: {100 * clipped / audio.size:.1f}% of its samples sit at digital"
-             " full scale, so the cloned voice may sound distorted (record at a lower level)")
+        warn(
+            f"{name} is clipped: {100 * clipped / audio.size:.1f}% of its samples sit at digital"
+            " full scale, so the cloned voice may sound distorted (record at a lower level)"
+        )
 
 
-def end_on_pause(wav: np.ndarray, sample_rate: int, pause_sec: float = 0.08,
-                 fade_sec: float = 0.02, floor_db: float = 35.0) -> tuple[np.ndarray, int]:
+def end_on_pause(
+    wav: np.ndarray,
+    sample_rate: int,
+    pause_sec: float = 0.08,
+    fade_sec: float = 0.02,
+    floor_db: float = 35.0,
+) -> tuple[np.ndarray, int]:
     """pocket-tts's ``end_on_pause``, in float32 like its torch code; also returns the
     number of samples kept before the appended pause.
 
@@ -139,7 +169,7 @@ def end_on_pause(wav: np.ndarray, sample_rate: int, pause_sec: float = 0.08,
     end = (int(loud[-1]) + 1) * frame
     out = wav[:end].astype(np.float32, copy=True)
     fade = min(int(fade_sec * sample_rate), end)
-    out[end - fade:] *= _torch_linspace(1.0, 0.0, fade)
+    out[end - fade :] *= _torch_linspace(1.0, 0.0, fade)
     pause = np.zeros(int(pause_sec * sample_rate), np.float32)
     return np.concatenate([out, pause]), end
 

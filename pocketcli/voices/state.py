@@ -90,8 +90,10 @@ def load_voice_state(path: str | Path) -> VoiceState:
         if cache is None:
             raise VoiceError(f"{path}: layer {i} has no cache")
         if cache.ndim != 5 or cache.shape[0] != 2 or cache.shape[1] != 1:
-            raise VoiceError(f"{path}: layer {i} cache has shape {list(cache.shape)},"
-                             " expected [2, 1, T, heads, head_dim]")
+            raise VoiceError(
+                f"{path}: layer {i} cache has shape {list(cache.shape)},"
+                " expected [2, 1, T, heads, head_dim]"
+            )
         if not np.issubdtype(cache.dtype, np.floating):
             raise VoiceError(f"{path}: layer {i} cache has dtype {cache.dtype}, expected float32")
         if "offset" in entry:
@@ -102,11 +104,13 @@ def load_voice_state(path: str | Path) -> VoiceState:
             raise VoiceError(f"{path}: layer {i} has no offset")
         pad = int(np.asarray(entry.get("pad", np.zeros(1))).reshape(-1)[0])
         if pad != 0:
-            raise VoiceError(f"{path}: layer {i} has left padding {pad}; batched states"
-                             " are not supported")
+            raise VoiceError(
+                f"{path}: layer {i} has left padding {pad}; batched states are not supported"
+            )
         if not 0 < offset <= cache.shape[2]:
-            raise VoiceError(f"{path}: layer {i} offset {offset} outside its cache"
-                             f" of {cache.shape[2]} positions")
+            raise VoiceError(
+                f"{path}: layer {i} offset {offset} outside its cache of {cache.shape[2]} positions"
+            )
         valid = cache[:, 0, :offset].astype(np.float32)
         if not np.isfinite(valid).all():
             raise VoiceError(f"{path}: layer {i} holds NaN or infinite values")

@@ -458,8 +458,13 @@ class Reference:
         from pocketcli.config import ModelConfig
         from pocketcli.packs.builder import build_pack
 
-        build_pack(self.checkpoint_path, ModelConfig.from_dict(self.config), TOKENIZER_MODEL,
-                   out_dir, precisions=precisions)
+        build_pack(
+            self.checkpoint_path,
+            ModelConfig.from_dict(self.config),
+            TOKENIZER_MODEL,
+            out_dir,
+            precisions=precisions,
+        )
         return Path(out_dir)
 
     @property

@@ -17,9 +17,20 @@ from pocketcli.normalize.languages.base import (
     Words,
 )
 
-MONTHS = ("januari", "februari", "maart", "april", "mei", "juni", "juli", "augustus",
-          "september", "oktober", "november", "december")
-
+MONTHS = (
+    "januari",
+    "februari",
+    "maart",
+    "april",
+    "mei",
+    "juni",
+    "juli",
+    "augustus",
+    "september",
+    "oktober",
+    "november",
+    "december",
+)
 
 
 def _ordinal(n: int, mark: str, previous: str) -> str:
@@ -40,7 +51,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} {numbers.cardinal(minute, 'nl')}" if minute else said
 
 
-
 def _same(word: str) -> Noun:
     return Noun(word, word)
 
@@ -53,10 +63,23 @@ LANGUAGE = Language(
     day_first=True,
     letters="áéíóúàèëïöüÁÉÍÓÚÀÈËÏÖÜ",
     words=Words(
-        point="komma", minus="min", percent="procent", to="tot", and_="en", plus="plus",
-        equals="is gelijk aan", at="apenstaartje", dot="punt", slash="slash",
-        dash="streepje", underscore="laag streepje", number="nummer", hashtag="hashtag",
-        ampersand="en", degree=Noun("graad", "graden"), seconds=Noun("seconde", "seconden"),
+        point="komma",
+        minus="min",
+        percent="procent",
+        to="tot",
+        and_="en",
+        plus="plus",
+        equals="is gelijk aan",
+        at="apenstaartje",
+        dot="punt",
+        slash="slash",
+        dash="streepje",
+        underscore="laag streepje",
+        number="nummer",
+        hashtag="hashtag",
+        ampersand="en",
+        degree=Noun("graad", "graden"),
+        seconds=Noun("seconde", "seconden"),
     ),
     months=MONTHS,
     grammar=Grammar(ordinal=_ordinal, date=_date, time=_time),
@@ -68,18 +91,27 @@ LANGUAGE = Language(
         "CHF": Currency(_same("Zwitserse frank"), _same("rappen")),
     },
     units={
-        "km": _same("kilometer"), "m": _same("meter"), "cm": _same("centimeter"),
-        "mm": _same("millimeter"), "kg": _same("kilogram"), "g": _same("gram"),
-        "mg": _same("milligram"), "l": _same("liter"), "ml": _same("milliliter"),
-        "km/h": _same("kilometer per uur"), "mph": _same("mijl per uur"),
+        "km": _same("kilometer"),
+        "m": _same("meter"),
+        "cm": _same("centimeter"),
+        "mm": _same("millimeter"),
+        "kg": _same("kilogram"),
+        "g": _same("gram"),
+        "mg": _same("milligram"),
+        "l": _same("liter"),
+        "ml": _same("milliliter"),
+        "km/h": _same("kilometer per uur"),
+        "mph": _same("mijl per uur"),
         "°C": Noun("graad Celsius", "graden Celsius"),
         "°F": Noun("graad Fahrenheit", "graden Fahrenheit"),
-        "h": _same("uur"), "min": Noun("minuut", "minuten"),
-        "s": Noun("seconde", "seconden"), "ms": Noun("milliseconde", "milliseconden"),
-        "km²": _same("vierkante kilometer"), "m²": _same("vierkante meter"),
+        "h": _same("uur"),
+        "min": Noun("minuut", "minuten"),
+        "s": Noun("seconde", "seconden"),
+        "ms": Noun("milliseconde", "milliseconden"),
+        "km²": _same("vierkante kilometer"),
+        "m²": _same("vierkante meter"),
     },
-    scales={"duizend": Scale("duizend"), "miljoen": Scale("miljoen"),
-            "miljard": Scale("miljard")},
+    scales={"duizend": Scale("duizend"), "miljoen": Scale("miljoen"), "miljard": Scale("miljard")},
     abbreviations=(
         Abbreviation("dhr.", "de heer"),
         Abbreviation("mevr.", "mevrouw"),
@@ -103,12 +135,23 @@ LANGUAGE = Language(
         Abbreviation("blz.", "bladzijde"),
         Abbreviation("tel.", "telefoon"),
     ),
-    emoji={"heart": "hart", "thumbs_up": "duim omhoog", "smile": "glimlach", "laugh": "lach",
-           "sad": "verdrietig gezicht"},
-    fractions={"1/2": "een half", "1/3": "een derde", "2/3": "twee derde", "1/4": "een kwart",
-               "3/4": "drie kwart"},
-    year_words=frozenset({"in", "sinds", "tot", "van", "vanaf", "jaar", "rond", "begin",
-                          "eind", "medio", "tussen"}),
+    emoji={
+        "heart": "hart",
+        "thumbs_up": "duim omhoog",
+        "smile": "glimlach",
+        "laugh": "lach",
+        "sad": "verdrietig gezicht",
+    },
+    fractions={
+        "1/2": "een half",
+        "1/3": "een derde",
+        "2/3": "twee derde",
+        "1/4": "een kwart",
+        "3/4": "drie kwart",
+    },
+    year_words=frozenset(
+        {"in", "sinds", "tot", "van", "vanaf", "jaar", "rond", "begin", "eind", "medio", "tussen"}
+    ),
     ordinal_marks=r"ste|de|e",
     time_suffix="uur",
 )

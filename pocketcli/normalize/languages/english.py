@@ -17,9 +17,20 @@ from pocketcli.normalize.languages.base import (
     Words,
 )
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
-
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def _ordinal(n: int, mark: str, previous: str) -> str:
@@ -44,7 +55,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} {numbers.cardinal(minute, 'en')}"
 
 
-
 def _noun(singular: str, plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s")
 
@@ -58,14 +68,39 @@ LANGUAGE = Language(
     # Accented letters the English tokenizer has pieces for (names, loanwords).
     letters="àáâãäåçèéêíñóôöøúüÀÁÂÃÄÅÇÈÉÊÍÑÓÔÖØÚÜ",
     words=Words(
-        point="point", minus="minus", percent="percent", to="to", and_="and", plus="plus",
-        equals="equals", at="at", dot="dot", slash="slash", dash="dash",
-        underscore="underscore", number="number", hashtag="hashtag", ampersand="and",
-        degree=_noun("degree"), seconds=_noun("second"),
+        point="point",
+        minus="minus",
+        percent="percent",
+        to="to",
+        and_="and",
+        plus="plus",
+        equals="equals",
+        at="at",
+        dot="dot",
+        slash="slash",
+        dash="dash",
+        underscore="underscore",
+        number="number",
+        hashtag="hashtag",
+        ampersand="and",
+        degree=_noun("degree"),
+        seconds=_noun("second"),
     ),
     months=MONTHS,
-    month_aliases={"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8,
-                   "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12},
+    month_aliases={
+        "jan": 1,
+        "feb": 2,
+        "mar": 3,
+        "apr": 4,
+        "jun": 6,
+        "jul": 7,
+        "aug": 8,
+        "sep": 9,
+        "sept": 9,
+        "oct": 10,
+        "nov": 11,
+        "dec": 12,
+    },
     months_case_sensitive=True,
     grammar=Grammar(ordinal=_ordinal, date=_date, time=_time),
     currencies={
@@ -76,22 +111,34 @@ LANGUAGE = Language(
         "CHF": Currency(_noun("Swiss franc"), _noun("centime")),
     },
     units={
-        "km": _noun("kilometer"), "m": _noun("meter"), "cm": _noun("centimeter"),
-        "mm": _noun("millimeter"), "kg": _noun("kilogram"), "g": _noun("gram"),
-        "mg": _noun("milligram"), "l": _noun("liter"), "ml": _noun("milliliter"),
+        "km": _noun("kilometer"),
+        "m": _noun("meter"),
+        "cm": _noun("centimeter"),
+        "mm": _noun("millimeter"),
+        "kg": _noun("kilogram"),
+        "g": _noun("gram"),
+        "mg": _noun("milligram"),
+        "l": _noun("liter"),
+        "ml": _noun("milliliter"),
         "km/h": Noun("kilometer per hour", "kilometers per hour"),
         "mph": Noun("mile per hour", "miles per hour"),
         "°C": Noun("degree Celsius", "degrees Celsius"),
         "°F": Noun("degree Fahrenheit", "degrees Fahrenheit"),
-        "h": _noun("hour"), "min": _noun("minute"), "s": _noun("second"),
+        "h": _noun("hour"),
+        "min": _noun("minute"),
+        "s": _noun("second"),
         "ms": _noun("millisecond"),
         "km²": Noun("square kilometer", "square kilometers"),
         "m²": Noun("square meter", "square meters"),
     },
     scales={
-        "thousand": Scale("thousand"), "million": Scale("million"),
-        "billion": Scale("billion"), "trillion": Scale("trillion"),
-        "k": Scale("thousand"), "m": Scale("million"), "bn": Scale("billion"),
+        "thousand": Scale("thousand"),
+        "million": Scale("million"),
+        "billion": Scale("billion"),
+        "trillion": Scale("trillion"),
+        "k": Scale("thousand"),
+        "m": Scale("million"),
+        "bn": Scale("billion"),
     },
     abbreviations=(
         Abbreviation("Dr.", "Doctor", before=r"\s+[A-Z]"),
@@ -118,12 +165,37 @@ LANGUAGE = Language(
         Abbreviation("Ltd.", "Limited", ends_sentence=True),
         Abbreviation("Dept.", "Department"),
     ),
-    emoji={"heart": "heart", "thumbs_up": "thumbs up", "smile": "smile", "laugh": "laughing",
-           "sad": "sad face"},
-    fractions={"1/2": "one half", "1/3": "one third", "2/3": "two thirds",
-               "1/4": "one quarter", "3/4": "three quarters"},
-    year_words=frozenset({"in", "since", "from", "until", "till", "by", "of", "year", "circa",
-                          "around", "before", "after", "during"}),
+    emoji={
+        "heart": "heart",
+        "thumbs_up": "thumbs up",
+        "smile": "smile",
+        "laugh": "laughing",
+        "sad": "sad face",
+    },
+    fractions={
+        "1/2": "one half",
+        "1/3": "one third",
+        "2/3": "two thirds",
+        "1/4": "one quarter",
+        "3/4": "three quarters",
+    },
+    year_words=frozenset(
+        {
+            "in",
+            "since",
+            "from",
+            "until",
+            "till",
+            "by",
+            "of",
+            "year",
+            "circa",
+            "around",
+            "before",
+            "after",
+            "during",
+        }
+    ),
     ordinal_marks=r"st|nd|rd|th",
     decade_suffix="s",
     date_of="of",

@@ -20,8 +20,20 @@ from pocketcli.normalize.languages.base import (
     singular_below_two,
 )
 
-MONTHS = ("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août",
-          "septembre", "octobre", "novembre", "décembre")
+MONTHS = (
+    "janvier",
+    "février",
+    "mars",
+    "avril",
+    "mai",
+    "juin",
+    "juillet",
+    "août",
+    "septembre",
+    "octobre",
+    "novembre",
+    "décembre",
+)
 
 _FINAL_UN = re.compile(r"(^|[\s-])un$")
 
@@ -54,7 +66,6 @@ def _time(hour: int, minute: int) -> str:
     return said
 
 
-
 def _noun(singular: str, gender: str = "m", plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s", gender)
 
@@ -67,14 +78,28 @@ LANGUAGE = Language(
     day_first=True,
     letters="àâæçéèêëîïôœùûüÿÀÂÆÇÉÈÊËÎÏÔŒÙÛÜŸ",
     words=Words(
-        point="virgule", minus="moins", percent="pour cent", to="à", and_="et", plus="plus",
-        equals="égale", at="arobase", dot="point", slash="slash", dash="tiret",
-        underscore="tiret bas", number="numéro", hashtag="hashtag", ampersand="et",
-        degree=_noun("degré"), seconds=_noun("seconde", "f"),
+        point="virgule",
+        minus="moins",
+        percent="pour cent",
+        to="à",
+        and_="et",
+        plus="plus",
+        equals="égale",
+        at="arobase",
+        dot="point",
+        slash="slash",
+        dash="tiret",
+        underscore="tiret bas",
+        number="numéro",
+        hashtag="hashtag",
+        ampersand="et",
+        degree=_noun("degré"),
+        seconds=_noun("seconde", "f"),
     ),
     months=MONTHS,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=singular_below_two),
+    grammar=Grammar(
+        agree=_agree, ordinal=_ordinal, date=_date, time=_time, singular=singular_below_two
+    ),
     currencies={
         "USD": Currency(_noun("dollar"), _noun("cent")),
         "EUR": Currency(_noun("euro"), _noun("centime")),
@@ -83,22 +108,32 @@ LANGUAGE = Language(
         "CHF": Currency(Noun("franc suisse", "francs suisses"), _noun("centime")),
     },
     units={
-        "km": _noun("kilomètre"), "m": _noun("mètre"), "cm": _noun("centimètre"),
-        "mm": _noun("millimètre"), "kg": _noun("kilogramme"), "g": _noun("gramme"),
-        "mg": _noun("milligramme"), "l": _noun("litre"), "ml": _noun("millilitre"),
+        "km": _noun("kilomètre"),
+        "m": _noun("mètre"),
+        "cm": _noun("centimètre"),
+        "mm": _noun("millimètre"),
+        "kg": _noun("kilogramme"),
+        "g": _noun("gramme"),
+        "mg": _noun("milligramme"),
+        "l": _noun("litre"),
+        "ml": _noun("millilitre"),
         "km/h": Noun("kilomètre par heure", "kilomètres par heure"),
         "mph": Noun("mile par heure", "miles par heure"),
         "°C": Noun("degré Celsius", "degrés Celsius"),
         "°F": Noun("degré Fahrenheit", "degrés Fahrenheit"),
-        "h": _noun("heure", "f"), "min": _noun("minute", "f"), "s": _noun("seconde", "f"),
+        "h": _noun("heure", "f"),
+        "min": _noun("minute", "f"),
+        "s": _noun("seconde", "f"),
         "ms": _noun("milliseconde", "f"),
         "km²": Noun("kilomètre carré", "kilomètres carrés"),
         "m²": Noun("mètre carré", "mètres carrés"),
     },
     scales={
         "mille": Scale("mille"),
-        "million": Scale("million", "de", "d'"), "millions": Scale("millions", "de", "d'"),
-        "milliard": Scale("milliard", "de", "d'"), "milliards": Scale("milliards", "de", "d'"),
+        "million": Scale("million", "de", "d'"),
+        "millions": Scale("millions", "de", "d'"),
+        "milliard": Scale("milliard", "de", "d'"),
+        "milliards": Scale("milliards", "de", "d'"),
     },
     abbreviations=(
         Abbreviation("M.", "Monsieur", before=r"\s+[A-ZÀ-Ý]"),
@@ -123,10 +158,20 @@ LANGUAGE = Language(
         Abbreviation("cf.", "confer"),
         Abbreviation("tél.", "téléphone"),
     ),
-    emoji={"heart": "cœur", "thumbs_up": "pouce levé", "smile": "sourire", "laugh": "rire",
-           "sad": "visage triste"},
-    fractions={"1/2": "un demi", "1/3": "un tiers", "2/3": "deux tiers", "1/4": "un quart",
-               "3/4": "trois quarts"},
+    emoji={
+        "heart": "cœur",
+        "thumbs_up": "pouce levé",
+        "smile": "sourire",
+        "laugh": "rire",
+        "sad": "visage triste",
+    },
+    fractions={
+        "1/2": "un demi",
+        "1/3": "un tiers",
+        "2/3": "deux tiers",
+        "1/4": "un quart",
+        "3/4": "trois quarts",
+    },
     year_words=frozenset(),
     ordinal_marks=r"er|re|ère|ere|nde|nd|ème|eme|e",
     hour_mark="h",

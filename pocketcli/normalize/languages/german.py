@@ -18,15 +18,45 @@ from pocketcli.normalize.languages.base import (
     Words,
 )
 
-MONTHS = ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August",
-          "September", "Oktober", "November", "Dezember")
+MONTHS = (
+    "Januar",
+    "Februar",
+    "März",
+    "April",
+    "Mai",
+    "Juni",
+    "Juli",
+    "August",
+    "September",
+    "Oktober",
+    "November",
+    "Dezember",
+)
 
 # After these the ordinal takes -en ("am dritten", "vom ersten", "des zweiten").
-_WEAK_DATIVE = frozenset({"am", "im", "vom", "zum", "beim", "dem", "den", "des", "einem",
-                          "einen", "eines", "diesem", "diesen", "jedem", "jeden"})
+_WEAK_DATIVE = frozenset(
+    {
+        "am",
+        "im",
+        "vom",
+        "zum",
+        "beim",
+        "dem",
+        "den",
+        "des",
+        "einem",
+        "einen",
+        "eines",
+        "diesem",
+        "diesen",
+        "jedem",
+        "jeden",
+    }
+)
 # After these it keeps the -e num2words gives ("der dritte", "die erste").
-_WEAK_NOMINATIVE = frozenset({"der", "die", "das", "jeder", "jede", "jedes", "dieser",
-                              "diese", "dieses"})
+_WEAK_NOMINATIVE = frozenset(
+    {"der", "die", "das", "jeder", "jede", "jedes", "dieser", "diese", "dieses"}
+)
 ARTICLES = _WEAK_DATIVE | _WEAK_NOMINATIVE
 
 
@@ -64,7 +94,6 @@ def _time(hour: int, minute: int) -> str:
     return said.replace("eine Uhr", "ein Uhr")
 
 
-
 def _same(word: str, gender: str = "m") -> Noun:
     return Noun(word, word, gender)
 
@@ -77,10 +106,23 @@ LANGUAGE = Language(
     day_first=True,
     letters="äöüßÄÖÜẞ",
     words=Words(
-        point="Komma", minus="minus", percent="Prozent", to="bis", and_="und", plus="plus",
-        equals="gleich", at="at", dot="Punkt", slash="Slash", dash="Bindestrich",
-        underscore="Unterstrich", number="Nummer", hashtag="Hashtag", ampersand="und",
-        degree=_same("Grad", "n"), seconds=Noun("Sekunde", "Sekunden", "f"),
+        point="Komma",
+        minus="minus",
+        percent="Prozent",
+        to="bis",
+        and_="und",
+        plus="plus",
+        equals="gleich",
+        at="at",
+        dot="Punkt",
+        slash="Slash",
+        dash="Bindestrich",
+        underscore="Unterstrich",
+        number="Nummer",
+        hashtag="Hashtag",
+        ampersand="und",
+        degree=_same("Grad", "n"),
+        seconds=Noun("Sekunde", "Sekunden", "f"),
     ),
     months=MONTHS,
     months_case_sensitive=True,
@@ -93,22 +135,34 @@ LANGUAGE = Language(
         "CHF": Currency(_same("Franken"), _same("Rappen")),
     },
     units={
-        "km": _same("Kilometer"), "m": _same("Meter"), "cm": _same("Zentimeter"),
-        "mm": _same("Millimeter"), "kg": _same("Kilogramm", "n"), "g": _same("Gramm", "n"),
-        "mg": _same("Milligramm", "n"), "l": _same("Liter"), "ml": _same("Milliliter"),
+        "km": _same("Kilometer"),
+        "m": _same("Meter"),
+        "cm": _same("Zentimeter"),
+        "mm": _same("Millimeter"),
+        "kg": _same("Kilogramm", "n"),
+        "g": _same("Gramm", "n"),
+        "mg": _same("Milligramm", "n"),
+        "l": _same("Liter"),
+        "ml": _same("Milliliter"),
         "km/h": _same("Kilometer pro Stunde"),
         "mph": Noun("Meile pro Stunde", "Meilen pro Stunde", "f"),
-        "°C": _same("Grad Celsius", "n"), "°F": _same("Grad Fahrenheit", "n"),
-        "h": Noun("Stunde", "Stunden", "f"), "min": Noun("Minute", "Minuten", "f"),
-        "s": Noun("Sekunde", "Sekunden", "f"), "ms": Noun("Millisekunde", "Millisekunden", "f"),
-        "km²": _same("Quadratkilometer"), "m²": _same("Quadratmeter"),
+        "°C": _same("Grad Celsius", "n"),
+        "°F": _same("Grad Fahrenheit", "n"),
+        "h": Noun("Stunde", "Stunden", "f"),
+        "min": Noun("Minute", "Minuten", "f"),
+        "s": Noun("Sekunde", "Sekunden", "f"),
+        "ms": Noun("Millisekunde", "Millisekunden", "f"),
+        "km²": _same("Quadratkilometer"),
+        "m²": _same("Quadratmeter"),
     },
     scales={
         "Tausend": Scale("Tausend"),
-        "Million": Scale("Million", gender="f"), "Millionen": Scale("Millionen", gender="f"),
+        "Million": Scale("Million", gender="f"),
+        "Millionen": Scale("Millionen", gender="f"),
         "Milliarde": Scale("Milliarde", gender="f"),
         "Milliarden": Scale("Milliarden", gender="f"),
-        "Mio.": Scale("Millionen", gender="f"), "Mrd.": Scale("Milliarden", gender="f"),
+        "Mio.": Scale("Millionen", gender="f"),
+        "Mrd.": Scale("Milliarden", gender="f"),
     },
     abbreviations=(
         Abbreviation("Dr.", "Doktor"),
@@ -138,13 +192,42 @@ LANGUAGE = Language(
         Abbreviation("Tel.", "Telefon"),
         Abbreviation("Jh.", "Jahrhundert", ends_sentence=True),
     ),
-    emoji={"heart": "Herz", "thumbs_up": "Daumen hoch", "smile": "Lächeln", "laugh": "Lachen",
-           "sad": "trauriges Gesicht"},
-    fractions={"1/2": "ein halb", "1/3": "ein Drittel", "2/3": "zwei Drittel",
-               "1/4": "ein Viertel", "3/4": "drei Viertel"},
-    year_words=frozenset({"im", "jahr", "jahre", "jahres", "seit", "bis", "von", "ab", "anno",
-                          "anfang", "ende", "mitte", "zwischen", "sommer", "winter", "herbst",
-                          "frühjahr", "frühling"}),
+    emoji={
+        "heart": "Herz",
+        "thumbs_up": "Daumen hoch",
+        "smile": "Lächeln",
+        "laugh": "Lachen",
+        "sad": "trauriges Gesicht",
+    },
+    fractions={
+        "1/2": "ein halb",
+        "1/3": "ein Drittel",
+        "2/3": "zwei Drittel",
+        "1/4": "ein Viertel",
+        "3/4": "drei Viertel",
+    },
+    year_words=frozenset(
+        {
+            "im",
+            "jahr",
+            "jahre",
+            "jahres",
+            "seit",
+            "bis",
+            "von",
+            "ab",
+            "anno",
+            "anfang",
+            "ende",
+            "mitte",
+            "zwischen",
+            "sommer",
+            "winter",
+            "herbst",
+            "frühjahr",
+            "frühling",
+        }
+    ),
     ordinal_marks=r"\.",
     decade_suffix="er",
     time_suffix="Uhr",

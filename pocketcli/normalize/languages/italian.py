@@ -18,8 +18,20 @@ from pocketcli.normalize.languages.base import (
 )
 from pocketcli.normalize.languages.romance import feminine_ordinal
 
-MONTHS = ("gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto",
-          "settembre", "ottobre", "novembre", "dicembre")
+MONTHS = (
+    "gennaio",
+    "febbraio",
+    "marzo",
+    "aprile",
+    "maggio",
+    "giugno",
+    "luglio",
+    "agosto",
+    "settembre",
+    "ottobre",
+    "novembre",
+    "dicembre",
+)
 
 
 def _agree(words: str, n: int, gender: str) -> str:
@@ -53,7 +65,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} e {numbers.cardinal(minute, 'it')}" if minute else said
 
 
-
 def _noun(singular: str, plural: str, gender: str = "m") -> Noun:
     return Noun(singular, plural, gender)
 
@@ -66,10 +77,23 @@ LANGUAGE = Language(
     day_first=True,
     letters="àèéìíîòóùúÀÈÉÌÍÎÒÓÙÚ",
     words=Words(
-        point="virgola", minus="meno", percent="per cento", to="a", and_="e", plus="più",
-        equals="uguale", at="chiocciola", dot="punto", slash="slash", dash="trattino",
-        underscore="trattino basso", number="numero", hashtag="hashtag", ampersand="e",
-        degree=_noun("grado", "gradi"), seconds=_noun("secondo", "secondi"),
+        point="virgola",
+        minus="meno",
+        percent="per cento",
+        to="a",
+        and_="e",
+        plus="più",
+        equals="uguale",
+        at="chiocciola",
+        dot="punto",
+        slash="slash",
+        dash="trattino",
+        underscore="trattino basso",
+        number="numero",
+        hashtag="hashtag",
+        ampersand="e",
+        degree=_noun("grado", "gradi"),
+        seconds=_noun("secondo", "secondi"),
     ),
     months=MONTHS,
     grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time, phrase=_phrase),
@@ -78,28 +102,37 @@ LANGUAGE = Language(
         "EUR": Currency(_noun("euro", "euro"), _noun("centesimo", "centesimi")),
         "GBP": Currency(_noun("sterlina", "sterline", "f"), _noun("penny", "pence")),
         "JPY": Currency(_noun("yen", "yen"), None),
-        "CHF": Currency(_noun("franco svizzero", "franchi svizzeri"),
-                        _noun("centesimo", "centesimi")),
+        "CHF": Currency(
+            _noun("franco svizzero", "franchi svizzeri"), _noun("centesimo", "centesimi")
+        ),
     },
     units={
-        "km": _noun("chilometro", "chilometri"), "m": _noun("metro", "metri"),
-        "cm": _noun("centimetro", "centimetri"), "mm": _noun("millimetro", "millimetri"),
-        "kg": _noun("chilogrammo", "chilogrammi"), "g": _noun("grammo", "grammi"),
-        "mg": _noun("milligrammo", "milligrammi"), "l": _noun("litro", "litri"),
+        "km": _noun("chilometro", "chilometri"),
+        "m": _noun("metro", "metri"),
+        "cm": _noun("centimetro", "centimetri"),
+        "mm": _noun("millimetro", "millimetri"),
+        "kg": _noun("chilogrammo", "chilogrammi"),
+        "g": _noun("grammo", "grammi"),
+        "mg": _noun("milligrammo", "milligrammi"),
+        "l": _noun("litro", "litri"),
         "ml": _noun("millilitro", "millilitri"),
         "km/h": _noun("chilometro orario", "chilometri orari"),
         "mph": _noun("miglio orario", "miglia orarie"),
         "°C": _noun("grado Celsius", "gradi Celsius"),
         "°F": _noun("grado Fahrenheit", "gradi Fahrenheit"),
-        "h": _noun("ora", "ore", "f"), "min": _noun("minuto", "minuti"),
-        "s": _noun("secondo", "secondi"), "ms": _noun("millisecondo", "millisecondi"),
+        "h": _noun("ora", "ore", "f"),
+        "min": _noun("minuto", "minuti"),
+        "s": _noun("secondo", "secondi"),
+        "ms": _noun("millisecondo", "millisecondi"),
         "km²": _noun("chilometro quadrato", "chilometri quadrati"),
         "m²": _noun("metro quadrato", "metri quadrati"),
     },
     scales={
         "mila": Scale("mila"),
-        "milione": Scale("milione", "di"), "milioni": Scale("milioni", "di"),
-        "miliardo": Scale("miliardo", "di"), "miliardi": Scale("miliardi", "di"),
+        "milione": Scale("milione", "di"),
+        "milioni": Scale("milioni", "di"),
+        "miliardo": Scale("miliardo", "di"),
+        "miliardi": Scale("miliardi", "di"),
     },
     abbreviations=(
         Abbreviation("Sig.ra", "Signora"),
@@ -122,10 +155,20 @@ LANGUAGE = Language(
         Abbreviation("n.", "numero", before=r"\s?\d"),
         Abbreviation("tel.", "telefono"),
     ),
-    emoji={"heart": "cuore", "thumbs_up": "pollice in su", "smile": "sorriso",
-           "laugh": "risata", "sad": "faccina triste"},
-    fractions={"1/2": "un mezzo", "1/3": "un terzo", "2/3": "due terzi", "1/4": "un quarto",
-               "3/4": "tre quarti"},
+    emoji={
+        "heart": "cuore",
+        "thumbs_up": "pollice in su",
+        "smile": "sorriso",
+        "laugh": "risata",
+        "sad": "faccina triste",
+    },
+    fractions={
+        "1/2": "un mezzo",
+        "1/3": "un terzo",
+        "2/3": "due terzi",
+        "1/4": "un quarto",
+        "3/4": "tre quarti",
+    },
     year_words=frozenset(),
     ordinal_marks=r"[°ºª]",
     degree_sign_is_ordinal=True,

@@ -21,8 +21,20 @@ from pocketcli.normalize.languages.base import (
 )
 from pocketcli.normalize.languages.romance import agreeing_tail, feminine_ordinal
 
-MONTHS = ("janeiro", "fevereiro", "março", "abril", "maio", "junho", "julho", "agosto",
-          "setembro", "outubro", "novembro", "dezembro")
+MONTHS = (
+    "janeiro",
+    "fevereiro",
+    "março",
+    "abril",
+    "maio",
+    "junho",
+    "julho",
+    "agosto",
+    "setembro",
+    "outubro",
+    "novembro",
+    "dezembro",
+)
 CODE = "pt_BR"
 
 
@@ -60,7 +72,6 @@ def _time(hour: int, minute: int) -> str:
     return f"{said} {'hora' if hour <= 1 else 'horas'}"
 
 
-
 def _noun(singular: str, gender: str = "m", plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s", gender)
 
@@ -73,14 +84,28 @@ LANGUAGE = Language(
     day_first=True,
     letters="áâãàçéêíóôõúüÁÂÃÀÇÉÊÍÓÔÕÚÜ",
     words=Words(
-        point="vírgula", minus="menos", percent="por cento", to="a", and_="e", plus="mais",
-        equals="igual a", at="arroba", dot="ponto", slash="barra", dash="hífen",
-        underscore="sublinhado", number="número", hashtag="hashtag", ampersand="e",
-        degree=Noun("grau", "graus"), seconds=_noun("segundo"),
+        point="vírgula",
+        minus="menos",
+        percent="por cento",
+        to="a",
+        and_="e",
+        plus="mais",
+        equals="igual a",
+        at="arroba",
+        dot="ponto",
+        slash="barra",
+        dash="hífen",
+        underscore="sublinhado",
+        number="número",
+        hashtag="hashtag",
+        ampersand="e",
+        degree=Noun("grau", "graus"),
+        seconds=_noun("segundo"),
     ),
     months=MONTHS,
-    grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time,
-                    singular=singular_below_two),
+    grammar=Grammar(
+        agree=_agree, ordinal=_ordinal, date=_date, time=_time, singular=singular_below_two
+    ),
     currencies={
         "USD": Currency(Noun("dólar", "dólares"), _noun("centavo")),
         "EUR": Currency(_noun("euro"), _noun("centavo")),
@@ -90,22 +115,32 @@ LANGUAGE = Language(
         "BRL": Currency(Noun("real", "reais"), _noun("centavo")),
     },
     units={
-        "km": _noun("quilômetro"), "m": _noun("metro"), "cm": _noun("centímetro"),
-        "mm": _noun("milímetro"), "kg": _noun("quilograma"), "g": _noun("grama"),
-        "mg": _noun("miligrama"), "l": _noun("litro"), "ml": _noun("mililitro"),
+        "km": _noun("quilômetro"),
+        "m": _noun("metro"),
+        "cm": _noun("centímetro"),
+        "mm": _noun("milímetro"),
+        "kg": _noun("quilograma"),
+        "g": _noun("grama"),
+        "mg": _noun("miligrama"),
+        "l": _noun("litro"),
+        "ml": _noun("mililitro"),
         "km/h": Noun("quilômetro por hora", "quilômetros por hora"),
         "mph": Noun("milha por hora", "milhas por hora", "f"),
         "°C": Noun("grau Celsius", "graus Celsius"),
         "°F": Noun("grau Fahrenheit", "graus Fahrenheit"),
-        "h": _noun("hora", "f"), "min": _noun("minuto"), "s": _noun("segundo"),
+        "h": _noun("hora", "f"),
+        "min": _noun("minuto"),
+        "s": _noun("segundo"),
         "ms": _noun("milissegundo"),
         "km²": Noun("quilômetro quadrado", "quilômetros quadrados"),
         "m²": Noun("metro quadrado", "metros quadrados"),
     },
     scales={
         "mil": Scale("mil"),
-        "milhão": Scale("milhão", "de"), "milhões": Scale("milhões", "de"),
-        "bilhão": Scale("bilhão", "de"), "bilhões": Scale("bilhões", "de"),
+        "milhão": Scale("milhão", "de"),
+        "milhões": Scale("milhões", "de"),
+        "bilhão": Scale("bilhão", "de"),
+        "bilhões": Scale("bilhões", "de"),
     },
     abbreviations=(
         Abbreviation("Sr.", "senhor"),
@@ -124,10 +159,20 @@ LANGUAGE = Language(
         Abbreviation("Av.", "avenida"),
         Abbreviation("tel.", "telefone"),
     ),
-    emoji={"heart": "coração", "thumbs_up": "polegar para cima", "smile": "sorriso",
-           "laugh": "risada", "sad": "rosto triste"},
-    fractions={"1/2": "um meio", "1/3": "um terço", "2/3": "dois terços", "1/4": "um quarto",
-               "3/4": "três quartos"},
+    emoji={
+        "heart": "coração",
+        "thumbs_up": "polegar para cima",
+        "smile": "sorriso",
+        "laugh": "risada",
+        "sad": "rosto triste",
+    },
+    fractions={
+        "1/2": "um meio",
+        "1/3": "um terço",
+        "2/3": "dois terços",
+        "1/4": "um quarto",
+        "3/4": "três quartos",
+    },
     year_words=frozenset(),
     ordinal_marks=r"\.?[ºª°]",
     degree_sign_is_ordinal=True,

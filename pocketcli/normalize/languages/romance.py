@@ -28,5 +28,5 @@ def agreeing_tail(millions: str, change: Callable[[str], str]) -> Callable[[str]
 
 
 def feminine_ordinal(words: str) -> str:
-    """"vigésimo primero" -> "vigésima primera": every word's final -o becomes -a."""
+    """ "vigésimo primero" -> "vigésima primera": every word's final -o becomes -a."""
     return _WORD_ENDING_O.sub("a", words)

@@ -20,8 +20,20 @@ from pocketcli.normalize.languages.base import (
 )
 from pocketcli.normalize.languages.romance import agreeing_tail, feminine_ordinal
 
-MONTHS = ("enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto",
-          "septiembre", "octubre", "noviembre", "diciembre")
+MONTHS = (
+    "enero",
+    "febrero",
+    "marzo",
+    "abril",
+    "mayo",
+    "junio",
+    "julio",
+    "agosto",
+    "septiembre",
+    "octubre",
+    "noviembre",
+    "diciembre",
+)
 
 
 def _feminine(words: str) -> str:
@@ -67,7 +79,6 @@ def _time(hour: int, minute: int) -> str:
     return said if hour == 1 else f"{said} horas"  # "a la una", "a las trece horas"
 
 
-
 def _noun(singular: str, gender: str = "m", plural: str | None = None) -> Noun:
     return Noun(singular, plural if plural is not None else singular + "s", gender)
 
@@ -80,10 +91,23 @@ LANGUAGE = Language(
     day_first=True,
     letters="áéíñóúüÁÉÍÑÓÚÜ",
     words=Words(
-        point="coma", minus="menos", percent="por ciento", to="a", and_="con", plus="más",
-        equals="igual a", at="arroba", dot="punto", slash="barra", dash="guion",
-        underscore="guion bajo", number="número", hashtag="hashtag", ampersand="y",
-        degree=_noun("grado"), seconds=_noun("segundo"),
+        point="coma",
+        minus="menos",
+        percent="por ciento",
+        to="a",
+        and_="con",
+        plus="más",
+        equals="igual a",
+        at="arroba",
+        dot="punto",
+        slash="barra",
+        dash="guion",
+        underscore="guion bajo",
+        number="número",
+        hashtag="hashtag",
+        ampersand="y",
+        degree=_noun("grado"),
+        seconds=_noun("segundo"),
     ),
     months=MONTHS,
     grammar=Grammar(agree=_agree, ordinal=_ordinal, date=_date, time=_time),
@@ -95,22 +119,32 @@ LANGUAGE = Language(
         "CHF": Currency(Noun("franco suizo", "francos suizos"), _noun("céntimo")),
     },
     units={
-        "km": _noun("kilómetro"), "m": _noun("metro"), "cm": _noun("centímetro"),
-        "mm": _noun("milímetro"), "kg": _noun("kilogramo"), "g": _noun("gramo"),
-        "mg": _noun("miligramo"), "l": _noun("litro"), "ml": _noun("mililitro"),
+        "km": _noun("kilómetro"),
+        "m": _noun("metro"),
+        "cm": _noun("centímetro"),
+        "mm": _noun("milímetro"),
+        "kg": _noun("kilogramo"),
+        "g": _noun("gramo"),
+        "mg": _noun("miligramo"),
+        "l": _noun("litro"),
+        "ml": _noun("mililitro"),
         "km/h": Noun("kilómetro por hora", "kilómetros por hora"),
         "mph": Noun("milla por hora", "millas por hora", "f"),
         "°C": Noun("grado Celsius", "grados Celsius"),
         "°F": Noun("grado Fahrenheit", "grados Fahrenheit"),
-        "h": _noun("hora", "f"), "min": _noun("minuto"), "s": _noun("segundo"),
+        "h": _noun("hora", "f"),
+        "min": _noun("minuto"),
+        "s": _noun("segundo"),
         "ms": _noun("milisegundo"),
         "km²": Noun("kilómetro cuadrado", "kilómetros cuadrados"),
         "m²": Noun("metro cuadrado", "metros cuadrados"),
     },
     scales={
         "mil": Scale("mil"),
-        "millón": Scale("millón", "de"), "millones": Scale("millones", "de"),
-        "billón": Scale("billón", "de"), "billones": Scale("billones", "de"),
+        "millón": Scale("millón", "de"),
+        "millones": Scale("millones", "de"),
+        "billón": Scale("billón", "de"),
+        "billones": Scale("billones", "de"),
     },
     abbreviations=(
         Abbreviation("Sr.", "señor"),
@@ -137,10 +171,20 @@ LANGUAGE = Language(
         Abbreviation("Sta.", "santa"),
         Abbreviation("tel.", "teléfono"),
     ),
-    emoji={"heart": "corazón", "thumbs_up": "pulgar arriba", "smile": "sonrisa", "laugh": "risa",
-           "sad": "cara triste"},
-    fractions={"1/2": "un medio", "1/3": "un tercio", "2/3": "dos tercios", "1/4": "un cuarto",
-               "3/4": "tres cuartos"},
+    emoji={
+        "heart": "corazón",
+        "thumbs_up": "pulgar arriba",
+        "smile": "sonrisa",
+        "laugh": "risa",
+        "sad": "cara triste",
+    },
+    fractions={
+        "1/2": "un medio",
+        "1/3": "un tercio",
+        "2/3": "dos tercios",
+        "1/4": "un cuarto",
+        "3/4": "tres cuartos",
+    },
     year_words=frozenset(),
     ordinal_marks=r"\.?[ºª]|er|ra|ro|da|do|ta|to",
     date_of="del|de",

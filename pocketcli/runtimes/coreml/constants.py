@@ -46,8 +46,9 @@ def read_floats(path: Path, count: int | None = None, multiple_of: int | None = 
     if count is not None and n != count:
         raise PackError(f"{path} holds {n} float32 values, expected {count}")
     if multiple_of is not None and (n == 0 or n % multiple_of):
-        raise PackError(f"{path} holds {n} float32 values, expected a non-zero multiple of"
-                        f" {multiple_of}")
+        raise PackError(
+            f"{path} holds {n} float32 values, expected a non-zero multiple of {multiple_of}"
+        )
     values = np.fromfile(path, dtype="<f4").astype(np.float32)
     if not np.isfinite(values).all():
         raise PackError(f"{path} holds NaN or infinite values")
@@ -56,10 +57,10 @@ def read_floats(path: Path, count: int | None = None, multiple_of: int | None = 
 
 @dataclass(frozen=True)
 class PackConstants:
-    text_embed_table: np.ndarray          # [vocab, d_model]
-    bos_emb: np.ndarray                   # [latent_dim]
-    bos_before_voice: np.ndarray | None   # [d_model]
-    speaker_proj: np.ndarray | None       # [d_model, latent_dim] (24-layer packs only)
+    text_embed_table: np.ndarray  # [vocab, d_model]
+    bos_emb: np.ndarray  # [latent_dim]
+    bos_before_voice: np.ndarray | None  # [d_model]
+    speaker_proj: np.ndarray | None  # [d_model, latent_dim] (24-layer packs only)
     tokenizer_path: Path
     directory: Path
 
@@ -78,8 +79,11 @@ class PackConstants:
             text_embed_table=table.reshape(-1, d_model),
             bos_emb=read_floats(directory / BOS_EMB, count=latent_dim),
             bos_before_voice=read_floats(bos_before, d_model) if bos_before.is_file() else None,
-            speaker_proj=(read_floats(proj, d_model * latent_dim).reshape(d_model, latent_dim)
-                          if proj.is_file() else None),
+            speaker_proj=(
+                read_floats(proj, d_model * latent_dim).reshape(d_model, latent_dim)
+                if proj.is_file()
+                else None
+            ),
             tokenizer_path=tokenizer,
             directory=directory,
         )
@@ -92,8 +96,9 @@ class PackConstants:
             if path.stat().st_size == state.size * 4:
                 state[...] = np.fromfile(path, dtype="<f4").reshape(shape)
             else:
-                log.warning("ignoring %s: its size does not fit state %s %s", path, name,
-                            list(shape))
+                log.warning(
+                    "ignoring %s: its size does not fit state %s %s", path, name, list(shape)
+                )
         return state
 
     def voice_path(self, name: str) -> Path:
@@ -105,8 +110,9 @@ class PackConstants:
             raise VoiceError(f"voice {name!r} is not in {self.directory}")
         return path
 
-    def load_voice(self, name: str, layers: int, kv_heads: int, head_dim: int,
-                   max_length: int) -> VoiceState:
+    def load_voice(
+        self, name: str, layers: int, kv_heads: int, head_dim: int, max_length: int
+    ) -> VoiceState:
         """A shipped voice (Kyutai KV snapshot), checked to fit the model and its caches."""
         path = self.voice_path(name)
         voice = load_voice_state(path)
@@ -115,6 +121,5 @@ class PackConstants:
         except VoiceError as exc:
             raise VoiceError(f"{path}: {exc}") from None
         if voice.length > max_length:
-            raise VoiceError(f"{path}: {voice.length} positions do not fit a cache of"
-                             f" {max_length}")
+            raise VoiceError(f"{path}: {voice.length} positions do not fit a cache of {max_length}")
         return voice

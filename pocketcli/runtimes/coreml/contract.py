@@ -29,7 +29,7 @@ ENCODER_FRAMES = 125
 
 MIMI_LATENT_INPUT = "latent"
 FUSED_DECODER_OUTPUT = "latent_final"
-ENCODER_MODELS = ("mimi_encoderv3", "mimi_encoderv2")   # pack's own, then the root fallback
+ENCODER_MODELS = ("mimi_encoderv3", "mimi_encoderv2")  # pack's own, then the root fallback
 
 
 @dataclass(frozen=True)
@@ -55,21 +55,27 @@ def mimi_states(cfg: MimiConfig) -> list[StateShape]:
     """
     sn, tr = cfg.decoder_seanet, cfg.decoder_transformer
     if sn.n_residual_layers != 1:
-        raise ValueError("FluidAudio's Mimi decoder has one residual block per ratio,"
-                         f" this config has {sn.n_residual_layers}")
+        raise ValueError(
+            "FluidAudio's Mimi decoder has one residual block per ratio,"
+            f" this config has {sn.n_residual_layers}"
+        )
     first = (1,)
     states: list[StateShape] = []
     if cfg.upsample_stride > 1:
         states.append(StateShape("upsample_partial", (1, sn.dimension, cfg.upsample_stride)))
     for j in range(tr.num_layers):
         states += [
-            StateShape(f"attn{j}_cache",
-                       (2, 1, MIMI_ATTENTION_SLOTS, tr.num_heads, tr.d_model // tr.num_heads)),
+            StateShape(
+                f"attn{j}_cache",
+                (2, 1, MIMI_ATTENTION_SLOTS, tr.num_heads, tr.d_model // tr.num_heads),
+            ),
             StateShape(f"attn{j}_offset", (1,)),
         ]
     mult = 2 ** len(sn.ratios)
-    states += [StateShape("conv0_prev", (1, sn.dimension, sn.kernel_size - 1)),
-               StateShape("conv0_first", first)]
+    states += [
+        StateShape("conv0_prev", (1, sn.dimension, sn.kernel_size - 1)),
+        StateShape("conv0_first", first),
+    ]
     for r, ratio in enumerate(sn.ratios):
         channels = mult * sn.n_filters // 2
         states += [
@@ -80,8 +86,10 @@ def mimi_states(cfg: MimiConfig) -> list[StateShape]:
             StateShape(f"res{r}_conv1_first", first),
         ]
         mult //= 2
-    states += [StateShape("conv_final_prev", (1, sn.n_filters, sn.last_kernel_size - 1)),
-               StateShape("conv_final_first", first)]
+    states += [
+        StateShape("conv_final_prev", (1, sn.n_filters, sn.last_kernel_size - 1)),
+        StateShape("conv_final_first", first),
+    ]
     return states
 
 
@@ -122,16 +130,20 @@ def cache_inputs(dims: FlowDims, slots: int, split: bool) -> dict[str, tuple[int
     return shapes
 
 
-def conditioner_inputs(dims: FlowDims, slots: int, rows: int,
-                       split: bool) -> dict[str, tuple[int, ...]]:
-    return {"conditioning": (1, rows, dims.d_model), "valid_len": (1,),
-            **cache_inputs(dims, slots, split)}
+def conditioner_inputs(
+    dims: FlowDims, slots: int, rows: int, split: bool
+) -> dict[str, tuple[int, ...]]:
+    return {
+        "conditioning": (1, rows, dims.d_model),
+        "valid_len": (1,),
+        **cache_inputs(dims, slots, split),
+    }
 
 
 def flowlm_inputs(dims: FlowDims, slots: int, split: bool) -> dict[str, tuple[int, ...]]:
     shapes: dict[str, tuple[int, ...]] = {"sequence": (1, 1, dims.latent)}
     if not split:
-        shapes["bos_emb"] = (dims.latent,)   # rank-5 graphs substitute it for a NaN sequence
+        shapes["bos_emb"] = (dims.latent,)  # rank-5 graphs substitute it for a NaN sequence
     return {**shapes, **cache_inputs(dims, slots, split)}
 
 

@@ -46,14 +46,20 @@ def _trailing_order(name: str) -> tuple[float, str]:
 
 def _shape_of(model: str, desc: TensorDesc) -> tuple[int, ...]:
     if desc.shape is None:
-        raise PackError(f"{model}: output {desc.name!r} has no shape in the model description,"
-                        " so its role cannot be discovered")
+        raise PackError(
+            f"{model}: output {desc.name!r} has no shape in the model description,"
+            " so its role cannot be discovered"
+        )
     return desc.shape
 
 
-def discover_layer_keys(model: str, outputs: Iterable[TensorDesc], layers: int,
-                        cache_shape: Sequence[int],
-                        hidden_shape: Sequence[int] | None = None) -> LayerKeys:
+def discover_layer_keys(
+    model: str,
+    outputs: Iterable[TensorDesc],
+    layers: int,
+    cache_shape: Sequence[int],
+    hidden_shape: Sequence[int] | None = None,
+) -> LayerKeys:
     """Rank-5 cond_prefill (``hidden_shape=None``) or flowlm_step outputs.
 
     Shapes bucket the outputs: caches, ``[1]`` positions, ``hidden_shape``
@@ -73,28 +79,38 @@ def discover_layer_keys(model: str, outputs: Iterable[TensorDesc], layers: int,
         elif hidden_shape is not None and shape == (1, 1, 1):
             eos.append(desc.name)
     if len(caches) != layers or len(positions) != len(caches):
-        raise PackError(f"{model}: found {len(caches)} cache outputs of shape"
-                        f" {list(cache_shape)} and {len(positions)} position outputs, expected"
-                        f" {layers} of each (is this pack for another model?)")
-    keys = LayerKeys(tuple(sorted(caches, key=_cache_order)),
-                     tuple(sorted(positions, key=_trailing_order)))
+        raise PackError(
+            f"{model}: found {len(caches)} cache outputs of shape"
+            f" {list(cache_shape)} and {len(positions)} position outputs, expected"
+            f" {layers} of each (is this pack for another model?)"
+        )
+    keys = LayerKeys(
+        tuple(sorted(caches, key=_cache_order)), tuple(sorted(positions, key=_trailing_order))
+    )
     if hidden_shape is None:
         return keys
     if len(hidden) != 1 or len(eos) != 1:
-        raise PackError(f"{model}: expected one hidden output of shape {list(hidden_shape)} and"
-                        f" one EOS output of shape [1, 1, 1], found {len(hidden)} and {len(eos)}")
+        raise PackError(
+            f"{model}: expected one hidden output of shape {list(hidden_shape)} and"
+            f" one EOS output of shape [1, 1, 1], found {len(hidden)} and {len(eos)}"
+        )
     return LayerKeys(keys.caches, keys.positions, hidden[0], eos[0])
 
 
 @dataclass(frozen=True)
 class MimiKeys:
     audio: str
-    states: dict[str, str]          # state input name -> output name carrying its next value
+    states: dict[str, str]  # state input name -> output name carrying its next value
 
 
-def discover_mimi_keys(model: str, inputs: Iterable[TensorDesc], outputs: Iterable[TensorDesc],
-                       latent_input: str, audio_shape: Sequence[int],
-                       canonical: Sequence[StateShape]) -> MimiKeys:
+def discover_mimi_keys(
+    model: str,
+    inputs: Iterable[TensorDesc],
+    outputs: Iterable[TensorDesc],
+    latent_input: str,
+    audio_shape: Sequence[int],
+    canonical: Sequence[StateShape],
+) -> MimiKeys:
     """Maps each state input to its output, FluidAudio's way.
 
     The audio is the ``audio_shape`` output. An output named like an input is
@@ -107,8 +123,9 @@ def discover_mimi_keys(model: str, inputs: Iterable[TensorDesc], outputs: Iterab
     outs = list(outputs)
     audio = [d.name for d in outs if _shape_of(model, d) == tuple(audio_shape)]
     if len(audio) != 1:
-        raise PackError(f"{model}: expected one audio output of shape {list(audio_shape)},"
-                        f" found {len(audio)}")
+        raise PackError(
+            f"{model}: expected one audio output of shape {list(audio_shape)}, found {len(audio)}"
+        )
     buckets: dict[tuple[int, ...], list[str]] = {}
     for d in sorted(outs, key=lambda d: _trailing_order(d.name)):
         if d.name != audio[0] and d.name not in in_descs:
@@ -124,8 +141,10 @@ def discover_mimi_keys(model: str, inputs: Iterable[TensorDesc], outputs: Iterab
             continue
         bucket = buckets.get(desc.shape or (), [])
         if not bucket:
-            raise PackError(f"{model}: no output of shape {list(desc.shape or ())} left for"
-                            f" state {state.name!r}")
+            raise PackError(
+                f"{model}: no output of shape {list(desc.shape or ())} left for"
+                f" state {state.name!r}"
+            )
         states[state.name] = bucket.pop(0)
     unknown = sorted(set(in_descs) - set(states))
     if unknown:

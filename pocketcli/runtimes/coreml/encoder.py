@@ -31,17 +31,17 @@ RECOVER_PINV = "encoder_recover_pinv.bin"
 PACK_ENCODER, ROOT_ENCODER = "mimi_encoderv3", "mimi_encoderv2"
 ENCODER_INPUT, ENCODER_OUTPUT = "audio", "conditioning"
 
-Opener = Callable[[Path, str], Predictor]     # (directory, model name) -> Predictor
+Opener = Callable[[Path, str], Predictor]  # (directory, model name) -> Predictor
 
 
 @dataclass(frozen=True)
 class VoiceEncoder:
     model: Predictor
-    samples: int                          # fixed input length
-    frames: int                           # fixed output frames
+    samples: int  # fixed input length
+    frames: int  # fixed output frames
     samples_per_frame: int
     output: str
-    reproject: tuple[np.ndarray, np.ndarray] | None = None   # (pinv [d, L], proj [d, L])
+    reproject: tuple[np.ndarray, np.ndarray] | None = None  # (pinv [d, L], proj [d, L])
 
     def encode(self, audio_24k: np.ndarray) -> np.ndarray:
         """Mono 24 kHz ``[samples]`` -> conditioning ``[frames, d_model]`` (at most 10 s)."""
@@ -61,9 +61,14 @@ class VoiceEncoder:
         return np.ascontiguousarray(cond, np.float32)
 
 
-def open_voice_encoder(pack_dir: Path, open_model: Opener, d_model: int, latent_dim: int,
-                       samples_per_frame: int,
-                       speaker_proj: np.ndarray | None) -> VoiceEncoder | str:
+def open_voice_encoder(
+    pack_dir: Path,
+    open_model: Opener,
+    d_model: int,
+    latent_dim: int,
+    samples_per_frame: int,
+    speaker_proj: np.ndarray | None,
+) -> VoiceEncoder | str:
     """The pack's encoder, else the root's (with reprojection if possible); else why not."""
     root = pack_dir.parent.parent
     try:
@@ -73,8 +78,7 @@ def open_voice_encoder(pack_dir: Path, open_model: Opener, d_model: int, latent_
     try:
         model = open_model(root, ROOT_ENCODER)
     except ModelMissing:
-        return (f"neither {PACK_ENCODER} in {pack_dir} nor {ROOT_ENCODER} in {root} is"
-                " downloaded")
+        return f"neither {PACK_ENCODER} in {pack_dir} nor {ROOT_ENCODER} in {root} is downloaded"
     pinv_path = root / RECOVER_PINV
     reproject = None
     if speaker_proj is not None and pinv_path.is_file():
@@ -83,21 +87,39 @@ def open_voice_encoder(pack_dir: Path, open_model: Opener, d_model: int, latent_
     return _checked(model, d_model, samples_per_frame, reproject)
 
 
-def _checked(model: Predictor, d_model: int, samples_per_frame: int,
-             reproject: tuple[np.ndarray, np.ndarray] | None) -> VoiceEncoder:
+def _checked(
+    model: Predictor,
+    d_model: int,
+    samples_per_frame: int,
+    reproject: tuple[np.ndarray, np.ndarray] | None,
+) -> VoiceEncoder:
     inputs = {d.name: d for d in model.inputs}
     audio = inputs.get(ENCODER_INPUT)
-    if len(inputs) != 1 or audio is None or audio.shape is None or len(audio.shape) != 3 \
-            or audio.shape[:2] != (1, 1):
-        raise PackError(f"{model.label}: expected one input 'audio' of shape [1, 1, samples],"
-                        f" found {[(d.name, d.shape) for d in model.inputs]}")
+    if (
+        len(inputs) != 1
+        or audio is None
+        or audio.shape is None
+        or len(audio.shape) != 3
+        or audio.shape[:2] != (1, 1)
+    ):
+        raise PackError(
+            f"{model.label}: expected one input 'audio' of shape [1, 1, samples],"
+            f" found {[(d.name, d.shape) for d in model.inputs]}"
+        )
     outputs = {d.name: d for d in model.outputs}
     out = outputs.get(ENCODER_OUTPUT) or (model.outputs[0] if len(model.outputs) == 1 else None)
-    if out is None or out.shape is None or len(out.shape) != 3 or out.shape[0] != 1 \
-            or out.shape[2] != d_model:
+    if (
+        out is None
+        or out.shape is None
+        or len(out.shape) != 3
+        or out.shape[0] != 1
+        or out.shape[2] != d_model
+    ):
         found = [(d.name, d.shape) for d in model.outputs]
-        raise PackError(f"{model.label}: expected an output 'conditioning' of shape"
-                        f" [1, frames, {d_model}], found {found}")
+        raise PackError(
+            f"{model.label}: expected an output 'conditioning' of shape"
+            f" [1, frames, {d_model}], found {found}"
+        )
     samples, frames = audio.shape[2], out.shape[1]
     if frames * samples_per_frame < samples:
         raise PackError(f"{model.label}: {frames} frames cannot cover {samples} samples")

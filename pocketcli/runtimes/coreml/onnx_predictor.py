@@ -23,15 +23,21 @@ from pocketcli.runtimes.coreml.predictor import (
     model_file,
 )
 
-_ORT_DTYPES = {"tensor(float)": "float32", "tensor(float16)": "float16",
-               "tensor(int32)": "int32", "tensor(int64)": "int64", "tensor(double)": "float64"}
+_ORT_DTYPES = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(double)": "float64",
+}
 
 
 def _desc(arg: ort.NodeArg) -> TensorDesc:
     shape = arg.shape
     fixed = shape is not None and all(isinstance(x, int) for x in shape)
-    return TensorDesc(arg.name, tuple(shape) if fixed else None,
-                      _ORT_DTYPES.get(arg.type, "float32"))
+    return TensorDesc(
+        arg.name, tuple(shape) if fixed else None, _ORT_DTYPES.get(arg.type, "float32")
+    )
 
 
 class OnnxPredictor(DescribedModel):
@@ -42,8 +48,9 @@ class OnnxPredictor(DescribedModel):
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         try:
-            self._session = ort.InferenceSession(str(self.path), options,
-                                                 providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(self.path), options, providers=["CPUExecutionProvider"]
+            )
         except Exception as exc:  # ORT raises its own exception types
             raise PackError(f"cannot load {self.path.name}: {exc}") from exc
         self._inputs = tuple(_desc(a) for a in self._session.get_inputs())
@@ -57,6 +64,7 @@ class OnnxPredictor(DescribedModel):
 
 def onnx_factory(threads: int | None = None) -> PredictorFactory:
     """Opens ``<name>.onnx`` (the twin of ``<name>.mlmodelc``)."""
+
     def open_model(directory: Path, name: str, _compute_unit: str) -> Predictor:
         return OnnxPredictor(model_file(directory, name, (".onnx",)), threads)
 

@@ -37,10 +37,21 @@ from pocketcli.errors import UserError
 from pocketcli.packs.manifest import PackError
 
 # Core ML multi-array data types (ArrayFeatureType.ArrayDataType) -> numpy dtype names.
-_SPEC_DTYPES = {65568: "float32", 65552: "float16", 65600: "float64", 131104: "int32",
-                131080: "int8"}
-_METADATA_DTYPES = {"float32": "float32", "float16": "float16", "double": "float64",
-                    "float64": "float64", "int32": "int32", "int8": "int8"}
+_SPEC_DTYPES = {
+    65568: "float32",
+    65552: "float16",
+    65600: "float64",
+    131104: "int32",
+    131080: "int8",
+}
+_METADATA_DTYPES = {
+    "float32": "float32",
+    "float16": "float16",
+    "double": "float64",
+    "float64": "float64",
+    "int32": "int32",
+    "int8": "int8",
+}
 UNAVAILABLE_HINT = "use --runtime onnx"
 
 
@@ -49,8 +60,8 @@ class TensorDesc:
     """One model input or output as its description states it."""
 
     name: str
-    shape: tuple[int, ...] | None      # None: the description does not fix it
-    dtype: str                          # numpy dtype name
+    shape: tuple[int, ...] | None  # None: the description does not fix it
+    dtype: str  # numpy dtype name
 
 
 class Predictor(Protocol):
@@ -60,12 +71,10 @@ class Predictor(Protocol):
         ...
 
     @property
-    def inputs(self) -> tuple[TensorDesc, ...]:
-        ...
+    def inputs(self) -> tuple[TensorDesc, ...]: ...
 
     @property
-    def outputs(self) -> tuple[TensorDesc, ...]:
-        ...
+    def outputs(self) -> tuple[TensorDesc, ...]: ...
 
     def predict(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Runs the model once; every input must be fed, every output is returned."""
@@ -110,35 +119,44 @@ def model_file(directory: Path, name: str, suffixes: tuple[str, ...]) -> Path:
     raise ModelMissing(f"{directory} is incomplete: {wanted} is missing")
 
 
-def cast_feeds(label: str, inputs: tuple[TensorDesc, ...],
-               feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def cast_feeds(
+    label: str, inputs: tuple[TensorDesc, ...], feeds: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """Each feed as a contiguous array of its input's dtype; unknown or missing feeds fail."""
     names = {d.name for d in inputs}
     extra = sorted(set(feeds) - names)
     missing = sorted(names - set(feeds))
     if extra or missing:
-        raise ValueError(f"{label}: feeds do not match the inputs (missing {missing},"
-                         f" unknown {extra})")
+        raise ValueError(
+            f"{label}: feeds do not match the inputs (missing {missing}, unknown {extra})"
+        )
     return {d.name: np.ascontiguousarray(feeds[d.name], dtype=d.dtype) for d in inputs}
 
 
 # -- Core ML ----------------------------------------------------------------
 
+
 def coreml_unavailable_reason() -> str | None:
     """None when Core ML can run models here; else one line saying why not."""
     if sys.platform != "darwin":
-        return (f"the CoreML runtime needs macOS; this is {platform.system() or sys.platform},"
-                f" so {UNAVAILABLE_HINT}")
+        return (
+            f"the CoreML runtime needs macOS; this is {platform.system() or sys.platform},"
+            f" so {UNAVAILABLE_HINT}"
+        )
     try:
         ct = import_coremltools()
     except ImportError:
-        return ("the CoreML runtime needs coremltools: pip install 'pockettts[coreml]'"
-                f" (or {UNAVAILABLE_HINT})")
+        return (
+            "the CoreML runtime needs coremltools: pip install 'pockettts[coreml]'"
+            f" (or {UNAVAILABLE_HINT})"
+        )
     from coremltools.models import model as ct_model  # type: ignore[import-not-found]
 
     if getattr(ct_model, "_MLModelProxy", None) is None:
-        return (f"coremltools {ct.__version__} was installed without its Core ML bridge;"
-                " reinstall it from a wheel (pip install --force-reinstall coremltools)")
+        return (
+            f"coremltools {ct.__version__} was installed without its Core ML bridge;"
+            " reinstall it from a wheel (pip install --force-reinstall coremltools)"
+        )
     return None
 
 
@@ -152,6 +170,7 @@ def import_coremltools() -> Any:
 
 def descs_from_spec(spec: Any) -> tuple[tuple[TensorDesc, ...], tuple[TensorDesc, ...]]:
     """(inputs, outputs) of a Core ML model spec (``MLModel.get_spec()``)."""
+
     def one(feature: Any) -> TensorDesc:
         kind = feature.type.WhichOneof("Type")
         if kind != "multiArrayType":
@@ -159,14 +178,17 @@ def descs_from_spec(spec: Any) -> tuple[tuple[TensorDesc, ...], tuple[TensorDesc
         array = feature.type.multiArrayType
         dtype = _SPEC_DTYPES.get(array.dataType)
         if dtype is None:
-            raise PackError(f"model feature {feature.name!r} has unsupported data type"
-                            f" {array.dataType}")
+            raise PackError(
+                f"model feature {feature.name!r} has unsupported data type {array.dataType}"
+            )
         flexible = array.WhichOneof("ShapeFlexibility") is not None
         shape = tuple(int(x) for x in array.shape) if array.shape and not flexible else None
         return TensorDesc(feature.name, shape, dtype)
 
-    return (tuple(one(f) for f in spec.description.input),
-            tuple(one(f) for f in spec.description.output))
+    return (
+        tuple(one(f) for f in spec.description.input),
+        tuple(one(f) for f in spec.description.output),
+    )
 
 
 def descs_from_metadata(path: Path) -> tuple[tuple[TensorDesc, ...], tuple[TensorDesc, ...]]:
@@ -190,8 +212,9 @@ def descs_from_metadata(path: Path) -> tuple[tuple[TensorDesc, ...], tuple[Tenso
             raise PackError(f"{path}: feature {name!r} is a {row.get('type')}, not a multi-array")
         dtype = _METADATA_DTYPES.get(str(row.get("dataType", "")).lower())
         if dtype is None:
-            raise PackError(f"{path}: feature {name!r} has unsupported data type"
-                            f" {row.get('dataType')!r}")
+            raise PackError(
+                f"{path}: feature {name!r} has unsupported data type {row.get('dataType')!r}"
+            )
         shape_text = row.get("shape", "")
         shape = tuple(int(x) for x in json.loads(shape_text)) if shape_text else ()
         flexible = str(row.get("hasShapeFlexibility", "0")) == "1"
@@ -222,8 +245,9 @@ class CoreMLPredictor(DescribedModel):
                 self._model = ct.models.CompiledMLModel(str(self.path), compute_units=unit)
         else:
             try:
-                model = ct.models.MLModel(str(self.path), compute_units=unit,
-                                          skip_model_load=not load)
+                model = ct.models.MLModel(
+                    str(self.path), compute_units=unit, skip_model_load=not load
+                )
             except Exception as exc:  # coremltools raises bare Exceptions
                 raise PackError(f"cannot load {self.path.name}: {exc}") from exc
             self._inputs, self._outputs = descs_from_spec(model.get_spec())
@@ -243,12 +267,14 @@ class CoreMLPredictor(DescribedModel):
             raise PackError(f"{self.label}: inputs without fixed shapes are not supported")
         zeros = {d.name: np.zeros(d.shape or (), d.dtype) for d in self._inputs}
         result = self.predict(zeros)
-        return tuple(TensorDesc(d.name, tuple(np.shape(result[d.name])), d.dtype)
-                     for d in self._outputs)
+        return tuple(
+            TensorDesc(d.name, tuple(np.shape(result[d.name])), d.dtype) for d in self._outputs
+        )
 
 
 def coreml_factory(load: bool = True) -> PredictorFactory:
     """Opens ``<name>.mlmodelc`` (preferred, as FluidAudio downloads) or ``<name>.mlpackage``."""
+
     def open_model(directory: Path, name: str, compute_unit: str) -> Predictor:
         path = model_file(directory, name, (".mlmodelc", ".mlpackage"))
         return CoreMLPredictor(path, compute_unit, load=load)

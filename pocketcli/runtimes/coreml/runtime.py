@@ -80,8 +80,9 @@ def bundled_config(language: str) -> ModelConfig:
     path = CONFIGS_DIR / f"{language}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in CONFIGS_DIR.glob("*.yaml")))
-        raise PackError(f"no model config for a pack named {language!r}; pass one explicitly"
-                        f" (known: {known})")
+        raise PackError(
+            f"no model config for a pack named {language!r}; pass one explicitly (known: {known})"
+        )
     return ModelConfig.from_yaml(path)
 
 
@@ -99,10 +100,16 @@ class CoreMLRuntime:
     # flow_decoder_fused integrates a fixed number of steps; see sample_latent.
     decode_steps = c.FUSED_DECODER_STEPS
 
-    def __init__(self, pack_dir: str | Path, precision: str = "fp16", placement: str = "gpu",
-                 compute_units: str = "default",
-                 predictor_factory: PredictorFactory | None = None, *,
-                 config: ModelConfig | None = None) -> None:
+    def __init__(
+        self,
+        pack_dir: str | Path,
+        precision: str = "fp16",
+        placement: str = "gpu",
+        compute_units: str = "default",
+        predictor_factory: PredictorFactory | None = None,
+        *,
+        config: ModelConfig | None = None,
+    ) -> None:
         self.precision = canonical_precision(precision)
         self.placement = canonical_placement(placement)
         self.compute_units = stage_compute_units(compute_units, self.placement)
@@ -118,8 +125,14 @@ class CoreMLRuntime:
         self._dims = c.FlowDims.of(self.config)
         self.constants = PackConstants.read(self.pack_dir, self._dims.d_model, self._dims.latent)
         self._factory = predictor_factory
-        self._models = open_pack_models(self.pack_dir, self.config, self.placement,
-                                        self.precision, self.compute_units, predictor_factory)
+        self._models = open_pack_models(
+            self.pack_dir,
+            self.config,
+            self.placement,
+            self.precision,
+            self.compute_units,
+            predictor_factory,
+        )
         self._encoder: VoiceEncoder | str | None = None
 
     # -- what callers may want to know ------------------------------------
@@ -140,8 +153,13 @@ class CoreMLRuntime:
 
     def load_voice(self, name: str) -> VoiceState:
         """A voice shipped in the pack: ``constants_bin/<name>.safetensors``."""
-        return self.constants.load_voice(name, self._dims.layers, self._dims.kv_heads,
-                                         self._dims.head_dim, self.max_positions - 1)
+        return self.constants.load_voice(
+            name,
+            self._dims.layers,
+            self._dims.kv_heads,
+            self._dims.head_dim,
+            self.max_positions - 1,
+        )
 
     # -- FlowLM ---------------------------------------------------------
     def embed_text(self, token_ids: np.ndarray) -> np.ndarray:
@@ -149,8 +167,7 @@ class CoreMLRuntime:
         table = self.constants.text_embed_table
         ids = np.asarray(token_ids, np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
-            log.warning("token ids outside the %d-row embedding table were clamped",
-                        table.shape[0])
+            log.warning("token ids outside the %d-row embedding table were clamped", table.shape[0])
         return table[np.clip(ids, 0, table.shape[0] - 1)]
 
     def start_sequence(self, voice: VoiceState | None, extra_capacity: int) -> CoreMLSequence:
@@ -159,7 +176,8 @@ class CoreMLRuntime:
             raise UserError(
                 f"a chunk needs {used + extra_capacity} FlowLM positions (voice {used}, text and"
                 f" frames {extra_capacity}) but the CoreML models hold {self.max_positions};"
-                " use shorter chunks (fewer max tokens) or a shorter voice")
+                " use shorter chunks (fewer max tokens) or a shorter voice"
+            )
         d = self._dims
         if voice is not None:
             voice.check_fits(d.layers, d.kv_heads, d.head_dim)
@@ -185,12 +203,16 @@ class CoreMLRuntime:
         block = self._models.rows
         model = self._models.conditioner
         for start in range(0, rows.shape[0], block):
-            part = rows[start:start + block]
+            part = rows[start : start + block]
             padded = np.zeros((1, block, self._dims.d_model), np.float32)
-            padded[0, :part.shape[0]] = part
-            outs = model.predict({"conditioning": padded,
-                                  "valid_len": np.array([part.shape[0]], np.float32),
-                                  **seq.feeds})
+            padded[0, : part.shape[0]] = part
+            outs = model.predict(
+                {
+                    "conditioning": padded,
+                    "valid_len": np.array([part.shape[0]], np.float32),
+                    **seq.feeds,
+                }
+            )
             self._take_caches(model, seq, outs, self._models.cond_keys, part.shape[0])
 
     def step(self, seq: CoreMLSequence, latent: np.ndarray) -> tuple[np.ndarray, float]:
@@ -209,14 +231,21 @@ class CoreMLRuntime:
         z = np.asarray(outs[keys.hidden], np.float32).reshape(-1)
         return z, float(np.asarray(outs[keys.eos]).reshape(-1)[0])
 
-
-    def prefill_then_step(self, seq: CoreMLSequence, embeddings: np.ndarray,
-                          latent: np.ndarray) -> tuple[np.ndarray, float]:
+    def prefill_then_step(
+        self, seq: CoreMLSequence, embeddings: np.ndarray, latent: np.ndarray
+    ) -> tuple[np.ndarray, float]:
         """Two predictions: FluidAudio's conditioner and step are separate models."""
         self.prefill(seq, embeddings)
         return self.step(seq, latent)
-    def _take_caches(self, model: Predictor, seq: CoreMLSequence, outs: dict[str, np.ndarray],
-                     keys: LayerKeys, added: int) -> None:
+
+    def _take_caches(
+        self,
+        model: Predictor,
+        seq: CoreMLSequence,
+        outs: dict[str, np.ndarray],
+        keys: LayerKeys,
+        added: int,
+    ) -> None:
         """Replaces caches and positions with a model's outputs, checking the counters."""
         seq.length += added
         for i, (cache, position) in enumerate(zip(keys.caches, keys.positions, strict=True)):
@@ -227,8 +256,10 @@ class CoreMLRuntime:
                 seq.feeds[f"cache{i}"] = np.asarray(outs[cache], np.float32)
             pos = np.asarray(outs[position], np.float32).reshape(1)
             if pos[0] != seq.length:
-                raise RuntimeError_(f"{model.label}: layer {i} position is {pos[0]:g} after"
-                                    f" {seq.length} positions (outputs mis-assigned?)")
+                raise RuntimeError_(
+                    f"{model.label}: layer {i} position is {pos[0]:g} after"
+                    f" {seq.length} positions (outputs mis-assigned?)"
+                )
             seq.feeds[f"position{i}"] = pos
 
     def sample_latent(self, z: np.ndarray, noise: np.ndarray, decode_steps: int) -> np.ndarray:
@@ -239,10 +270,12 @@ class CoreMLRuntime:
         pocket-tts's ``lsd_decode`` with 8 steps. The step count is part of the
         converted model, so ``decode_steps`` cannot change it here.
         """
-        out = self._models.flow_decoder.predict({
-            "transformer_out": np.asarray(z, np.float32).reshape(1, self._dims.cond_dim),
-            "latent_init": np.asarray(noise, np.float32).reshape(1, self._dims.latent),
-        })
+        out = self._models.flow_decoder.predict(
+            {
+                "transformer_out": np.asarray(z, np.float32).reshape(1, self._dims.cond_dim),
+                "latent_init": np.asarray(noise, np.float32).reshape(1, self._dims.latent),
+            }
+        )
         return np.asarray(out[self._models.flow_output], np.float32).reshape(self._dims.latent)
 
     def voice_state(self, seq: CoreMLSequence) -> VoiceState:
@@ -265,15 +298,18 @@ class CoreMLRuntime:
         if self._encoder is None:
             unit = self.compute_units["mimi_encoder"]
             self._encoder = open_voice_encoder(
-                self.pack_dir, lambda directory, name: self._factory(directory, name, unit),
-                self._dims.d_model, self._dims.latent, self.config.mimi.samples_per_frame,
-                self.constants.speaker_proj)
+                self.pack_dir,
+                lambda directory, name: self._factory(directory, name, unit),
+                self._dims.d_model,
+                self._dims.latent,
+                self.config.mimi.samples_per_frame,
+                self.constants.speaker_proj,
+            )
         return self._encoder
 
     @property
     def cloning_unavailable_reason(self) -> str | None:
-        if self.config.flow_lm.insert_bos_before_voice \
-                and self.constants.bos_before_voice is None:
+        if self.config.flow_lm.insert_bos_before_voice and self.constants.bos_before_voice is None:
             return "constants_bin/bos_before_voice.bin is missing"
         encoder = self._voice_encoder()
         return encoder if isinstance(encoder, str) else None
@@ -294,10 +330,12 @@ class CoreMLRuntime:
 
     # -- Mimi -------------------------------------------------------------
     def start_decoder(self) -> CoreMLDecoderState:
-        return CoreMLDecoderState({
-            name: self.constants.mimi_initial_state(name, shape)
-            for name, shape in self._models.mimi_states.items()
-        })
+        return CoreMLDecoderState(
+            {
+                name: self.constants.mimi_initial_state(name, shape)
+                for name, shape in self._models.mimi_states.items()
+            }
+        )
 
     def decode(self, state: CoreMLDecoderState, latents: np.ndarray) -> np.ndarray:
         """Normalised latents ``[K, latent]`` -> audio, one ``mimi_decoder`` call per latent."""

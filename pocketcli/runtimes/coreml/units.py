@@ -27,16 +27,28 @@ PRECISIONS = ("fp16", "int8")
 UNITS = ("ALL", "CPU_AND_GPU", "CPU_AND_NE", "CPU_ONLY")
 
 # Per-stage defaults by placement (FluidAudio HEAD == POST-893 defaults).
-DEFAULT_UNITS: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType({
-    "gpu": MappingProxyType({
-        "conditioner": "ALL", "flowlm": "ALL", "flow_decoder": "ALL",
-        "mimi_decoder": "CPU_ONLY", "mimi_encoder": "CPU_AND_GPU",
-    }),
-    "ane": MappingProxyType({
-        "conditioner": "ALL", "flowlm": "CPU_AND_NE", "flow_decoder": "ALL",
-        "mimi_decoder": "CPU_ONLY", "mimi_encoder": "CPU_AND_GPU",
-    }),
-})
+DEFAULT_UNITS: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType(
+    {
+        "gpu": MappingProxyType(
+            {
+                "conditioner": "ALL",
+                "flowlm": "ALL",
+                "flow_decoder": "ALL",
+                "mimi_decoder": "CPU_ONLY",
+                "mimi_encoder": "CPU_AND_GPU",
+            }
+        ),
+        "ane": MappingProxyType(
+            {
+                "conditioner": "ALL",
+                "flowlm": "CPU_AND_NE",
+                "flow_decoder": "ALL",
+                "mimi_decoder": "CPU_ONLY",
+                "mimi_encoder": "CPU_AND_GPU",
+            }
+        ),
+    }
+)
 
 
 def _uniform(unit: str) -> MappingProxyType[str, str]:
@@ -44,20 +56,32 @@ def _uniform(unit: str) -> MappingProxyType[str, str]:
 
 
 # ``--compute-units`` presets; None = the placement's defaults.
-PRESETS: MappingProxyType[str, MappingProxyType[str, str] | None] = MappingProxyType({
-    "default": None,
-    "no-ane": MappingProxyType({
-        "conditioner": "CPU_AND_GPU", "flowlm": "CPU_AND_GPU", "flow_decoder": "CPU_AND_GPU",
-        "mimi_decoder": "CPU_ONLY", "mimi_encoder": "CPU_AND_GPU",
-    }),
-    "all": _uniform("ALL"),
-    "cpu-gpu": _uniform("CPU_AND_GPU"),
-    "cpu-ane": _uniform("CPU_AND_NE"),
-    "cpu-only": _uniform("CPU_ONLY"),
-})
-PRESET_ALIASES = MappingProxyType({
-    "avoid-ane": "no-ane", "gpu": "cpu-gpu", "ane": "cpu-ane", "cpu": "cpu-only",
-})
+PRESETS: MappingProxyType[str, MappingProxyType[str, str] | None] = MappingProxyType(
+    {
+        "default": None,
+        "no-ane": MappingProxyType(
+            {
+                "conditioner": "CPU_AND_GPU",
+                "flowlm": "CPU_AND_GPU",
+                "flow_decoder": "CPU_AND_GPU",
+                "mimi_decoder": "CPU_ONLY",
+                "mimi_encoder": "CPU_AND_GPU",
+            }
+        ),
+        "all": _uniform("ALL"),
+        "cpu-gpu": _uniform("CPU_AND_GPU"),
+        "cpu-ane": _uniform("CPU_AND_NE"),
+        "cpu-only": _uniform("CPU_ONLY"),
+    }
+)
+PRESET_ALIASES = MappingProxyType(
+    {
+        "avoid-ane": "no-ane",
+        "gpu": "cpu-gpu",
+        "ane": "cpu-ane",
+        "cpu": "cpu-only",
+    }
+)
 
 # FlowLM file per precision (``.gpu`` only; ``.ane`` has a single FlowLM).
 FLOWLM_MODELS = MappingProxyType({"fp16": "flowlm_step", "int8": "flowlm_stepv2"})
@@ -68,16 +92,20 @@ def canonical_preset(name: str) -> str:
     key = name.strip().lower()
     key = PRESET_ALIASES.get(key, key)
     if key not in PRESETS:
-        raise UserError(f"unknown compute units {name!r}; choose one of"
-                        f" {', '.join(PRESETS)} (aliases: {', '.join(PRESET_ALIASES)})")
+        raise UserError(
+            f"unknown compute units {name!r}; choose one of"
+            f" {', '.join(PRESETS)} (aliases: {', '.join(PRESET_ALIASES)})"
+        )
     return key
 
 
 def canonical_placement(name: str) -> str:
     key = name.strip().lower()
     if key == "ane-state":
-        raise UserError("placement 'ane-state' needs pocket_state.mlmodelc, which FluidAudio"
-                        " has not published; use --placement gpu or ane")
+        raise UserError(
+            "placement 'ane-state' needs pocket_state.mlmodelc, which FluidAudio"
+            " has not published; use --placement gpu or ane"
+        )
     if key not in PLACEMENTS:
         raise UserError(f"unknown placement {name!r}; choose one of {', '.join(PLACEMENTS)}")
     return key
@@ -86,8 +114,7 @@ def canonical_placement(name: str) -> str:
 def canonical_precision(name: str) -> str:
     key = name.strip().lower()
     if key not in PRECISIONS:
-        raise UserError(f"unknown CoreML precision {name!r}; choose one of"
-                        f" {', '.join(PRECISIONS)}")
+        raise UserError(f"unknown CoreML precision {name!r}; choose one of {', '.join(PRECISIONS)}")
     return key
 
 
@@ -105,7 +132,15 @@ def stage_models(placement: str, precision: str) -> dict[str, str]:
     """
     placement = canonical_placement(placement)
     if placement == "ane":
-        return {"conditioner": "cond_prefill_ane", "flowlm": "flowlm_step_ane",
-                "flow_decoder": "flow_decoder_fused", "mimi_decoder": "mimi_decoder"}
-    return {"conditioner": "cond_prefill", "flowlm": FLOWLM_MODELS[canonical_precision(precision)],
-            "flow_decoder": "flow_decoder_fused", "mimi_decoder": "mimi_decoder"}
+        return {
+            "conditioner": "cond_prefill_ane",
+            "flowlm": "flowlm_step_ane",
+            "flow_decoder": "flow_decoder_fused",
+            "mimi_decoder": "mimi_decoder",
+        }
+    return {
+        "conditioner": "cond_prefill",
+        "flowlm": FLOWLM_MODELS[canonical_precision(precision)],
+        "flow_decoder": "flow_decoder_fused",
+        "mimi_decoder": "mimi_decoder",
+    }

@@ -1,0 +1,74 @@
+"""One typed set of options for a synthesis, shared by every front end.
+
+The CLI, batch runs, the benchmark, sessions and the server all build one
+``SpeakOptions`` and hand it to the library; nothing below the API sees flags
+or dicts. ``None`` means "the model's own default" (taken from its config).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
+
+# Above this the noise swamps the flow and the audio is garbage; pocket-tts's
+# own range of useful values is about 0..1.5.
+MAX_TEMPERATURE = 10.0
+MAX_SEED = 2**64 - 1
+
+
+class OptionsError(ValueError):
+    """A value of SpeakOptions that cannot be used (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class SpeakOptions:
+    """How to speak one text. Every field has a safe default."""
+
+    temperature: float | None = None  # None: the model's default (Kyutai: 0.3)
+    seed: int | None = None  # None: fresh noise on every call
+    eos_threshold: float | None = None  # None: the model's default
+    decode_steps: int = 1  # LSD steps of the flow head
+    frames_after_eos: int | None = None  # None: guessed from the chunk's length, as pocket-tts
+    max_tokens: int = MAX_TOKENS_PER_CHUNK
+    normalize: bool = True  # read numbers, symbols, [pause] and SSML
+    ssml: bool | None = None  # None: SSML when the text starts with <speak>
+    output_chain: bool = True  # FluidAudio's high-pass, de-essing shelf, peak normalise
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if self.temperature is not None and (
+            not math.isfinite(self.temperature) or not 0.0 <= self.temperature <= MAX_TEMPERATURE
+        ):
+            raise OptionsError(
+                f"temperature must be a number from 0 to {MAX_TEMPERATURE:g}, "
+                f"not {self.temperature!r}"
+            )
+        if self.seed is not None and (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or not 0 <= self.seed <= MAX_SEED
+        ):
+            raise OptionsError(f"seed must be a whole number from 0 to 2^64-1, not {self.seed!r}")
+        if self.eos_threshold is not None and math.isnan(self.eos_threshold):
+            raise OptionsError("eos_threshold must be a number, not NaN")
+        if not isinstance(self.decode_steps, int) or not 1 <= self.decode_steps <= 64:
+            raise OptionsError(f"decode_steps must be from 1 to 64, not {self.decode_steps!r}")
+        if self.frames_after_eos is not None and not 0 <= self.frames_after_eos <= 1000:
+            raise OptionsError(
+                f"frames_after_eos must be from 0 to 1000, not {self.frames_after_eos!r}"
+            )
+        if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
+            raise OptionsError(f"max_tokens must be from 1 to 1000, not {self.max_tokens!r}")
+
+    def with_(self, **changes: Any) -> SpeakOptions:
+        """A copy with some fields changed (``None`` values are ignored)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown speak option(s): {', '.join(unknown)}")
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
