@@ -108,8 +108,8 @@ def test_batch_writes_one_file_per_line_and_skips_done(pack_dir, tmp_path) -> No
     )
     assert r.returncode == 1  # two bad lines
     names = sorted(p.name for p in out.iterdir())
-    assert "intro.wav" in names and len(names) == 3
-    assert all(n.endswith(".wav") for n in names)
+    assert "intro.wav" in names and len(names) == 4 and "manifest.jsonl" in names
+    assert all(n.endswith(".wav") for n in names if n != "manifest.jsonl")
     assert not list(tmp_path.rglob("escape*"))
     assert b"line 5" in r.stderr and b"line 6" in r.stderr
     assert b"3 written, 0 already done, 2 failed" in r.stderr
@@ -154,7 +154,7 @@ def test_batch_from_stdin_and_all_good_exits_zero(pack_dir, tmp_path) -> None:
         stdin=b"a|One.\nb|Two.\n",
     )
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav", "b.wav"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav", "b.wav", "manifest.jsonl"]
 
 
 def test_metrics_json_has_fluidaudio_keys(pack_dir, tmp_path) -> None:

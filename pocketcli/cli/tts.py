@@ -37,6 +37,8 @@ Examples:
 
   pockettts tts --input-file lines.txt --output-dir out/      (one WAV per line)
 
+  pockettts tts --input-file lines.txt --output-dir out/ --jobs auto   (all cores)
+
   echo "Streamed." | pockettts tts -o - | aplay
 
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
@@ -121,6 +123,15 @@ def tts_command(
     ),
     output_dir: Path | None = typer.Option(None, "--output-dir", help="Where batch WAVs go."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
+    jobs: str | None = typer.Option(
+        None, "--jobs", help="Batch: N worker processes, or auto (measured best split)."
+    ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Batch on Ray: alone, a local instance; auto or HOST:PORT joins a cluster.",
+    ),
     max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
     no_normalize: bool = typer.Option(
         False,
@@ -156,7 +167,38 @@ def tts_command(
         model_dir, language, config, runtime, precision, compute_units, placement, offline
     )
     check_voice_name(choice, voice)
+    if (jobs is not None or ray is not None) and input_file is None:
+        raise click.UsageError("--jobs and --ray go with --input-file")
     batch_data = _read_batch_input(input_file) if input_file is not None else None
+    if batch_data is not None:
+        from pocketcli.batch.cli import VoiceFlags, run_batch_command
+        from pocketcli.options import OptionsError, SpeakOptions
+
+        assert output_dir is not None
+        try:
+            speak = SpeakOptions(
+                temperature=temperature,
+                seed=seed,
+                max_tokens=max_tokens,
+                normalize=not no_normalize,
+                ssml=ssml,
+                output_chain=not no_deess,
+            )
+        except OptionsError as exc:
+            raise click.UsageError(str(exc)) from None
+        status = run_batch_command(
+            choice,
+            batch_data,
+            output_dir,
+            speak,
+            VoiceFlags(voice, voice_file, clone_voice, save_voice),
+            jobs=jobs,
+            ray=ray,
+            overwrite=overwrite,
+            quiet=quiet,
+            on_warning=None if quiet else _warn,
+        )
+        raise click.Exit(status)
 
     timing = Timing()
     t0 = time.perf_counter()
@@ -174,22 +216,6 @@ def tts_command(
         "ssml": ssml,
         "on_warning": None if quiet else _warn,
     }
-
-    if batch_data is not None:
-        from pocketcli.cli.batch_run import run_batch
-
-        assert output_dir is not None
-        failed = run_batch(
-            tts,
-            voice_state,
-            batch_data,
-            output_dir,
-            overwrite=overwrite,
-            postprocess=not no_deess,
-            quiet=quiet,
-            options=options,
-        )
-        raise click.Exit(1 if failed else 0)
 
     assert words is not None
     from pocketcli.normalize import MarkupError

@@ -1,0 +1,221 @@
+"""Batch throughput side by side: one process, --jobs 1, 2 and auto, and --ray (local).
+
+Full-size English architecture with random weights at int8 (built once with the
+oracle's tooling into --work-dir, reused after), a 3 s cloned voice, the 100
+MiniMax English phrases twice (200 lines, ``pNNN|text``), a fixed seed. Each
+mode runs the real batch path (``pocketcli.batch.cli.run_batch_command``, what
+``pockettts tts --input-file`` calls) into a fresh output folder, one after the
+other in one run. Random weights end every chunk at frame 6, so phrases are
+given ``--frames-after-eos`` frames after it (default 30: about 3 s of audio a
+phrase, nearer real speech than 0.7 s).
+
+For each mode: wall-clock seconds of the whole batch (model loads, worker or
+cluster start-up included), audio seconds made, aggregate RTFx = audio / wall,
+steady RTFx = audio after the first line / time from the first line to the last
+(manifest timestamps: start-up excluded), and scaling efficiency = steady RTFx /
+(workers x steady RTFx of --jobs 1). Ray's overhead is against --jobs at the
+same worker count.
+
+    python benchmarks/bench_batch.py [--lines 200] [--frames-after-eos 30]
+    python benchmarks/bench_batch.py --splits      # workers x threads table for --jobs auto
+
+Speed is never asserted in tests; this script is where it is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from pocketcli.batch.cli import VoiceFlags, run_batch_command  # noqa: E402
+from pocketcli.batch.jobs import auto_split, available_cores  # noqa: E402
+from pocketcli.bench.corpus import load_corpus  # noqa: E402
+from pocketcli.cli.model_options import validate_choice  # noqa: E402
+from pocketcli.options import SpeakOptions  # noqa: E402
+
+
+def build_pack(work: Path, precision: str) -> tuple[Path, Path]:
+    pack, voice = work / "pack", work / "voice.safetensors"
+    manifest = pack / "pack.json"
+    if manifest.is_file() and precision in json.loads(manifest.read_text())["graphs"]:
+        return pack, voice
+    from oracle.reference import (
+        TOKENIZER_MODEL,
+        build_reference,
+        make_config,
+        synthetic_voice_audio,
+    )
+
+    print("building the english architecture with random weights ...", flush=True)
+    ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, work / "ref")
+    ref.build_pack(pack, precisions=(precision,))
+    state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000)
+    ref.export_voice(state, voice)
+    return pack, voice
+
+
+def batch_file(work: Path, lines: int) -> bytes:
+    phrases = load_corpus("minimax-english")
+    rows = [f"p{i + 1:03d}|{phrases[i % len(phrases)]}" for i in range(lines)]
+    return ("\n".join(rows) + "\n").encode("utf-8")
+
+
+def run_mode(
+    label, work, data, pack, voice, precision, options, *, jobs=None, ray=None, threads=None
+):
+    out = work / "out" / label.replace(" ", "_").replace("-", "")
+    shutil.rmtree(out, ignore_errors=True)
+    choice = validate_choice(pack, None, None, "onnx", precision, "default", "gpu", True)
+    env_before = os.environ.get("POCKETTTS_THREADS")
+    if threads is not None:
+        os.environ["POCKETTTS_THREADS"] = str(threads)
+    log = io.StringIO()
+    started = time.perf_counter()
+    try:
+        with contextlib.redirect_stderr(log):
+            status = run_batch_command(
+                choice,
+                data,
+                out,
+                options,
+                VoiceFlags(None, voice, None, None),
+                jobs=jobs,
+                ray=ray,
+                overwrite=False,
+                quiet=True,
+            )
+    finally:
+        if env_before is None:
+            os.environ.pop("POCKETTTS_THREADS", None)
+        else:
+            os.environ["POCKETTTS_THREADS"] = env_before
+    wall = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"{label}: batch failed:\n{log.getvalue()}")
+    records = [json.loads(r) for r in (out / "manifest.jsonl").read_text().splitlines()]
+    times = sorted(datetime.fromisoformat(r["time"]).timestamp() for r in records)
+    audio = sum(r["duration"] for r in records)
+    first = min(records, key=lambda r: r["time"])
+    span = times[-1] - times[0]
+    workers = len({r["worker"] for r in records})
+    return {
+        "label": label,
+        "workers": workers,
+        "lines": len(records),
+        "audio_s": audio,
+        "wall_s": wall,
+        "rtfx": audio / wall,
+        "steady_rtfx": (audio - first["duration"]) / span if span > 0 else 0.0,
+        "out": out,
+    }
+
+
+def show(rows: list[dict], base: dict | None) -> None:
+    print(
+        f"\n{'mode':24s} {'workers':>7s} {'lines':>5s} {'audio s':>8s} {'wall s':>7s} "
+        f"{'RTFx':>6s} {'steady':>7s} {'effic.':>7s}"
+    )
+    for r in rows:
+        eff = ""
+        if base and base["steady_rtfx"] > 0:
+            eff = f"{r['steady_rtfx'] / (r['workers'] * base['steady_rtfx']):6.0%}"
+        print(
+            f"{r['label']:24s} {r['workers']:7d} {r['lines']:5d} {r['audio_s']:8.1f} "
+            f"{r['wall_s']:7.1f} {r['rtfx']:6.2f} {r['steady_rtfx']:7.2f} {eff:>7s}",
+            flush=True,
+        )
+
+
+def same_files(a: Path, b: Path) -> bool:
+    names = sorted(p.name for p in a.glob("*.wav"))
+    return names == sorted(p.name for p in b.glob("*.wav")) and all(
+        (a / n).read_bytes() == (b / n).read_bytes() for n in names
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lines", type=int, default=200)
+    parser.add_argument("--frames-after-eos", type=int, default=30)
+    parser.add_argument("--precision", default="int8")
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/pockettts-bench-batch"))
+    parser.add_argument("--splits", action="store_true", help="workers x threads for auto")
+    parser.add_argument("--skip-ray", action="store_true")
+    args = parser.parse_args()
+
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    pack, voice = build_pack(args.work_dir, args.precision)
+    data = batch_file(args.work_dir, args.lines)
+    options = SpeakOptions(seed=1, frames_after_eos=args.frames_after_eos)
+    cores = available_cores()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"{cores} cores, load average {load:.2f}, {args.lines} lines, {args.precision}, "
+        f"frames after EOS {args.frames_after_eos}",
+        flush=True,
+    )
+    common = (args.work_dir, data, pack, voice, args.precision, options)
+    if args.splits:
+        rows = []
+        for workers in range(1, cores + 1):
+            for threads in sorted({1, cores // workers, cores}):
+                rows.append(
+                    run_mode(
+                        f"jobs {workers} x {threads} thr",
+                        *common,
+                        jobs=str(workers),
+                        threads=threads,
+                    )
+                )
+                show(rows[-1:], None)
+        show(rows, rows[0])
+        return
+
+    auto_workers, auto_threads = auto_split(args.precision, args.lines, cores)
+    rows = [run_mode("1 process", *common)]
+    show(rows[-1:], None)
+    for jobs in ("1", "2", "auto"):
+        rows.append(run_mode(f"--jobs {jobs}", *common, jobs=jobs))
+        show(rows[-1:], None)
+    if not args.skip_ray:
+        rows.append(
+            run_mode(f"--ray --jobs {auto_workers}", *common, jobs=str(auto_workers), ray="local")
+        )
+        show(rows[-1:], None)
+    base = next(r for r in rows if r["label"] == "--jobs 1")
+    show(rows, base)
+    print(f"\n--jobs auto here: {auto_workers} workers x {auto_threads} threads")
+    one, auto = rows[0], next(r for r in rows if r["label"] == "--jobs auto")
+    print(f"--jobs auto vs one process: RTFx x{auto['rtfx'] / one['rtfx']:.2f} (whole run)")
+    if not args.skip_ray:
+        ray_row = rows[-1]
+        same = next(
+            (
+                r
+                for r in rows[1:-1]
+                if r["workers"] == ray_row["workers"] and r["label"] != "--jobs auto"
+            ),
+            auto,
+        )
+        for key, what in (("steady_rtfx", "steady state"), ("rtfx", "whole run")):
+            overhead = 1 - ray_row[key] / same[key]
+            print(f"Ray overhead over {same['label']} ({what}): {overhead:+.1%}")
+    identical = all(same_files(rows[0]["out"], r["out"]) for r in rows[1:])
+    print(f"same files, byte for byte, in every mode: {identical}")
+
+
+if __name__ == "__main__":
+    main()

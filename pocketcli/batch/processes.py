@@ -1,0 +1,199 @@
+"""``--jobs N``: N worker processes on this machine, each loading the model once.
+
+Processes are started with ``spawn`` (no forked ONNX Runtime thread pools).
+Each has its own pipe; the driver keeps ``DEPTH`` lines queued per worker so
+none waits for the driver, and knows which lines each one holds. A worker that
+dies (killed, out of memory) costs only the lines it held: they are made again
+by a replacement, and a line that has killed ``MAX_ATTEMPTS`` workers is
+reported as failed. Workers ignore Ctrl-C; the driver stops them (and they
+stop by themselves when the driver's end of the pipe closes).
+
+``concurrent.futures.ProcessPoolExecutor`` is not used: one dead worker breaks
+the whole pool (every pending line fails) and it cannot say which lines the
+dead worker held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+
+from pocketcli.batch.plan import Job
+from pocketcli.batch.worker import LineResult, LineWorker, ModelSpec, describe_error
+from pocketcli.errors import UserError
+from pocketcli.options import SpeakOptions
+
+DEPTH = 2  # lines queued per worker
+MAX_ATTEMPTS = 3  # workers a line may take down before it is reported as failed
+
+
+def _worker_main(conn: Connection, spec: ModelSpec, voice, options: SpeakOptions) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
+    try:
+        worker = LineWorker.load(spec, voice, options)
+    except Exception as exc:
+        conn.send(("failed", describe_error(exc)))
+        return
+    conn.send(("ready", worker.name))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        conn.send(("line", worker.make(job)))
+
+
+def how_it_ended(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
+    return f"exit status {exitcode}"
+
+
+@dataclass
+class _Slot:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    name: str = ""
+    ready: bool = False
+    held: deque = field(default_factory=deque)
+
+
+class ProcessExecutor:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        voice,
+        options: SpeakOptions,
+        workers: int,
+        note: Callable[[str], None],
+    ) -> None:
+        self.spec, self.voice, self.options = spec, voice, options
+        self.workers = workers
+        self.note = note
+        self._context = multiprocessing.get_context("spawn")
+        self._slots: list[_Slot] = []
+        self._restarts = 0
+
+    def _start(self) -> None:
+        ours, theirs = self._context.Pipe(duplex=True)
+        process = self._context.Process(
+            target=_worker_main,
+            args=(theirs, self.spec, self.voice, self.options),
+            name="pockettts-batch-worker",
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        self._slots.append(_Slot(process, ours))
+
+    def run(self, jobs: Iterator[Job]) -> Iterator[LineResult]:
+        waiting: deque[Job] = deque()  # lines taken back from dead workers go first
+        attempts: dict[str, int] = {}
+        exhausted = False
+        for _ in range(self.workers):
+            self._start()
+
+        def next_job() -> Job | None:
+            nonlocal exhausted
+            if waiting:
+                return waiting.popleft()
+            if exhausted:
+                return None
+            job = next(jobs, None)
+            exhausted = job is None
+            return job
+
+        while True:
+            for slot in self._slots:
+                while slot.ready and len(slot.held) < DEPTH:
+                    job = next_job()
+                    if job is None:
+                        break
+                    slot.conn.send(job)
+                    slot.held.append(job)
+            if exhausted and not waiting and not any(s.held for s in self._slots):
+                return
+            handles = {s.conn: s for s in self._slots}
+            handles |= {s.process.sentinel: s for s in self._slots}
+            for handle in wait(list(handles)):
+                slot = handles[handle]
+                if slot not in self._slots:
+                    continue  # already buried this round
+                if handle is slot.conn and slot.conn.poll():
+                    try:
+                        yield from self._receive(slot)
+                        continue
+                    except (EOFError, OSError):
+                        pass
+                elif handle is slot.conn or slot.process.is_alive():
+                    continue
+                yield from self._bury(slot, waiting, attempts)
+
+    def _receive(self, slot: _Slot) -> Iterator[LineResult]:
+        kind, payload = slot.conn.recv()
+        if kind == "failed":
+            raise UserError(f"a batch worker cannot load the model: {payload}")
+        if kind == "ready":
+            slot.ready, slot.name = True, payload
+            return
+        slot.held.popleft()
+        yield payload
+
+    def _bury(self, slot: _Slot, waiting: deque[Job], attempts: dict[str, int]):
+        """A worker died: keep what it finished, make its other lines again elsewhere."""
+        try:
+            while slot.conn.poll():
+                yield from self._receive(slot)
+        except (EOFError, OSError):
+            pass
+        slot.process.join(timeout=5)
+        how = how_it_ended(slot.process.exitcode)
+        self._slots.remove(slot)
+        slot.conn.close()
+        lost = list(slot.held)
+        if not slot.ready and not lost:
+            raise UserError(f"a batch worker died while loading the model ({how})")
+        again = []
+        for job in lost:
+            attempts[job.name] = attempts.get(job.name, 0) + 1
+            if attempts[job.name] >= MAX_ATTEMPTS:
+                yield LineResult(
+                    job,
+                    error=f"the worker making this line died {MAX_ATTEMPTS} times ({how})",
+                )
+            else:
+                again.append(job)
+        waiting.extendleft(reversed(again))
+        self.note(
+            f"pockettts: worker {slot.name or slot.process.pid} died ({how}); "
+            f"{len(again)} line(s) it held will be made again"
+        )
+        self._restarts += 1
+        if self._restarts > 4 * self.workers + MAX_ATTEMPTS:
+            raise UserError(f"batch workers keep dying ({how}); stopping")
+        self._start()
+
+    def close(self) -> None:
+        for slot in self._slots:
+            with contextlib.suppress(OSError, ValueError):
+                slot.conn.send(None)
+        for slot in self._slots:
+            slot.process.join(timeout=0.5 if slot.held else 5)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(timeout=5)
+            slot.conn.close()
+        self._slots = []
