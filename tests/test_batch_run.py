@@ -220,7 +220,7 @@ def test_a_killed_worker_costs_only_its_lines_in_flight(pack_dir, tmp_path) -> N
     recs = records(out)
     assert sorted(r["id"] for r in recs) == sorted(f"s{i:03d}" for i in range(24))
     assert all(r["status"] == "done" for r in recs)
-    assert len({r["worker"] for r in recs}) == 3  # two workers and the replacement
+    assert f"{victim}@" in " ".join(r["worker"] for r in recs)  # it made lines before dying
     fresh = tmp_path / "fresh"
     assert batch(pack_dir, lines, fresh, "--seed", "3", "-q").returncode == 0
     assert wavs(fresh) == wavs(out)

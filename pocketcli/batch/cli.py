@@ -82,6 +82,8 @@ def run_batch_command(
         count, threads = None, auto_split(choice.precision, len(items), cores)[1]
     elif workers == "auto" or (ray is not None and workers is None):
         count, threads = auto_split(choice.precision, len(items), cores)
+        if count == 1 and ray is None:  # one worker: this process, no start-up to pay
+            count = None
     elif workers is not None:
         count, threads = workers, threads_for(workers, cores)
     else:

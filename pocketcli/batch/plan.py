@@ -11,6 +11,7 @@ on (text, model, voice, options, base seed when one was given); a line is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import secrets
@@ -88,19 +89,24 @@ def voice_id(voice) -> str:
     return digest.hexdigest()
 
 
-def line_key(settings: BatchSettings, text: str) -> str:
+@functools.lru_cache(maxsize=16)
+def _settings_digest(settings: BatchSettings) -> bytes:
     options = dataclasses.asdict(settings.options)
     options.pop("seed")
     record = {
         "v": KEY_VERSION,
-        "text": text,
         "model": settings.model_id,
         "voice": settings.voice_id,
         "options": options,
         "seed": settings.base_seed if settings.seed_given else None,
     }
-    blob = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    blob = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).digest()
+
+
+def line_key(settings: BatchSettings, text: str) -> str:
+    """sha256 over the settings (hashed once per run) and the line's text."""
+    return hashlib.sha256(_settings_digest(settings) + text.encode("utf-8")).hexdigest()
 
 
 def make_job(item: BatchItem, settings: BatchSettings) -> Job:

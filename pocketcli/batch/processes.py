@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -187,13 +188,18 @@ class ProcessExecutor:
         self._start()
 
     def close(self) -> None:
+        """Asks every worker to stop; the ones still busy (an interrupted run) are killed."""
+        busy = any(slot.held for slot in self._slots)
         for slot in self._slots:
             with contextlib.suppress(OSError, ValueError):
                 slot.conn.send(None)
+        deadline = time.monotonic() + (0.5 if busy else 5.0)
         for slot in self._slots:
-            slot.process.join(timeout=0.5 if slot.held else 5)
+            slot.process.join(timeout=max(0.0, deadline - time.monotonic()))
+        for slot in self._slots:
             if slot.process.is_alive():
                 slot.process.kill()
-                slot.process.join(timeout=5)
+        for slot in self._slots:
+            slot.process.join(timeout=5)
             slot.conn.close()
         self._slots = []
