@@ -17,9 +17,8 @@ steady RTFx = audio after the first line / time from the first line to the last
 process and its worker processes; Ray's workers are not its children). Ray's
 overhead is against --jobs at the same worker count.
 
-On a shared machine the wall-clock figures measure the neighbours too (and with
-the kernel's autogroup scheduling, CPU is shared per session: Ray's daemons run
-in their own session, --jobs workers in the caller's); say the load with them.
+On a shared machine the wall-clock figures measure the neighbours too: the load
+average is printed first; compare figures of one run only.
 
     python benchmarks/bench_batch.py [--lines 200] [--frames-after-eos 30]
     python benchmarks/bench_batch.py --splits      # workers x threads table for --jobs auto

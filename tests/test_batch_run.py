@@ -260,3 +260,25 @@ def test_ray_without_the_extra_says_what_to_install(pack_dir, tmp_path) -> None:
     assert r.stderr.strip().splitlines() == [
         b"pockettts: error: --ray needs Ray: pip install 'pockettts[ray]' (or: pip install ray)"
     ]
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupting_a_jobs_run_stops_workers_and_keeps_what_is_done(
+    pack_dir, tmp_path, sig, code
+) -> None:
+    lines, out = _long_lines(tmp_path, 40), tmp_path / "out"
+    proc = _start(pack_dir, lines, out, "--jobs", "2")
+    done = _wait_for_records(out, 2, proc)
+    workers = {int(r["worker"].split("@")[0]) for r in done}
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert b"Traceback" not in err
+    assert not list(out.glob(".*.part"))
+    for pid in workers:  # no worker outlives the run
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    recorded = records_tolerant(out)
+    assert {r["file"] for r in recorded} <= {p.name for p in out.glob("*.wav")}
+    r = batch(pack_dir, lines, out, "--seed", "3", "-q")
+    assert r.returncode == 0 and len(records(out)) == 40
