@@ -3,7 +3,7 @@
 Full-size English architecture with random weights at int8 (built once with the
 oracle's tooling into --work-dir, reused after), a 3 s cloned voice, the 100
 MiniMax English phrases twice (200 lines, ``pNNN|text``), a fixed seed. Each
-mode runs the real batch path (``pocketcli.batch.cli.run_batch_command``, what
+mode runs the real batch path (``pocketcli.cli.batch_command.run_batch_command``, what
 ``pockettts tts --input-file`` calls) into a fresh output folder, one after the
 other in one run. Random weights end every chunk at frame 6, so phrases are
 given ``--frames-after-eos`` frames after it (default 30: about 3 s of audio a
@@ -43,9 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pocketcli.batch.cli import VoiceFlags, run_batch_command  # noqa: E402
 from pocketcli.batch.jobs import auto_split, available_cores  # noqa: E402
 from pocketcli.bench.corpus import load_corpus  # noqa: E402
+from pocketcli.cli.batch_command import VoiceFlags, run_batch_command  # noqa: E402
 from pocketcli.cli.model_options import validate_choice  # noqa: E402
 from pocketcli.options import SpeakOptions  # noqa: E402
 

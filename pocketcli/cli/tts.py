@@ -171,7 +171,7 @@ def tts_command(
         raise click.UsageError("--jobs and --ray go with --input-file")
     batch_data = _read_batch_input(input_file) if input_file is not None else None
     if batch_data is not None:
-        from pocketcli.batch.cli import VoiceFlags, run_batch_command
+        from pocketcli.cli.batch_command import VoiceFlags, run_batch_command
         from pocketcli.options import OptionsError, SpeakOptions
 
         assert output_dir is not None
