@@ -50,6 +50,35 @@ def error_lines(stderr: bytes) -> list[bytes]:
     return sorted(line for line in stderr.splitlines() if line.startswith(b"pockettts: line"))
 
 
+def test_batch_writes_one_file_per_line_and_skips_done(pack_dir, tmp_path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(
+        b"First line.\n\n   \nintro|Second line, with an id.\n"
+        b"../escape|Never outside.\n\xff\xfe broken\nThird line.\n"
+    )
+    out = tmp_path / "out"
+    r = batch(pack_dir, lines, out, "--seed", "1")
+    assert r.returncode == 1  # two bad lines
+    names = sorted(p.name for p in out.iterdir())
+    assert "intro.wav" in names and len(names) == 4 and "manifest.jsonl" in names
+    assert all(n.endswith(".wav") for n in names if n != "manifest.jsonl")
+    assert not list(tmp_path.rglob("escape*"))
+    assert b"line 5" in r.stderr and b"line 6" in r.stderr
+    assert b"3 written, 0 already done, 2 failed" in r.stderr
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    again = batch(pack_dir, lines, out, "--seed", "1")
+    assert b"0 written, 3 already done, 2 failed" in again.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    redo = batch(pack_dir, lines, out, "--overwrite", "-q")
+    assert b"3 written" in redo.stderr
+
+
+def test_batch_from_stdin_and_all_good_exits_zero(pack_dir, tmp_path) -> None:
+    r = batch(pack_dir, Path("-"), tmp_path, "-q", stdin=b"a|One.\nb|Two.\n")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav", "b.wav", "manifest.jsonl"]
+
+
 def test_jobs_make_the_same_files_errors_and_status_as_one_process(pack_dir, tmp_path) -> None:
     lines = tmp_path / "lines.txt"
     lines.write_bytes(LINES)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from pocketcli.batch.plan import Job
+from pocketcli.batch.queue import JobQueue
 from pocketcli.batch.worker import LineResult, LineWorker, ModelSpec, describe_error
 from pocketcli.errors import UserError
 from pocketcli.options import SpeakOptions
@@ -101,31 +102,16 @@ class ProcessExecutor:
         self._slots.append(_Slot(process, ours))
 
     def run(self, jobs: Iterator[Job]) -> Iterator[LineResult]:
-        waiting: deque[Job] = deque()  # lines taken back from dead workers go first
-        attempts: dict[str, int] = {}
-        exhausted = False
+        queue = JobQueue(jobs, MAX_ATTEMPTS)
         for _ in range(self.workers):
             self._start()
-
-        def next_job() -> Job | None:
-            nonlocal exhausted
-            if waiting:
-                return waiting.popleft()
-            if exhausted:
-                return None
-            job = next(jobs, None)
-            exhausted = job is None
-            return job
-
         while True:
             for slot in self._slots:
-                while slot.ready and len(slot.held) < DEPTH:
-                    job = next_job()
-                    if job is None:
-                        break
-                    slot.conn.send(job)
-                    slot.held.append(job)
-            if exhausted and not waiting and not any(s.held for s in self._slots):
+                if slot.ready and len(slot.held) < DEPTH:
+                    for job in queue.take(DEPTH - len(slot.held)):
+                        slot.conn.send(job)
+                        slot.held.append(job)
+            if queue.empty and not any(s.held for s in self._slots):
                 return
             handles = {s.conn: s for s in self._slots}
             handles |= {s.process.sentinel: s for s in self._slots}
@@ -141,7 +127,7 @@ class ProcessExecutor:
                         pass
                 elif handle is slot.conn or slot.process.is_alive():
                     continue
-                yield from self._bury(slot, waiting, attempts)
+                yield from self._bury(slot, queue)
 
     def _receive(self, slot: _Slot) -> Iterator[LineResult]:
         kind, payload = slot.conn.recv()
@@ -153,7 +139,7 @@ class ProcessExecutor:
         slot.held.popleft()
         yield payload
 
-    def _bury(self, slot: _Slot, waiting: deque[Job], attempts: dict[str, int]):
+    def _bury(self, slot: _Slot, queue: JobQueue) -> Iterator[LineResult]:
         """A worker died: keep what it finished, make its other lines again elsewhere."""
         try:
             while slot.conn.poll():
@@ -164,23 +150,13 @@ class ProcessExecutor:
         how = how_it_ended(slot.process.exitcode)
         self._slots.remove(slot)
         slot.conn.close()
-        lost = list(slot.held)
-        if not slot.ready and not lost:
+        if not slot.ready and not slot.held:
             raise UserError(f"a batch worker died while loading the model ({how})")
-        again = []
-        for job in lost:
-            attempts[job.name] = attempts.get(job.name, 0) + 1
-            if attempts[job.name] >= MAX_ATTEMPTS:
-                yield LineResult(
-                    job,
-                    error=f"the worker making this line died {MAX_ATTEMPTS} times ({how})",
-                )
-            else:
-                again.append(job)
-        waiting.extendleft(reversed(again))
+        failed, again = queue.give_back(list(slot.held), how)
+        yield from failed
         self.note(
             f"pockettts: worker {slot.name or slot.process.pid} died ({how}); "
-            f"{len(again)} line(s) it held will be made again"
+            f"{again} line(s) it held will be made again"
         )
         self._restarts += 1
         if self._restarts > 4 * self.workers + MAX_ATTEMPTS:

@@ -20,10 +20,10 @@ import contextlib
 import logging
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 
 from pocketcli.batch.plan import Job
+from pocketcli.batch.queue import JobQueue
 from pocketcli.batch.worker import LineResult, LineWorker, ModelSpec, describe_error
 from pocketcli.errors import UserError
 from pocketcli.options import SpeakOptions
@@ -118,26 +118,11 @@ class RayExecutor:
     def run(self, jobs: Iterator[Job]) -> Iterator[LineResult]:
         ray = self.ray
         lost_errors = (ray.exceptions.RayActorError,)  # ActorDiedError, ActorUnavailableError
-        waiting: deque[Job] = deque()
-        attempts: dict[str, int] = {}
+        queue = JobQueue(jobs, MAX_ATTEMPTS)
         held: dict = {}  # ObjectRef -> (actor index, its jobs; None for a probe)
         # per actor: "up", "down" (restarting: probed until it answers) or "dead" (for good)
         state = ["up"] * len(self._actors)
         probe_at = [0.0] * len(self._actors)
-        exhausted = False
-
-        def next_group() -> list[Job]:
-            nonlocal exhausted
-            group: list[Job] = []
-            while len(group) < GROUP and waiting:
-                group.append(waiting.popleft())
-            while len(group) < GROUP and not exhausted:
-                job = next(jobs, None)
-                if job is None:
-                    exhausted = True
-                else:
-                    group.append(job)
-            return group
 
         def calls(index: int) -> int:
             return sum(1 for a, _ in held.values() if a == index)
@@ -148,11 +133,11 @@ class RayExecutor:
                 if state[index] == "down" and not calls(index) and now >= probe_at[index]:
                     held[actor.ready.remote()] = (index, None)
                 while state[index] == "up" and calls(index) < DEPTH:
-                    group = next_group()
+                    group = queue.take(GROUP)
                     if not group:
                         break
                     held[actor.make.remote(self._voice_box, group)] = (index, group)
-            if not any(group for _, group in held.values()) and exhausted and not waiting:
+            if not any(group for _, group in held.values()) and queue.empty:
                 return
             if all(s == "dead" for s in state):
                 raise UserError("every Ray worker died; stopping")
@@ -171,7 +156,7 @@ class RayExecutor:
                         state[index] = "dead" if group is None else "down"
                     probe_at[index] = time.monotonic() + PROBE_EVERY
                     if group is not None:
-                        yield from self._lost(index, group, exc, waiting, attempts)
+                        yield from self._lost(index, group, exc, queue)
                     continue
                 if group is None:  # restarted: up again once its model is loaded
                     error, name = results
@@ -180,18 +165,12 @@ class RayExecutor:
                 else:
                     yield from results
 
-    def _lost(self, index, group: list[Job], exc, waiting: deque[Job], attempts: dict):
-        again = []
-        for job in group:
-            attempts[job.name] = attempts.get(job.name, 0) + 1
-            if attempts[job.name] >= MAX_ATTEMPTS:
-                yield LineResult(job, error="the Ray worker making this line died")
-            else:
-                again.append(job)
-        waiting.extendleft(reversed(again))
+    def _lost(self, index: int, group: list[Job], exc, queue: JobQueue):
+        failed, again = queue.give_back(group, type(exc).__name__)
+        yield from failed
         self.note(
             f"pockettts: Ray worker {self.names.get(index, index)} died "
-            f"({type(exc).__name__}); {len(again)} line(s) it held will be made again"
+            f"({type(exc).__name__}); {again} line(s) it held will be made again"
         )
 
     def close(self) -> None:
