@@ -87,7 +87,11 @@ def _ours(
 ) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
     voice = tts.runtime.load_voice("clone")  # constants_bin/clone.safetensors
-    frames = list(tts.stream(text, voice, max_tokens=max_tokens, on_chunk=traces.append, **kwargs))
+    frames = list(
+        tts.stream(
+            text, voice, max_tokens=max_tokens, on_chunk=traces.append, **kwargs, output_chain=False
+        )
+    )
     return frames, traces
 
 
