@@ -29,13 +29,13 @@ from oracle.reference import (  # noqa: E402
     make_config,
     synthetic_voice_audio,
 )
+from twins.fluid_twins import build_twin_pack  # noqa: E402
+from twins.onnx_predictor import onnx_factory  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.engine.generator import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
-from pocketcli.packs.fluid_twins import build_twin_pack  # noqa: E402
-from pocketcli.runtimes.coreml.onnx_predictor import onnx_factory  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 

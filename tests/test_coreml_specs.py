@@ -19,10 +19,10 @@ import pytest
 pytest.importorskip("coremltools", reason="coremltools has no wheel for this platform")
 
 from coreml_specs import build_gpu_specs, metadata_json, save_mlpackage  # noqa: E402
+from twins.fluid_twins import write_constants_bin  # noqa: E402
 
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
-from pocketcli.packs.fluid_twins import write_constants_bin  # noqa: E402
 from pocketcli.packs.manifest import PackError  # noqa: E402
 from pocketcli.runtimes.coreml import CoreMLRuntime, coreml_factory  # noqa: E402
 from pocketcli.runtimes.coreml.predictor import (  # noqa: E402

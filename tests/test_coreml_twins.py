@@ -15,15 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from twins.fluid_twins import build_twin_pack
+from twins.onnx_predictor import onnx_factory
 
 from pocketcli import PocketTTS
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UserError
 from pocketcli.packs.checkpoint import read_checkpoint
-from pocketcli.packs.fluid_twins import build_twin_pack
 from pocketcli.packs.manifest import PackError
 from pocketcli.runtimes.coreml import CoreMLRuntime, CoreMLUnavailable
-from pocketcli.runtimes.coreml.onnx_predictor import onnx_factory
 from pocketcli.voices.state import VoiceError
 
 TOKENIZER = Path(__file__).parent / "data" / "tokenizer-en" / "tokenizer.model"

@@ -15,7 +15,7 @@ import typer
 from pocketcli import __version__
 from pocketcli.cli import benchmark, clone, completion, download, normalize, tts, voices
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli.entry import exit_for_signal
+from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
