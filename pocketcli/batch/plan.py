@@ -65,14 +65,15 @@ def fresh_base_seed() -> int:
     return secrets.randbits(64)
 
 
-def model_id(runtime) -> str:
-    """Identifies the weights: the pack's manifest bytes (config, files) and the precision."""
+def model_id(tts) -> str:
+    """Identifies the weights: runtime, precision and the pack's manifest (config, files)."""
+    runtime = tts.runtime
     digest = hashlib.sha256(f"{runtime.name}\0{getattr(runtime, 'precision', '')}\0".encode())
-    pack_dir = Path(getattr(runtime, "pack_dir", ""))
+    pack_dir = Path(tts.pack_dir or getattr(runtime, "pack_dir", ""))
     manifest = pack_dir / "pack.json"
     if manifest.is_file():
         digest.update(manifest.read_bytes())
-    else:  # a CoreML pack: its folder name says language, version and precision
+    else:  # a CoreML pack: its folder says language, version and precision
         digest.update(str(pack_dir.resolve()).encode())
     return digest.hexdigest()
 

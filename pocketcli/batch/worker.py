@@ -12,41 +12,35 @@ import io
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from pocketcli.batch.plan import Job
 from pocketcli.options import SpeakOptions
+from pocketcli.runtimes.registry import ModelRequest
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How a worker loads the model: the pack the driver used, or the store on a new node."""
+    """How a worker opens the model: the driver's request, on the pack the driver used
+    when this node has it (else the store resolves the request on this node)."""
 
-    pack_dir: str
-    precision: str
+    request: ModelRequest
+    pack_dir: str | None
+    language: str  # the driver's text language (number reading, markup)
     threads: int | None  # ONNX intra-op threads per session (None: the runtime's default)
-    language: str | None = None  # for the store, when pack_dir is not on this node
-    config: str | None = None
-    offline: bool = False
 
     def load(self):
         from pocketcli.api import PocketTTS
 
-        pack = Path(self.pack_dir)
-        if not (pack / "pack.json").is_file() and (self.language or self.config):
-            from pocketcli import store
-
-            pack = store.resolve_onnx_pack(
-                None if self.config else self.language,
-                self.config,
-                self.precision,
-                self.offline,
-                progress=False,
-            )
-        return PocketTTS.load(pack, precision=self.precision, threads=self.threads)
+        request = replace(self.request, threads=self.threads, progress=False)
+        if self.pack_dir is not None and Path(self.pack_dir).is_dir():
+            request = replace(request, model_dir=Path(self.pack_dir), language=None, config=None)
+        tts = PocketTTS.from_request(request)
+        tts.language = self.language
+        return tts
 
 
 @dataclass
@@ -111,22 +105,14 @@ class LineWorker:
         traces: list = []
         started = time.perf_counter()
         try:
-            parts = [
-                frame.audio
-                for frame in self.tts.stream(
-                    job.text,
-                    self.voice,
-                    self.options,
-                    seed=job.seed,
-                    on_warning=result.warnings.append,
-                    on_chunk=traces.append,
-                )
-            ]
-            audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
-            if self.options.output_chain:
-                from pocketcli.audio.postprocess import apply_output_chain
-
-                audio = apply_output_chain(audio, self.tts.sample_rate)
+            audio = self.tts.synthesize(
+                job.text,
+                self.voice,
+                self.options,
+                seed=job.seed,
+                on_warning=result.warnings.append,
+                on_chunk=traces.append,
+            )
             result.wav = wav_bytes(audio, self.tts.sample_rate)
             result.duration = audio.size / self.tts.sample_rate
         except Exception as exc:  # one line's failure, whatever it is, never stops the rest

@@ -50,8 +50,6 @@ def run_batch_command(
         workers = parse_jobs(jobs)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--jobs") from None
-    if (workers is not None or ray is not None) and choice.runtime != "onnx":
-        raise click.UsageError("--jobs and --ray run ONNX packs (use --runtime onnx)")
     if ray is not None:
         from pocketcli.batch.ray_runner import import_ray
 
@@ -60,7 +58,6 @@ def run_batch_command(
     tts = load_model(choice, quiet=quiet)
     chosen = choose_voice(
         tts,
-        choice,
         voices.voice,
         voices.voice_file,
         voices.clone_voice,
@@ -71,17 +68,18 @@ def run_batch_command(
         options=options,
         base_seed=options.seed if options.seed is not None else fresh_base_seed(),
         seed_given=options.seed is not None,
-        model_id=model_id(tts.runtime),
+        model_id=model_id(tts),
         voice_id=voice_id(chosen.state),
         language=tts.language,
         voice_name=chosen.name,
     )
     cores = available_cores()
+    precision = str(choice.precision or "")
     if ray is not None and ray != RAY_LOCAL and workers in (None, "auto"):
         # a cluster: as many workers as its CPUs hold at the best threads per worker
-        count, threads = None, auto_split(choice.precision, len(items), cores)[1]
+        count, threads = None, auto_split(precision, len(items), cores)[1]
     elif workers == "auto" or (ray is not None and workers is None):
-        count, threads = auto_split(choice.precision, len(items), cores)
+        count, threads = auto_split(precision, len(items), cores)
         if count == 1 and ray is None:  # one worker: this process, no start-up to pay
             count = None
     elif workers is not None:
@@ -90,13 +88,9 @@ def run_batch_command(
         count, threads = None, threads_for(1, cores)
 
     def spec() -> ModelSpec:
+        pack_dir = tts.pack_dir
         return ModelSpec(
-            pack_dir=str(tts.runtime.pack_dir),
-            precision=choice.precision,
-            threads=threads,
-            language=choice.language,
-            config=choice.config,
-            offline=choice.offline,
+            choice, str(pack_dir) if pack_dir is not None else None, tts.language, threads
         )
 
     if ray is None and count is None:
