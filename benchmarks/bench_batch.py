@@ -81,7 +81,7 @@ def run_mode(
 ):
     out = work / "out" / label.replace(" ", "_").replace("-", "")
     shutil.rmtree(out, ignore_errors=True)
-    choice = validate_choice(pack, None, None, "onnx", precision, "default", "gpu", True)
+    choice = validate_choice(pack, None, None, "onnx", precision, offline=True, quiet=True)
     env_before = os.environ.get("POCKETTTS_THREADS")
     if threads is not None:
         os.environ["POCKETTTS_THREADS"] = str(threads)
