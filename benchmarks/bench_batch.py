@@ -212,25 +212,18 @@ def main() -> None:
         rows.append(run_mode(f"--jobs {jobs}", *common, jobs=jobs))
         show(rows[-1:], None)
     if not args.skip_ray:
-        rows.append(
-            run_mode(f"--ray --jobs {auto_workers}", *common, jobs=str(auto_workers), ray="local")
-        )
-        show(rows[-1:], None)
+        for workers in sorted({1, 2, auto_workers}):
+            rows.append(
+                run_mode(f"--ray --jobs {workers}", *common, jobs=str(workers), ray="local")
+            )
+            show(rows[-1:], None)
     base = next(r for r in rows if r["label"] == "--jobs 1")
     show(rows, base)
     print(f"\n--jobs auto here: {auto_workers} workers x {auto_threads} threads")
     one, auto = rows[0], next(r for r in rows if r["label"] == "--jobs auto")
     print(f"--jobs auto vs one process: RTFx x{auto['rtfx'] / one['rtfx']:.2f} (whole run)")
-    if not args.skip_ray:
-        ray_row = rows[-1]
-        same = next(
-            (
-                r
-                for r in rows[1:-1]
-                if r["workers"] == ray_row["workers"] and r["label"] != "--jobs auto"
-            ),
-            auto,
-        )
+    for ray_row in (r for r in rows if r["label"].startswith("--ray")):
+        same = next(r for r in rows if r["label"] == ray_row["label"].removeprefix("--ray "))
         for key, what in (("steady_rtfx", "steady state"), ("rtfx", "whole run")):
             overhead = 1 - ray_row[key] / same[key]
             print(f"Ray overhead over {same['label']} ({what}): {overhead:+.1%}")

@@ -1,26 +1,39 @@
 """How many workers, and how many ONNX Runtime threads each: ``--jobs N`` and ``--jobs auto``.
 
 ``--jobs N`` gives each of the N workers ``cores // N`` intra-op threads per
-session (at least one; ``POCKETTTS_THREADS`` overrides). ``--jobs auto`` uses
-the split that made the most audio per second in ``benchmarks/bench_batch.py
---splits`` (every worker count x threads per worker that fills the machine,
-full-size English architecture, MiniMax English phrases):
+session (at least one; ``POCKETTTS_THREADS`` overrides). ``--jobs auto``:
 
-    THREADS_PER_WORKER: the best threads per worker, by precision (see below)
-    auto workers = min(cores // threads, available memory // worker RSS, lines)
+    workers = min(cores // THREADS_PER_WORKER, free memory // WORKER_RSS_MB, lines)
 
-Measured on the 2-core Linux machine this is built on (shared; see README,
-"Batch at scale"). The per-worker RSS is the peak RSS of one process making
-MiniMax phrases (README's benchmark table: int8 239 MB, fp32 510 MB), with a
-margin.
+and one worker runs in the calling process (no start-up to pay, so auto is
+never slower than the one-process batch).
+
+The rule comes from ``benchmarks/bench_batch.py --splits`` (every workers x
+threads split of the machine; full-size English architecture, int8, MiniMax
+English phrases) on the 2-core Linux machine this is built on, 2026-12-01,
+under a load average of 10 to 12 from other engineers' runs (README, "Batch at
+scale"). CPU seconds per second of audio, which the neighbours' load barely
+moves, was the same for every split:
+
+    split (workers x threads)   1x1    1x2    2x1    2x2
+    CPU s per audio s           0.29   0.27   0.31   0.32
+
+so splitting costs nothing and gains nothing per core; what decides is how
+many cores one worker keeps busy. A worker runs the FlowLM and the Mimi decoder
+side by side on two threads: at 0.27 CPU s per audio s and its RTFx of 7.5
+(README, bench_engine int8) it keeps 2.0 cores busy. Hence two threads and two
+cores per worker: one worker on this machine, cores / 2 on a bigger one.
+Precisions other than int8 were not split-measured; they use the same rule (the
+same two-thread structure). The per-worker RSS is the peak RSS of one process
+(README's benchmark table: int8 239 MB, fp32 510 MB) with a margin.
 """
 
 from __future__ import annotations
 
 import os
 
-# Best threads per worker (from benchmarks/bench_batch.py --splits; README has the table).
-THREADS_PER_WORKER = {"fp32": 1, "int8": 1, "int4": 1}
+# Threads (and cores) per worker for --jobs auto (measured: see above).
+THREADS_PER_WORKER = {"fp32": 2, "int8": 2, "int4": 2}
 # Peak RSS of one worker, MB, rounded up (README's benchmark table + margin).
 WORKER_RSS_MB = {"fp32": 600, "int8": 300, "int4": 300}
 
@@ -57,7 +70,7 @@ def threads_for(workers: int, cores: int | None = None) -> int:
 def auto_split(precision: str, lines: int, cores: int | None = None) -> tuple[int, int]:
     """(workers, threads per worker) for ``--jobs auto``."""
     cores = cores or available_cores()
-    threads = threads_override() or THREADS_PER_WORKER.get(precision, 1)
+    threads = min(cores, threads_override() or THREADS_PER_WORKER.get(precision, 2))
     workers = max(1, cores // threads)
     memory = available_memory_mb()
     if memory is not None:
