@@ -138,6 +138,8 @@ def test_jobs_values_and_the_split_of_cores() -> None:
     workers, threads = auto_split("int8", lines=1000, cores=64)
     assert workers * threads <= 64 and workers >= 1
     assert auto_split("int8", lines=1, cores=64)[0] == 1  # never more workers than lines
+    assert auto_split("int8", lines=1000, cores=2) == (1, 2)  # measured: two cores a worker
+    assert auto_split("fp32", lines=1000, cores=1) == (1, 1)
 
 
 def test_bare_ray_means_a_local_instance() -> None:

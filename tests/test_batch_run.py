@@ -311,3 +311,20 @@ def test_interrupting_a_jobs_run_stops_workers_and_keeps_what_is_done(
     assert {r["file"] for r in recorded} <= {p.name for p in out.glob("*.wav")}
     r = batch(pack_dir, lines, out, "--seed", "3", "-q")
     assert r.returncode == 0 and len(records(out)) == 40
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_jobs_auto_on_one_core_makes_the_lines_in_the_calling_process(pack_dir, tmp_path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"a|One.\nb|Two.\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("POCKETTTS_DEBUG", "POCKETTTS_THREADS")}
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(tmp_path / "out")]
+        + ["--model-dir", str(pack_dir), "--jobs", "auto", "-q"],
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
+    )
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert {r["worker"].split("@")[0] for r in records(tmp_path / "out")} == {str(proc.pid)}
