@@ -13,9 +13,11 @@ For each mode: wall-clock seconds of the whole batch (model loads, worker or
 cluster start-up included), audio seconds made, aggregate RTFx = audio / wall,
 steady RTFx = audio after the first line / time from the first line to the last
 (manifest timestamps: start-up excluded), and scaling efficiency = steady RTFx /
-(workers x steady RTFx of --jobs 1), and CPU seconds per audio second (this
-process and its worker processes; Ray's workers are not its children). Ray's
-overhead is against --jobs at the same worker count.
+(workers x steady RTFx of --jobs 1), CPU seconds per audio second (this
+process and its worker processes; Ray's workers are not its children), and
+busy = the workers' time inside synthesis / (workers x first-to-last line span):
+the rest is dispatch and waiting for the driver. Ray's overhead is against
+--jobs at the same worker count.
 
 On a shared machine the wall-clock figures measure the neighbours too: the load
 average is printed first; compare figures of one run only.
@@ -125,6 +127,9 @@ def run_mode(
         "rtfx": audio / wall,
         "steady_rtfx": (audio - first["duration"]) / span if span > 0 else 0.0,
         "cpu_per_audio": cpu / audio if ray is None else float("nan"),
+        # share of the workers' time spent making lines between the first and the last one:
+        # what is left is dispatch (pipes, Ray calls) and the driver's writing
+        "busy": sum(r["seconds"] for r in records) / (workers * span) if span > 0 else 0.0,
         "out": out,
     }
 
@@ -138,7 +143,7 @@ def _cpu() -> float:
 def show(rows: list[dict], base: dict | None) -> None:
     print(
         f"\n{'mode':24s} {'workers':>7s} {'lines':>5s} {'audio s':>8s} {'wall s':>7s} "
-        f"{'RTFx':>6s} {'steady':>7s} {'effic.':>7s} {'cpu/audio':>9s}"
+        f"{'RTFx':>6s} {'steady':>7s} {'effic.':>7s} {'cpu/audio':>9s} {'busy':>5s}"
     )
     for r in rows:
         eff = ""
@@ -147,7 +152,7 @@ def show(rows: list[dict], base: dict | None) -> None:
         print(
             f"{r['label']:24s} {r['workers']:7d} {r['lines']:5d} {r['audio_s']:8.1f} "
             f"{r['wall_s']:7.1f} {r['rtfx']:6.2f} {r['steady_rtfx']:7.2f} {eff:>7s} "
-            f"{r['cpu_per_audio']:9.3f}",
+            f"{r['cpu_per_audio']:9.3f} {r['busy']:5.0%}",
             flush=True,
         )
 
@@ -219,7 +224,7 @@ def main() -> None:
             show(rows[-1:], None)
     base = next(r for r in rows if r["label"] == "--jobs 1")
     show(rows, base)
-    print(f"\n--jobs auto here: {auto_workers} workers x {auto_threads} threads")
+    print(f"\n--jobs auto here: {auto_workers} worker(s) x {auto_threads} thread(s)")
     one, auto = rows[0], next(r for r in rows if r["label"] == "--jobs auto")
     print(f"--jobs auto vs one process: RTFx x{auto['rtfx'] / one['rtfx']:.2f} (whole run)")
     for ray_row in (r for r in rows if r["label"].startswith("--ray")):
