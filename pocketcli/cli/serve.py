@@ -1,0 +1,121 @@
+"""``pockettts serve``: the model behind HTTP (OpenAI's speech API, pocket-tts's /tts, a page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import clickcompat as click
+
+HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
+and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
+
+Examples:
+
+  pockettts serve                                   (english, http://127.0.0.1:8000)
+
+  pockettts serve --language spanish --precision int8 --voice lola
+
+  pockettts serve --voice-dir ./voices --api-key "$KEY" --host 0.0.0.0
+
+  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json'
+  -d '{"model": "tts-1", "input": "Hello.", "voice": "alba", "response_format": "wav"}' -o hi.wav
+"""
+
+
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one)."),
+    language: str | None = typer.Option(
+        None, "--language", help="Language pack, e.g. english, spanish, german_24l."
+    ),
+    precision: str | None = typer.Option(
+        None,
+        "--precision",
+        help="fp32 (default), int8 or int4.",
+        autocompletion=lambda: ["fp32", "int8", "int4"],
+    ),
+    voice: str | None = typer.Option(None, "-v", "--voice", help="Default built-in voice."),
+    voice_file: Path | None = typer.Option(
+        None, "--voice-file", help="Default voice from a file (.safetensors or .bin)."
+    ),
+    voice_dir: Path | None = typer.Option(
+        None, "--voice-dir", help="Folder of voice files requests may name (by file stem)."
+    ),
+    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
+    config: str | None = typer.Option(
+        None, "--config", help="Kyutai config YAML (path, https:// or hf://), not a language."
+    ),
+    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        envvar="POCKETTTS_API_KEY",
+        show_envvar=True,
+        help="Require this key (Authorization: Bearer KEY, or X-API-Key).",
+    ),
+    max_queue: int = typer.Option(
+        4, "--max-queue", min=0, help="Requests waiting for the model; more get 503."
+    ),
+    max_chars: int = typer.Option(4096, "--max-chars", min=1, help="Text per request."),
+    max_upload_mb: float = typer.Option(
+        10.0, "--max-upload-mb", min=0.01, help="Size of a recording to clone."
+    ),
+    max_clone_seconds: float = typer.Option(
+        60.0, "--max-clone-seconds", min=1.0, help="Length of a recording to clone."
+    ),
+    request_timeout: float = typer.Option(
+        300.0, "--request-timeout", min=1.0, help="Seconds per request, queue wait included."
+    ),
+    shutdown_timeout: float = typer.Option(
+        10.0,
+        "--shutdown-timeout",
+        min=0.0,
+        help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+) -> None:
+    from pocketcli.serve import require_extra
+
+    require_extra()
+    from pocketcli.cli.model_options import check_voice_name, validate_choice
+    from pocketcli.serve.limits import Limits, ServeSettings
+
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        raise click.BadParameter(
+            f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
+        )
+    if voice_file is not None and not voice_file.is_file():
+        raise click.BadParameter(f"{voice_file}: no such file", param_hint="--voice-file")
+    if voice_dir is not None and not voice_dir.is_dir():
+        raise click.BadParameter(f"{voice_dir}: not a folder", param_hint="--voice-dir")
+    if voice is not None and voice_file is not None:
+        raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
+    choice = validate_choice(
+        model_dir, language, config, "onnx", precision, "default", "gpu", offline
+    )
+    check_voice_name(choice, voice)
+    settings = ServeSettings(
+        limits=Limits(
+            max_chars=max_chars,
+            max_upload_bytes=int(max_upload_mb * 2**20),
+            max_clone_seconds=max_clone_seconds,
+            max_queue=max_queue,
+            request_seconds=request_timeout,
+        ),
+        api_key=api_key or None,
+        voice_dir=voice_dir,
+        shutdown_seconds=shutdown_timeout,
+    )
+    from pocketcli.serve import logs
+    from pocketcli.serve.backend import load_backend
+    from pocketcli.serve.server import run
+
+    if not api_key and host not in ("127.0.0.1", "localhost", "::1"):
+        logs.configure(log_level.lower())
+        logs.logger().warning(
+            "listening beyond this machine without --api-key: anyone who reaches it can use it",
+            extra={"host": host},
+        )
+    run(lambda: load_backend(choice, voice, voice_file), settings, host, port, log_level.lower())
