@@ -14,17 +14,22 @@ optional ``serve`` extra; ``require_extra`` says what to install without it.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 from pocketcli.errors import UserError
 
 EXTRA = "pip install 'pockettts[serve]'"
-_MODULES = ("fastapi", "uvicorn", "multipart", "prometheus_client")
+_MODULES = ("fastapi", "uvicorn", "python_multipart", "prometheus_client")
 
 
 def require_extra() -> None:
     """One line naming the extra when a server dependency is missing."""
-    missing = [m for m in _MODULES if importlib.util.find_spec(m) is None]
+    missing = []
+    for module in _MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
     if missing:
-        names = ", ".join("python-multipart" if m == "multipart" else m for m in missing)
+        names = ", ".join(m.replace("_", "-") for m in missing)
         raise UserError(f"the server needs {names}: install them with {EXTRA}")

@@ -155,7 +155,7 @@ class StreamEncoder:
         if self._wav is not None:
             self._wav.write(audio)
         elif self._file is not None:
-            self._file.write(np.clip(np.asarray(audio, np.float32), -1.0, 1.0))
+            self._file.write(to_pcm16(audio))  # the same samples as wav and pcm
         else:
             return to_pcm16(audio).astype("<i2").tobytes()
         assert self._sink is not None

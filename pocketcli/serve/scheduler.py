@@ -147,32 +147,36 @@ class Scheduler:
     def _execute(self, job: Job) -> None:
         job.started = time.monotonic()
         try:
-            if job.cancelled:
-                raise Cancelled(job.cancel_reason or "cancelled")
-            it = iter(job.work())
-            try:
-                while True:
-                    if not job.cancelled and time.monotonic() > job.deadline:
-                        job.cancel("deadline")
-                    if job.cancelled:
-                        raise Cancelled(job.cancel_reason or "cancelled")
-                    try:
-                        item = next(it)
-                    except StopIteration:
-                        break
-                    if job.cancelled:  # cancelled while this frame was being made
-                        job.items_after_cancel += 1
-                    if job.first_item is None:
-                        job.first_item = time.monotonic()
-                    job.items += 1
-                    job._post(ITEM, item)
-            finally:
-                close = getattr(it, "close", None)
-                if close is not None:
-                    close()
-            job._post(END)
+            self._produce(job)
+            outcome: tuple[str, Any] = (END, None)
         except Exception as exc:  # handed to the request, which answers or logs it
-            job._post(ERROR, exc)
+            outcome = (ERROR, exc)
+        job.finished = time.monotonic()
+        self._mean_seconds = 0.8 * self._mean_seconds + 0.2 * (job.finished - job.started)
+        job._post(*outcome)
+
+    @staticmethod
+    def _produce(job: Job) -> None:
+        if job.cancelled:
+            raise Cancelled(job.cancel_reason or "cancelled")
+        it = iter(job.work())
+        try:
+            while True:
+                if not job.cancelled and time.monotonic() > job.deadline:
+                    job.cancel("deadline")
+                if job.cancelled:
+                    raise Cancelled(job.cancel_reason or "cancelled")
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+                if job.cancelled:  # cancelled while this frame was being made
+                    job.items_after_cancel += 1
+                if job.first_item is None:
+                    job.first_item = time.monotonic()
+                job.items += 1
+                job._post(ITEM, item)
         finally:
-            job.finished = time.monotonic()
-            self._mean_seconds = 0.8 * self._mean_seconds + 0.2 * (job.finished - job.started)
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
