@@ -4,6 +4,7 @@ limits, the queue, disconnects and metrics (uvicorn on 127.0.0.1, the tiny pack)
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import socket
 import threading
@@ -312,9 +313,8 @@ def test_first_audio_leaves_before_generation_ends_and_queue_bound_is_503() -> N
 def test_disconnect_stops_generation_within_one_frame(server) -> None:
     url, records = server
     host, port = url.removeprefix("http://").split(":")
-    body = (
-        '{"model": "tts-1", "voice": "alloy", "response_format": "pcm", "input": "%s"}' % LONG_TEXT
-    ).encode()
+    payload = {"model": "tts-1", "voice": "alloy", "response_format": "pcm", "input": LONG_TEXT}
+    body = json.dumps(payload).encode()
     with socket.create_connection((host, int(port))) as s:
         s.sendall(
             b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
