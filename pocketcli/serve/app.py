@@ -336,6 +336,10 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             done, _ = await asyncio.wait(
                 {first, gone}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
             )
+        except BaseException:  # this request was cancelled (server shutdown): so is its job
+            job.cancel("cancelled")
+            first.cancel()
+            raise
         finally:
             gone.cancel()
         if first in done:
@@ -519,7 +523,7 @@ class AudioStream(StreamingResponse):
         headers: dict[str, str],
     ) -> None:
         self.job, self.encoder, self.record, self.finish = job, encoder, record, finish
-        self.outcome = "disconnected"
+        self.outcome = "cancelled"  # what it stays if the server stops the stream (shutdown)
         self.samples = 0
         self.error: str | None = None
         super().__init__(self._body(first), media_type=encoder.format.media_type, headers=headers)
@@ -551,6 +555,8 @@ class AudioStream(StreamingResponse):
 
                 async def watch() -> None:
                     await self.listen_for_disconnect(receive)
+                    if self.outcome == "cancelled":
+                        self.outcome = "disconnected"
                     group.cancel_scope.cancel()
 
                 group.start_soon(watch)
