@@ -29,7 +29,7 @@ from pocketcli.options import SpeakOptions
 from pocketcli.serve import logs
 from pocketcli.serve.backend import Backend
 from pocketcli.serve.encoding import FORMATS, StreamEncoder, available_formats
-from pocketcli.serve.limits import ApiKey, BodyLimit, ServeSettings, error_body
+from pocketcli.serve.limits import ARRIVED, ApiKey, BodyLimit, ServeSettings, error_body
 from pocketcli.serve.metrics import CONTENT_TYPE, Metrics
 from pocketcli.serve.scheduler import (
     END,
@@ -458,7 +458,8 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         if notices:
             out_headers[NOTICE_HEADER] = "; ".join(notices)
         encoder = StreamEncoder(fmt, backend.sample_rate)
-        return AudioStream(job, first, encoder, record, _finish, out_headers)
+        arrived = request.scope.get("state", {}).get(ARRIVED, job.accepted)
+        return AudioStream(job, first, encoder, record, _finish, out_headers, arrived)
 
     def _finish(
         job: Job, record: dict, outcome: str, samples: int, error: str | None = None
@@ -490,6 +491,8 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             fields.update(
                 audio_s=round(audio, 3), synthesis_s=round(spent, 4), rtfx=round(audio / spent, 2)
             )
+        if "first_byte_s" in record:
+            m.ttfb.observe(record["first_byte_s"])
         if error:
             fields["error"] = error
         log.info("speech", extra=fields)
@@ -521,8 +524,10 @@ class AudioStream(StreamingResponse):
         record: dict,
         finish: Callable[..., None],
         headers: dict[str, str],
+        arrived: float,
     ) -> None:
         self.job, self.encoder, self.record, self.finish = job, encoder, record, finish
+        self.arrived = arrived
         self.outcome = "cancelled"  # what it stays if the server stops the stream (shutdown)
         self.samples = 0
         self.error: str | None = None
@@ -546,6 +551,8 @@ class AudioStream(StreamingResponse):
             chunk = head + self.encoder.encode(value)
             head = b""
             if chunk:
+                if "first_byte_s" not in self.record:
+                    self.record["first_byte_s"] = round(time.monotonic() - self.arrived, 4)
                 yield chunk
             kind, value = await self.job.next()
 

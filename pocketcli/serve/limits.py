@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import hmac
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+ARRIVED = "pockettts_arrived"  # scope state: when the request reached the app
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope.setdefault("state", {})[ARRIVED] = time.monotonic()
         too_large = error_body(
             f"request body over the server's limit of {self.max_bytes} bytes", "body_too_large"
         )

@@ -36,6 +36,12 @@ class Metrics:
             buckets=_SECONDS,
             registry=r,
         )
+        self.ttfb = Histogram(
+            "pockettts_time_to_first_byte_seconds",
+            "Time from the request's arrival at its handler to its first audio bytes",
+            buckets=_SECONDS,
+            registry=r,
+        )
         self.rtfx = Histogram(
             "pockettts_rtfx",
             "Audio seconds per second of generation, per request",

@@ -137,14 +137,15 @@ class Scheduler:
                 job = self._waiting.popleft()
                 self._active = job
             self._on_change()
-            try:
-                self._execute(job)
-            finally:
-                with self._cond:
-                    self._active = None
-                self._on_change()
+            outcome = self._execute(job)
+            # The slot is free before the client can hear the end: a client that asks
+            # again at once never finds its own finished job still counted.
+            with self._cond:
+                self._active = None
+            job._post(*outcome)
+            self._on_change()
 
-    def _execute(self, job: Job) -> None:
+    def _execute(self, job: Job) -> tuple[str, Any]:
         job.started = time.monotonic()
         try:
             self._produce(job)
@@ -153,7 +154,7 @@ class Scheduler:
             outcome = (ERROR, exc)
         job.finished = time.monotonic()
         self._mean_seconds = 0.8 * self._mean_seconds + 0.2 * (job.finished - job.started)
-        job._post(*outcome)
+        return outcome
 
     @staticmethod
     def _produce(job: Job) -> None:
