@@ -31,7 +31,7 @@ LONG_TEXT = " ".join(
 def tiny_loader(pack: Path = PACK, voice_file: Path | None = VOICE) -> Callable[[], Backend]:
     from pocketcli.cli.model_options import validate_choice
 
-    choice = validate_choice(pack, None, None, "onnx", "fp32", "default", "gpu", True)
+    choice = validate_choice(pack, None, None, "onnx", "fp32", offline=True, quiet=True)
     return lambda: load_backend(choice, None, voice_file)
 
 
@@ -133,13 +133,9 @@ def pcm16(data: bytes) -> np.ndarray:
 
 
 def expected_pcm(tts, text: str, voice, seed: int, temperature: float | None = None) -> np.ndarray:
-    """What the library makes for this text, streamed as ``pockettts tts -o -`` streams it
-    (frames through the output chain's causal filters), as 16-bit PCM."""
-    from pocketcli.audio.postprocess import OutputChain
+    """What the library streams for this text (output chain's causal filters included,
+    as ``pockettts tts -o -`` streams it), as 16-bit PCM."""
     from pocketcli.audio.wav import to_pcm16
 
-    chain = OutputChain(tts.sample_rate)
-    frames = [
-        chain.process(f.audio) for f in tts.stream(text, voice, seed=seed, temperature=temperature)
-    ]
+    frames = [f.audio for f in tts.stream(text, voice, seed=seed, temperature=temperature)]
     return to_pcm16(np.concatenate(frames))

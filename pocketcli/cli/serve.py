@@ -93,7 +93,7 @@ def serve_command(
     if voice is not None and voice_file is not None:
         raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
     choice = validate_choice(
-        model_dir, language, config, "onnx", precision, "default", "gpu", offline
+        model_dir, language, config, "auto", precision, offline=offline, quiet=True
     )
     check_voice_name(choice, voice)
     settings = ServeSettings(

@@ -1,4 +1,4 @@
-"""The one place the server talks to the library: load a model, find voices, make frames.
+"""The one place the server talks to the library: open a model, find voices, make frames.
 
 Everything here runs on worker threads (loading, voice files, generation);
 the request handlers never call the library directly.
@@ -6,6 +6,7 @@ the request handlers never call the library directly.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -18,29 +19,28 @@ from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
-    from pocketcli.cli.model_options import ModelChoice
+    from pocketcli.runtimes.registry import ModelRequest
     from pocketcli.voices.state import VoiceState
 
 
 @dataclass
 class Backend:
-    """A loaded model with its default voice, and how to resolve built-in voice names."""
+    """An opened model with its default voice."""
 
     tts: PocketTTS
     default_voice: VoiceState | None
     default_voice_name: str
-    choice: ModelChoice | None = None
-    language: str | None = None  # the pack's language, when it says
-    model_id: str = "pockettts"
     _builtin_cache: dict[str, VoiceState] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def sample_rate(self) -> int:
         return self.tts.sample_rate
 
     @property
-    def frame_seconds(self) -> float:
-        return self.tts.samples_per_frame / self.tts.sample_rate
+    def language(self) -> str | None:
+        """The pack's language (None: it does not say, e.g. a custom config)."""
+        return self.tts.pack_language
 
     # -- generation ---------------------------------------------------------
     def frames(
@@ -50,14 +50,11 @@ class Backend:
         options: SpeakOptions,
         on_warning: Callable[[str], None] | None = None,
     ) -> Iterator[np.ndarray]:
-        """Audio frames as they are generated, through the output chain's causal
-        filters when ``options.output_chain`` (as ``pockettts tts -o -`` streams)."""
-        from pocketcli.audio.postprocess import OutputChain
-
-        chain = OutputChain(self.sample_rate) if options.output_chain else None
+        """Audio frames as they are generated (with ``options.output_chain``, through
+        the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
         with closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames:
             for frame in frames:
-                yield chain.process(frame.audio) if chain is not None else frame.audio
+                yield frame.audio
 
     def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
         return self.tts.clone_voice(samples, sample_rate, on_warning=on_warning)
@@ -75,42 +72,36 @@ class Backend:
 
     # -- built-in voices ----------------------------------------------------
     def builtin_names(self) -> tuple[str, ...]:
-        """Names a request may use: the pack's own voice files, and the catalog's
+        """Names a request may use: the pack's own voice files, and the catalogue's
         voices for the model's language (fetched at pinned revisions on first use)."""
-        from pocketcli import store
-
-        names: set[str] = set()
-        choice = self.choice
-        if choice is None:
+        spec, request = self.tts.spec, self.tts.request
+        if spec is None:
             return ()
-        if choice.model_dir is not None:
-            folder = choice.model_dir / "voices"
-            if folder.is_dir():
-                names.update(p.stem for p in folder.glob("*.safetensors") if p.is_file())
-        if choice.config is None and (choice.model_dir is None or self.language is not None):
-            names.update(store.known_voices(self.language or choice.language or "english"))
+        names: set[str] = set()
+        if request.model_dir is not None and self.tts.pack_dir is not None:
+            names.update(spec.pack_voices(self.tts.pack_dir))
+        if self.language is not None and request.config is None:
+            names.update(spec.voices(self.language))
         return tuple(sorted(names))
 
     def builtin_voice(self, name: str) -> VoiceState:
-        """A built-in voice by (canonical) name; loaded once, then kept."""
-        from pocketcli.cli.model_options import resolve_named_voice
-
-        cached = self._builtin_cache.get(name)
+        """A built-in voice by (canonical) name, one of ``builtin_names()``: loaded once."""
+        with self._lock:
+            cached = self._builtin_cache.get(name)
         if cached is not None:
             return cached
-        assert self.choice is not None
-        state = self.tts.load_voice(resolve_named_voice(self.choice, name, self.language))
-        self._builtin_cache[name] = state
+        state = self.tts.voice(name)
+        with self._lock:
+            self._builtin_cache[name] = state
         return state
 
 
 def load_backend(
-    choice: ModelChoice, voice: str | None, voice_file: Path | None, quiet: bool = True
+    choice: ModelRequest, voice: str | None, voice_file: Path | None, quiet: bool = True
 ) -> Backend:
-    """Loads the model and its default voice as ``pockettts tts`` would."""
-    from pocketcli.cli.model_options import _pack_language, choose_voice, load_model
+    """Opens the model and its default voice as ``pockettts tts`` would."""
+    from pocketcli.cli.model_options import choose_voice, load_model
 
     tts = load_model(choice, quiet=quiet)
-    chosen = choose_voice(tts, choice, voice, voice_file)
-    language = _pack_language(tts) or (choice.language if choice.model_dir is None else None)
-    return Backend(tts, chosen.state, chosen.name, choice, language)
+    chosen = choose_voice(tts, voice, voice_file)
+    return Backend(tts, chosen.state, chosen.name)  # type: ignore[arg-type]

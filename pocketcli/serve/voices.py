@@ -107,10 +107,10 @@ class VoiceBook:
         raise VoiceNotFound(self._unknown_message(name))
 
     def _builtin_name(self, name: str) -> str | None:
-        from pocketcli import store
+        from pocketcli.store.catalog import canonical_voice
 
         names = self.backend.builtin_names()
-        canonical = store.canonical_voice(name)
+        canonical = canonical_voice(name)
         return canonical if canonical in names else None
 
     def _pinned(self, url: str) -> str | None:
