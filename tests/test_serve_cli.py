@@ -47,7 +47,9 @@ def test_a_pack_that_cannot_load_ends_the_server_with_one_line(tmp_path) -> None
     shutil.copytree(PACK, broken)
     (broken / "flowlm_step.onnx").write_bytes(b"not an onnx graph")
     r = subprocess.run(
-        [SCRIPT, "serve", "--port", "0", "--model-dir", str(broken)], capture_output=True, timeout=60
+        [SCRIPT, "serve", "--port", "0", "--model-dir", str(broken)],
+        capture_output=True,
+        timeout=60,
     )
     assert r.returncode == 1
     assert b"Traceback" not in r.stderr
