@@ -96,12 +96,19 @@ class Backend:
         return state
 
 
-def load_backend(
-    choice: ModelRequest, voice: str | None, voice_file: Path | None, quiet: bool = True
-) -> Backend:
-    """Opens the model and its default voice as ``pockettts tts`` would."""
-    from pocketcli.cli.model_options import choose_voice, load_model
+def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | None) -> Backend:
+    """Opens the model and its default voice: a voice file, else a built-in name,
+    else the model's own default (as ``pockettts tts`` chooses)."""
+    from dataclasses import replace
 
-    tts = load_model(choice, quiet=quiet)
-    chosen = choose_voice(tts, voice, voice_file)
-    return Backend(tts, chosen.state, chosen.name)  # type: ignore[arg-type]
+    from pocketcli.api import PocketTTS
+    from pocketcli.store.catalog import canonical_voice
+
+    tts = PocketTTS.from_request(replace(request, progress=False))
+    if voice_file is not None:
+        return Backend(tts, tts.load_voice(voice_file), voice_file.stem)
+    name = voice or tts.default_voice_name()
+    if name is None:  # custom weights or a bare pack: no voice prompt
+        return Backend(tts, None, "none")
+    name = canonical_voice(name)
+    return Backend(tts, tts.voice(name), name)
