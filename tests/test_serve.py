@@ -362,3 +362,30 @@ def test_api_key(tmp_path) -> None:
             model="tts-1", voice="alloy", input="Hi.", response_format="wav"
         )
         assert ok.content[:4] == b"RIFF"
+
+
+def test_request_time_limit_ends_a_long_stream() -> None:
+    base = tiny_loader()
+
+    def slow():  # the real model, 50 ms per frame: the limit falls mid-stream
+        backend = base()
+        real = backend.frames
+
+        def frames(*args, **kwargs):
+            for frame in real(*args, **kwargs):
+                time.sleep(0.05)
+                yield frame
+
+        backend.frames = frames
+        return backend
+
+    settings = ServeSettings(limits=Limits(request_seconds=0.6))
+    with serving(slow, settings) as (url, records):
+        with pytest.raises(httpx.RemoteProtocolError):  # the stream ends without its last chunk
+            speech(url, input=LONG_TEXT)
+        deadline = time.monotonic() + 10
+        while not [r for r in records.records if r["event"] == "speech"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        record = [r for r in records.records if r["event"] == "speech"][0]
+        assert record["outcome"] == "deadline" and 0 < record["frames"] < 40, record
