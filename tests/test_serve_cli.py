@@ -31,15 +31,16 @@ def test_without_the_extra_one_line_names_it() -> None:
     assert len(lines) == 1 and "pip install 'pockettts[serve]'" in lines[0], lines
 
 
-def test_bad_flags_are_usage_errors(tmp_path) -> None:
-    for args in (
-        ["--voice-dir", str(tmp_path / "missing")],
-        ["--port", "70000"],
-        ["--voice-file", str(tmp_path / "none.safetensors")],
+def test_bad_flags_fail_before_loading(tmp_path) -> None:
+    for args, code, fragment in (
+        (["--voice-dir", str(tmp_path / "missing")], 1, "voice folder not found"),
+        (["--voice-file", str(tmp_path / "none.safetensors")], 1, "voice file not found"),
+        (["--port", "70000"], 2, "--port"),
+        (["--language", "klingon"], 2, "klingon"),
     ):
         r = subprocess.run([SCRIPT, "serve", *args], capture_output=True, timeout=60)
-        assert r.returncode == 2, (args, r.stderr)
-        assert b"Traceback" not in r.stderr
+        assert r.returncode == code, (args, r.stderr)
+        assert fragment in r.stderr.decode() and b"Traceback" not in r.stderr
 
 
 def test_a_pack_that_cannot_load_ends_the_server_with_one_line(tmp_path) -> None:

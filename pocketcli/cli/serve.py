@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
@@ -27,27 +28,17 @@ Examples:
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one)."),
-    language: str | None = typer.Option(
-        None, "--language", help="Language pack, e.g. english, spanish, german_24l."
-    ),
-    precision: str | None = typer.Option(
-        None,
-        "--precision",
-        help="fp32 (default), int8 or int4.",
-        autocompletion=lambda: ["fp32", "int8", "int4"],
-    ),
-    voice: str | None = typer.Option(None, "-v", "--voice", help="Default built-in voice."),
-    voice_file: Path | None = typer.Option(
-        None, "--voice-file", help="Default voice from a file (.safetensors or .bin)."
-    ),
+    language: str | None = flags.language(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = typer.Option(
-        None, "--voice-dir", help="Folder of voice files requests may name (by file stem)."
+        None, "--voice-dir", metavar="DIR", help="Folder of voice files requests may name."
     ),
-    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
-    config: str | None = typer.Option(
-        None, "--config", help="Kyutai config YAML (path, https:// or hf://), not a language."
-    ),
-    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    model_dir: Path | None = flags.model_dir(),
+    config: str | None = flags.config(),
+    offline: bool = flags.offline(),
     api_key: str | None = typer.Option(
         None,
         "--api-key",
@@ -86,14 +77,13 @@ def serve_command(
         raise click.BadParameter(
             f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
         )
-    if voice_file is not None and not voice_file.is_file():
-        raise click.BadParameter(f"{voice_file}: no such file", param_hint="--voice-file")
+    checks.readable_file(voice_file, "voice file")
     if voice_dir is not None and not voice_dir.is_dir():
-        raise click.BadParameter(f"{voice_dir}: not a folder", param_hint="--voice-dir")
+        raise checks.PathError(f"voice folder not found: {voice_dir}")
     if voice is not None and voice_file is not None:
         raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
     choice = validate_choice(
-        model_dir, language, config, "auto", precision, offline=offline, quiet=True
+        model_dir, language, config, runtime, precision, offline=offline, quiet=True
     )
     check_voice_name(choice, voice)
     settings = ServeSettings(
