@@ -67,7 +67,13 @@ def test_openai_client_gets_the_library_audio(server, tts, voice) -> None:
     got = client(url).audio.speech.create(
         model="tts-1", voice="alloy", input=text, response_format="pcm", extra_body={"seed": 11}
     )
-    np.testing.assert_array_equal(pcm16(got.content), expected_pcm(tts, text, voice, seed=11))
+    want = expected_pcm(tts, text, voice, seed=11)
+    np.testing.assert_array_equal(pcm16(got.content), want)
+    with client(url).audio.speech.with_streaming_response.create(
+        model="tts-1", voice="alloy", input=text, response_format="pcm", extra_body={"seed": 11}
+    ) as streamed:
+        chunks = list(streamed.iter_bytes())
+    np.testing.assert_array_equal(pcm16(b"".join(chunks)), want)
     models = client(url).models.list()
     assert "tts-1" in [m.id for m in models.data]
 

@@ -467,10 +467,12 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         m = state.metrics
         backend = state.backend
         m.outcomes.labels(outcome).inc()
-        status = {"done": "200", "disconnected": "499", "error": "400"}.get(outcome, "503")
-        m.requests.labels(
-            "/v1/audio/speech" if record["endpoint"] == "speech" else "/tts", status
-        ).inc()
+        # The HTTP status sent: a started stream is a 200 whatever ended it; errors
+        # before the start are counted by the error handler.
+        if outcome != "error":
+            status = "499" if outcome == "disconnected" and not job.items_sent else "200"
+            path = "/v1/audio/speech" if record["endpoint"] == "speech" else "/tts"
+            m.requests.labels(path, status).inc()
         fields = dict(
             record, outcome=outcome, frames=job.items, frames_after_cancel=job.items_after_cancel
         )
@@ -553,6 +555,7 @@ class AudioStream(StreamingResponse):
             if chunk:
                 if "first_byte_s" not in self.record:
                     self.record["first_byte_s"] = round(time.monotonic() - self.arrived, 4)
+                    self.job.items_sent = True
                 yield chunk
             kind, value = await self.job.next()
 

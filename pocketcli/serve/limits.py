@@ -108,7 +108,7 @@ class BodyLimit:
             await send_json(send, 413, too_large)
 
 
-OPEN_PATHS = ("/healthz", "/readyz", "/", "/favicon.ico")
+OPEN_PATHS = ("/healthz", "/readyz", "/health", "/", "/favicon.ico")
 
 
 class ApiKey:
