@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from fastapi import FastAPI, File, Form, Request, UploadFile
@@ -41,6 +41,9 @@ from pocketcli.serve.scheduler import (
     ShuttingDown,
 )
 from pocketcli.serve.voices import Resolved, VoiceBook, VoiceNotFound
+
+if TYPE_CHECKING:
+    from pocketcli.voices.state import VoiceState
 
 # Ids OpenAI clients send, all served by the one loaded model.
 MODEL_IDS = ("pockettts", "pocket-tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -243,7 +246,7 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
 
     @app.post("/v1/voices")
     async def add_voice(request: Request, file: Annotated[UploadFile, File()]) -> JSONResponse:
-        voice_id, seconds, cached, notes = await _clone(request, file)
+        voice_id, _, seconds, cached, notes = await _clone(request, file)
         body = {
             "id": voice_id,
             "object": "voice",
@@ -279,8 +282,8 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         _check_format(response_format)
         options = _options(seed=seed, temperature=temperature)
         if voice_wav is not None:
-            voice_id, _, _, _ = await _clone(request, voice_wav)
-            voice = await _voice(voice_id)
+            voice_id, state_, _, _, _ = await _clone(request, voice_wav)
+            voice = Resolved(state_, voice_id, "cloned")
         else:
             voice = await _voice(voice_url)
         disposition = {
@@ -356,7 +359,11 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             {"Retry-After": str(max(1, math.ceil(limits.request_seconds / 10)))},
         )
 
-    async def _clone(request: Request, upload: UploadFile) -> tuple[str, float, bool, list[str]]:
+    async def _clone(
+        request: Request, upload: UploadFile
+    ) -> tuple[str, VoiceState, float, bool, list[str]]:
+        """Clones an upload (or finds it cloned already): id, voice, seconds used,
+        whether it was cached, notices."""
         from pocketcli.audio.read import read_audio_bytes
         from pocketcli.voices.prompt import MAX_PROMPT_SECONDS
 
@@ -369,8 +376,9 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
                 "upload_too_large",
             )
         voice_id = voices.clone_id(data)
-        if voices.cloned(voice_id) is not None:
-            return voice_id, 0.0, True, []
+        known = voices.cloned(voice_id)
+        if known is not None:
+            return voice_id, known, 0.0, True, []
         reason = backend.cloning_unavailable
         if reason is not None:
             raise ApiError(400, reason, "cloning_unavailable")
@@ -404,7 +412,8 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             raise _as_api_error(value, "recording")
         voices.keep_cloned(voice_id, value)
         log.info("voice cloned", extra={"voice": voice_id, "seconds": round(decoded.seconds, 2)})
-        return voice_id, round(min(decoded.total_seconds, MAX_PROMPT_SECONDS), 3), False, notes
+        seconds = round(min(decoded.total_seconds, MAX_PROMPT_SECONDS), 3)
+        return voice_id, value, seconds, False, notes
 
     async def _speak(
         request: Request,
