@@ -20,14 +20,18 @@ Examples:
 
   pockettts serve --voice-dir ./voices --api-key "$KEY" --host 0.0.0.0
 
-  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json'
-  -d '{"model": "tts-1", "input": "Hello.", "voice": "alba", "response_format": "wav"}' -o hi.wav
+  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
+    -d '{"model": "tts-1", "input": "Hello.", "voice": "alba", "response_format": "wav"}' -o hi.wav
 """
 
 
 def serve_command(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
-    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
+    ),
+    port: int = typer.Option(
+        8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
+    ),
     language: str | None = flags.language(),
     runtime: str = flags.runtime(),
     precision: str | None = flags.precision(),
@@ -42,30 +46,40 @@ def serve_command(
     api_key: str | None = typer.Option(
         None,
         "--api-key",
+        metavar="KEY",
         envvar="POCKETTTS_API_KEY",
         show_envvar=True,
         help="Require this key (Authorization: Bearer KEY, or X-API-Key).",
     ),
     max_queue: int = typer.Option(
-        4, "--max-queue", min=0, help="Requests waiting for the model; more get 503."
+        4, "--max-queue", metavar="N", min=0, help="Requests waiting for the model; more get 503."
     ),
-    max_chars: int = typer.Option(4096, "--max-chars", min=1, help="Text per request."),
+    max_chars: int = typer.Option(
+        4096, "--max-chars", metavar="N", min=1, help="Text per request."
+    ),
     max_upload_mb: float = typer.Option(
-        10.0, "--max-upload-mb", min=0.01, help="Size of a recording to clone."
+        10.0, "--max-upload-mb", metavar="MB", min=0.01, help="Size of a recording to clone."
     ),
     max_clone_seconds: float = typer.Option(
-        60.0, "--max-clone-seconds", min=1.0, help="Length of a recording to clone."
+        60.0, "--max-clone-seconds", metavar="S", min=1.0, help="Length of a recording to clone."
     ),
     request_timeout: float = typer.Option(
-        300.0, "--request-timeout", min=1.0, help="Seconds per request, queue wait included."
+        300.0,
+        "--request-timeout",
+        metavar="S",
+        min=1.0,
+        help="Seconds per request, queue wait included.",
     ),
     shutdown_timeout: float = typer.Option(
         10.0,
         "--shutdown-timeout",
+        metavar="S",
         min=0.0,
         help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
     ),
-    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    log_level: str = typer.Option(
+        "info", "--log-level", metavar="LEVEL", help="debug, info, warning or error."
+    ),
 ) -> None:
     from pocketcli.serve import require_extra
 
