@@ -130,7 +130,8 @@ def benchmark_command(
     choice = validate_choice(
         model_dir, language, None, runtime, precision, compute_units, "gpu", offline
     )
-    check_voice_name(choice, voice)
+    if voice_file is None:  # with --voice-file, -v names a voice inside the file
+        check_voice_name(choice, voice)
     phrases = load_corpus(corpus, corpus_path)[:limit]
     if not phrases:
         raise click.UsageError("the corpus has no phrases")

@@ -13,7 +13,16 @@ import sys
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import benchmark, clone, completion, download, normalize, tts, voices
+from pocketcli.cli import (
+    benchmark,
+    clone,
+    completion,
+    download,
+    inspect,
+    normalize,
+    tts,
+    voices,
+)
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.entry import exit_for_signal
 from pocketcli.errors import UserError
@@ -44,6 +53,7 @@ app.command("corpus", help=benchmark.CORPUS_HELP)(benchmark.corpus_command)
 app.command("download", help=download.HELP)(download.download_command)
 app.command("voices", help=voices.HELP)(voices.voices_command)
 app.command("clone", help=clone.HELP)(clone.clone_command)
+app.command("inspect", help=inspect.HELP)(inspect.inspect_command)
 
 
 def _version(value: bool) -> None:

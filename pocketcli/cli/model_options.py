@@ -190,8 +190,9 @@ def choose_voice(
         if save_voice is not None:
             tts.save_voice(state, save_voice, on_warning=on_warning)
         return ChosenVoice(state, clone_voice.stem, save_voice)
-    if voice_file is not None:
-        return ChosenVoice(tts.load_voice(voice_file), voice_file.stem, voice_file)
+    if voice_file is not None:  # -v picks a voice inside a container (voices.bin)
+        state = tts.load_voice(voice_file, voice, on_warning=on_warning)
+        return ChosenVoice(state, voice or voice_file.stem, voice_file)
     if choice.runtime == "coreml":
         name = store.canonical_voice(voice or default_voice(choice))
         path = Path(tts.runtime.pack_dir) / "constants_bin" / f"{name}.safetensors"

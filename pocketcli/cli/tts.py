@@ -72,7 +72,10 @@ def tts_command(
     ),
     voice: str | None = typer.Option(None, "-v", "--voice", help="Built-in voice name (alba...)."),
     voice_file: Path | None = typer.Option(
-        None, "--voice-file", help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio)."
+        None,
+        "--voice-file",
+        help="Voice file of any published format (see `pockettts inspect`); -v picks one"
+        " voice of a voices.bin.",
     ),
     clone_voice: Path | None = typer.Option(
         None, "--clone-voice", help="Clone the voice of this recording (WAV, FLAC, MP3...)."
@@ -155,7 +158,8 @@ def tts_command(
     choice = validate_choice(
         model_dir, language, config, runtime, precision, compute_units, placement, offline
     )
-    check_voice_name(choice, voice)
+    if voice_file is None:  # with --voice-file, -v names a voice inside the file
+        check_voice_name(choice, voice)
     batch_data = _read_batch_input(input_file) if input_file is not None else None
 
     timing = Timing()

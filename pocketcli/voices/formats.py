@@ -248,9 +248,12 @@ def _identify_voices_bin(path: Path, size: int) -> VoiceFile | None:
 _PTVB1_DTYPES = {0: ("F32", "<f4", 4), 1: ("I64", "<i8", 8), 2: ("U8", "u1", 1)}
 
 
-def _read_ptvb1(path: Path, size: int, want: str | None) -> tuple[list[str], dict]:
-    """Walks a PTVB1 file: (names, tensors of ``want`` or {}), every length checked."""
-    names: list[str] = []
+def _read_ptvb1(
+    path: Path, size: int, want: str | None
+) -> tuple[dict[str, list[tuple[int, ...]]], dict[str, np.ndarray]]:
+    """Walks a PTVB1 file: (name -> shapes of its layer caches, tensors of ``want``),
+    every length checked."""
+    names: dict[str, list[tuple[int, ...]]] = {}
     chosen: dict[str, np.ndarray] = {}
     with open(path, "rb") as f:
 
@@ -279,7 +282,7 @@ def _read_ptvb1(path: Path, size: int, want: str | None) -> tuple[list[str], dic
             name = text(name_len)
             if name in names:
                 raise VoiceError(f"{path}: PTVB1 container holds voice {name!r} twice")
-            names.append(name)
+            names[name] = []
             (n_tensors,) = struct.unpack("<H", take(2))
             for _ in range(n_tensors):
                 (key_len,) = struct.unpack("<H", take(2))
@@ -298,6 +301,8 @@ def _read_ptvb1(path: Path, size: int, want: str | None) -> tuple[list[str], dic
                         f" for shape {list(dims)}"
                     )
                 data = take(nbytes)
+                if key.endswith("/cache") and STATE_KEY.match(key):
+                    names[name].append(tuple(dims))
                 if name == want:
                     native = np.dtype(np_code).newbyteorder("=")
                     chosen[key] = np.frombuffer(data, np_code).reshape(dims).astype(native)
@@ -308,8 +313,22 @@ def _read_ptvb1(path: Path, size: int, want: str | None) -> tuple[list[str], dic
 
 def _identify_ptvb1(path: Path, size: int) -> VoiceFile:
     names, _ = _read_ptvb1(path, size, None)
-    entries = tuple(VoiceEntry(n, "state", None, None, "F32") for n in names)
-    return VoiceFile(path, "ptvb1", entries)
+    entries = []
+    for name, caches in names.items():
+        shape = caches[0] if caches and len(caches[0]) == 5 else (None,) * 5
+        entries.append(
+            VoiceEntry(
+                name,
+                "state",
+                shape[2],
+                None,
+                "F32",
+                layers=len(caches),
+                kv_heads=shape[3],
+                head_dim=shape[4],
+            )
+        )
+    return VoiceFile(path, "ptvb1", tuple(entries))
 
 
 def _identify_npy(path: Path) -> VoiceFile:
