@@ -335,7 +335,13 @@ def _identify_npy(path: Path) -> VoiceFile:
     with open(path, "rb") as f:
         try:
             version = np.lib.format.read_magic(f)
-            shape, fortran, dtype = np.lib.format._read_array_header(f, version)  # noqa: SLF001
+            reader = {
+                (1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0,
+            }.get(version)
+            if reader is None:
+                raise ValueError(f"unsupported .npy version {version}")
+            shape, fortran, dtype = reader(f)
         except (ValueError, SyntaxError, TypeError) as exc:
             raise VoiceError(f"{path}: not a readable .npy file: {exc}") from None
     if dtype.kind != "f" or dtype.itemsize not in (2, 4, 8) or fortran:
