@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("pocket_tts")
 
 import safetensors.torch  # noqa: E402
+import tensorfiles  # noqa: E402
 from oracle.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     Reference,
@@ -126,14 +127,6 @@ def _bf16(a: np.ndarray) -> np.ndarray:
     return torch.from_numpy(a).to(torch.bfloat16).float().numpy()
 
 
-def _voices_bin(path: Path, voices: dict[str, np.ndarray]) -> None:
-    out = struct.pack("<I", len(voices))
-    for name, cond in voices.items():
-        out += name.encode().ljust(32, b"\0") + struct.pack("<II", *cond.shape)
-        out += cond.astype("<f4").tobytes()
-    path.write_bytes(out)
-
-
 def _ptvb1(path: Path, voices: dict[str, dict[str, np.ndarray]]) -> None:
     codes = {np.dtype("float32"): 0, np.dtype("int64"): 1}
     out = b"PTVB1" + struct.pack("<I", len(voices))
@@ -206,7 +199,7 @@ def test_conditioning_formats_match_the_oracle_prefill(tiny: Setup, tmp_path, ki
         cond = _bf16(cond)
     elif kind == "voices.bin":
         other = _conditioning(9, width, seed=99)
-        _voices_bin(path, {"first": other, "cosette": cond})
+        path.write_bytes(tensorfiles.voices_bin({"first": other, "cosette": cond}))
         name = "cosette"
     elif kind == "npy":
         with open(path, "wb") as f:
