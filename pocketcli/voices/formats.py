@@ -361,7 +361,17 @@ def read_conditioning(vf: VoiceFile, entry: VoiceEntry, d_model: int) -> np.ndar
     """The ``[frames, d_model]`` float32 conditioning of a conditioning voice."""
     path = vf.path
     if vf.format == "fluidaudio-bin":
-        return read_conditioning_bin(path, d_model)
+        try:
+            return read_conditioning_bin(path, d_model)
+        except VoiceError as exc:
+            if path.suffix.lower() == ".bin":
+                raise
+            # No header matched and the bytes are no raw .bin either: say both.
+            reason = str(exc).removeprefix(f"{path}: ")
+            raise VoiceError(
+                f"{path} is not a readable safetensors file nor any other voice format"
+                f" ({ACCEPTED}); read as FluidAudio's raw .bin: {reason}"
+            ) from None
     if entry.width != d_model:
         raise VoiceError(
             f"{path}: voice {_label(entry)} is {entry.width} wide (made for a model with"
