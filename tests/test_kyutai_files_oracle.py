@@ -30,7 +30,7 @@ from oracle.reference import (  # noqa: E402
     make_config,
     synthetic_voice_audio,
 )
-from test_engine_equivalence import MAX_TOKENS, TEXT, _compare  # noqa: E402
+from test_engine_equivalence import MAX_TOKENS, TEXT, _compare, _ours  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
@@ -95,18 +95,8 @@ def test_generate_audio_with_a_cloned_voice_and_injected_noise(setup: Setup) -> 
         frames_after_eos=2,
     )
     noise = [row for c in run.chunks for row in c.frame_noise[: c.emitted_frames]]
-    traces = []
-    voice = setup.ours.load_voice(setup.voice_path)
-    frames = list(
-        setup.ours.stream(
-            TEXT,
-            voice,
-            max_tokens=MAX_TOKENS,
-            on_chunk=traces.append,
-            normalize=False,
-            noise=InjectedNoise(noise),
-            frames_after_eos=2,
-        )
+    frames, traces = _ours(
+        setup.ours, setup.voice_path, noise=InjectedNoise(noise), frames_after_eos=2
     )
     _compare(run, frames, traces)
 
@@ -165,18 +155,9 @@ def _rounded_state(state: dict, dtype) -> dict:
 
 def _same_audio(tiny: Setup, voice, oracle_state: dict) -> None:
     run = tiny.ref.generate(SHORT, oracle_state, temperature=0.0, seed=0, max_tokens=MAX_TOKENS)
-    traces = []
-    frames = list(
-        tiny.ours.stream(
-            SHORT,
-            voice,
-            max_tokens=MAX_TOKENS,
-            on_chunk=traces.append,
-            normalize=False,
-            temperature=0.0,
-        )
+    audio = tiny.ours.synthesize(
+        SHORT, voice, max_tokens=MAX_TOKENS, normalize=False, temperature=0.0
     )
-    audio = np.concatenate([f.audio for f in frames])
     assert audio.shape == run.audio.shape
     assert np.abs(audio - run.audio).max() <= 1e-4
     assert np.abs(run.audio).max() > 0.01
