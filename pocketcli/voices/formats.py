@@ -89,7 +89,7 @@ class VoiceFile:
     format: str
     voices: tuple[VoiceEntry, ...]
     ignored: tuple[str, ...] = ()  # tensors next to the known ones, not used
-    _offsets: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+    offsets: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # voices.bin
 
     @property
     def description(self) -> str:
@@ -242,7 +242,7 @@ def _identify_voices_bin(path: Path, size: int) -> VoiceFile | None:
             f.seek(at)
     if at != size:
         return None
-    return VoiceFile(path, "voices-bin", tuple(entries), _offsets=offsets)
+    return VoiceFile(path, "voices-bin", tuple(entries), offsets=offsets)
 
 
 _PTVB1_DTYPES = {0: ("F32", "<f4", 4), 1: ("I64", "<i8", 8), 2: ("U8", "u1", 1)}
@@ -384,7 +384,7 @@ def read_conditioning(vf: VoiceFile, entry: VoiceEntry, d_model: int) -> np.ndar
         except TensorFileError as exc:
             raise VoiceError(str(exc)) from None
     elif vf.format == "voices-bin":
-        start, nbytes = vf._offsets[entry.name or ""]  # noqa: SLF001
+        start, nbytes = vf.offsets[entry.name or ""]
         with open(path, "rb") as f:
             f.seek(start)
             cond = np.frombuffer(f.read(nbytes), "<f4").astype(np.float32)
