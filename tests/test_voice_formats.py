@@ -280,3 +280,18 @@ def test_inspect_a_voice_state_and_a_bf16_checkpoint(tmp_path, voice_path, fixtu
     assert report["d_model"] == 64 and report["flow_lm_layers"] == 2
     bad = run("inspect", str(tmp_path / "missing.bin"))
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+
+
+def test_tts_reports_ignored_tensors_once_and_quiet_hides_them(pack_dir, tmp_path, voice_path):
+    state = load_file(str(voice_path))
+    state["speaker/name"] = np.zeros(4, np.float32)
+    path = tmp_path / "extra.safetensors"
+    save_file(state, str(path))
+    args = ("Hi.", "--model-dir", str(pack_dir), "--voice-file", str(path))
+    loud = run("tts", *args, "-o", str(tmp_path / "a.wav"))
+    assert loud.returncode == 0, loud.stderr
+    notes = [line for line in loud.stderr.splitlines() if "ignored" in line and "warning" in line]
+    assert notes == [f"pockettts: warning: {path}: ignored 1 tensor(s) that are no part of a voice:"
+                     " speaker/name"]  # fmt: skip
+    quiet = run("tts", *args, "-q", "-o", str(tmp_path / "b.wav"))
+    assert quiet.returncode == 0 and quiet.stderr == ""

@@ -191,7 +191,8 @@ def choose_voice(
             tts.save_voice(state, save_voice, on_warning=on_warning)
         return ChosenVoice(state, clone_voice.stem, save_voice)
     if voice_file is not None:  # -v picks a voice inside a container (voices.bin)
-        state = tts.load_voice(voice_file, voice, on_warning=on_warning)
+        quiet = lambda _note: None  # noqa: E731 - no notices without a callback (-q)
+        state = tts.load_voice(voice_file, voice, on_warning=on_warning or quiet)
         return ChosenVoice(state, voice or voice_file.stem, voice_file)
     if choice.runtime == "coreml":
         name = store.canonical_voice(voice or default_voice(choice))
