@@ -295,3 +295,19 @@ def test_tts_reports_ignored_tensors_once_and_quiet_hides_them(pack_dir, tmp_pat
                      " speaker/name"]  # fmt: skip
     quiet = run("tts", *args, "-q", "-o", str(tmp_path / "b.wav"))
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_a_legacy_state_with_current_end_instead_of_offset(tts, tmp_path, voice_path) -> None:
+    """Kyutai's older states mark their length by the shape of a ``current_end`` tensor."""
+    state = load_file(str(voice_path))
+    f32 = tts.load_voice(voice_path)
+    legacy = {}
+    for key, value in state.items():
+        if key.endswith("/offset"):
+            legacy[key.replace("/offset", "/current_end")] = np.zeros(f32.length, np.float32)
+        elif key.endswith("/cache"):
+            legacy[key] = value
+    path = tensorfiles.write_arrays(tmp_path / "legacy.safetensors", legacy, "BF16")
+    voice = tts.load_voice(path)
+    assert voice.length == f32.length
+    assert np.array_equal(voice.values[0], tensorfiles.bf16_round(f32.values[0]))
