@@ -316,28 +316,28 @@ def test_first_audio_leaves_before_generation_ends_and_queue_bound_is_503() -> N
         assert 'pockettts_requests_total{endpoint="/v1/audio/speech",status="503"} 1.0' in metrics
 
 
-def test_disconnect_stops_generation_within_one_frame(server) -> None:
-    url, records = server
-    host, port = url.removeprefix("http://").split(":")
-    payload = {"model": "tts-1", "voice": "alloy", "response_format": "pcm", "input": LONG_TEXT}
-    body = json.dumps(payload).encode()
-    with socket.create_connection((host, int(port))) as s:
-        s.sendall(
-            b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + b"Content-Length: %d\r\n\r\n" % len(body)
-            + body
-        )
-        head = s.recv(65536)
-        assert head.startswith(b"HTTP/1.1 200")
-        got = len(head)
-        while got < 20_000:  # some audio first, then hang up mid-stream
-            got += len(s.recv(65536))
-        request_id = head.split(b"x-request-id: ")[1].split(b"\r\n")[0].decode()
-    record = records.speech(request_id)
+def test_disconnect_stops_generation_within_one_frame() -> None:
+    with serving(slow_loader(0.02)) as (url, records):
+        host, port = url.removeprefix("http://").split(":")
+        payload = {"model": "tts-1", "voice": "alloy", "response_format": "pcm", "input": LONG_TEXT}
+        body = json.dumps(payload).encode()
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(
+                b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + b"Content-Length: %d\r\n\r\n" % len(body)
+                + body
+            )
+            head = s.recv(65536)
+            assert head.startswith(b"HTTP/1.1 200")
+            request_id = head.split(b"x-request-id: ")[1].split(b"\r\n")[0].decode()
+            got = len(head)
+            while got < 20_000:  # some audio first, then hang up mid-stream
+                got += len(s.recv(65536))
+        record = records.speech(request_id)
     assert record["outcome"] == "disconnected"
     assert record["frames_after_cancel"] <= 1, record
-    full = speech(url, input=LONG_TEXT, seed=1)
-    assert record["frames"] < full.content.__len__() // 3840
+    # 288 frames in all (20 ms each here): it stopped long before the end.
+    assert 5 <= record["frames"] < 100, record
 
 
 def test_health_readiness_and_metrics(server) -> None:
@@ -370,23 +370,29 @@ def test_api_key(tmp_path) -> None:
         assert ok.content[:4] == b"RIFF"
 
 
-def test_request_time_limit_ends_a_long_stream() -> None:
+def slow_loader(seconds_per_frame: float):
+    """The real tiny model, slowed to a given time per frame (as a big model on a small
+    machine), so a test can act while a long stream is certainly still being made."""
     base = tiny_loader()
 
-    def slow():  # the real model, 50 ms per frame: the limit falls mid-stream
+    def load():
         backend = base()
         real = backend.frames
 
         def frames(*args, **kwargs):
             for frame in real(*args, **kwargs):
-                time.sleep(0.05)
+                time.sleep(seconds_per_frame)
                 yield frame
 
         backend.frames = frames
         return backend
 
+    return load
+
+
+def test_request_time_limit_ends_a_long_stream() -> None:
     settings = ServeSettings(limits=Limits(request_seconds=0.6))
-    with serving(slow, settings) as (url, records):
+    with serving(slow_loader(0.05), settings) as (url, records):
         with pytest.raises(httpx.RemoteProtocolError):  # the stream ends without its last chunk
             speech(url, input=LONG_TEXT)
         deadline = time.monotonic() + 10
