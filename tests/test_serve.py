@@ -159,6 +159,15 @@ def test_openai_client_sees_errors_and_notices(server) -> None:
     assert r.status_code == 200 and "speed 1.5" in r.headers["x-pockettts-notice"]
 
 
+def test_text_notices_reach_the_client(server) -> None:
+    url, records = server
+    r = speech(url, input="<speak>Hello <prosody rate='fast'>there</prosody>.</speak>")
+    assert r.status_code == 200
+    assert "ignored SSML tag <prosody>" in r.headers["x-pockettts-notice"]
+    record = records.speech(r.headers["x-request-id"])
+    assert any("prosody" in n for n in record["notices"])
+
+
 def test_body_over_the_limit_is_413_before_reading(server) -> None:
     url, _ = server
     big = b"x" * (Limits().max_body_bytes + 1)

@@ -450,14 +450,18 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         try:
             first = await _run_first(request, job, scheduler)
         except Cancelled:
-            _finish(job, record, "disconnected", 0)
+            _finish(job, record, "disconnected", 0, status="499")
             return Response(status_code=499)
+        except ApiError as exc:  # queue full, no result in time, shutting down
+            _finish(job, record, exc.code, 0, exc.message)
+            raise
         if first[0] == ERROR:
             error = _as_api_error(first[1], "text")
             _finish(job, record, "error", 0, error.message)
             raise error
-        for note in notices:
-            log.info("notice", extra={"request_id": request_id, "notice": note})
+        notices = [*notices, *warnings]  # the text's notices exist once the first frame does
+        if notices:
+            record["notices"] = notices
         out_headers = {
             "Cache-Control": "no-store",
             "X-Request-Id": request_id,
@@ -465,21 +469,25 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             **headers,
         }
         if notices:
-            out_headers[NOTICE_HEADER] = "; ".join(notices)
+            out_headers[NOTICE_HEADER] = _header_text("; ".join(notices))
         encoder = StreamEncoder(fmt, backend.sample_rate)
         arrived = request.scope.get("state", {}).get(ARRIVED, job.accepted)
         return AudioStream(job, first, encoder, record, _finish, out_headers, arrived)
 
     def _finish(
-        job: Job, record: dict, outcome: str, samples: int, error: str | None = None
+        job: Job,
+        record: dict,
+        outcome: str,
+        samples: int,
+        error: str | None = None,
+        status: str | None = None,
     ) -> None:
+        """The request's log line and metrics. ``status``: the HTTP status to count
+        (None when the error handler answers, and counts, it)."""
         m = state.metrics
         backend = state.backend
         m.outcomes.labels(outcome).inc()
-        # The HTTP status sent: a started stream is a 200 whatever ended it; errors
-        # before the start are counted by the error handler.
-        if outcome != "error":
-            status = "499" if outcome == "disconnected" and not job.items_sent else "200"
+        if status is not None:
             path = "/v1/audio/speech" if record["endpoint"] == "speech" else "/tts"
             m.requests.labels(path, status).inc()
         fields = dict(
@@ -564,7 +572,6 @@ class AudioStream(StreamingResponse):
             if chunk:
                 if "first_byte_s" not in self.record:
                     self.record["first_byte_s"] = round(time.monotonic() - self.arrived, 4)
-                    self.job.items_sent = True
                 yield chunk
             kind, value = await self.job.next()
 
@@ -586,11 +593,18 @@ class AudioStream(StreamingResponse):
             if self.outcome != "done":
                 self.job.cancel(self.outcome)
             self.encoder.close()
-            self.finish(self.job, self.record, self.outcome, self.samples, self.error)
+            # A started stream was a 200, whatever ended it.
+            self.finish(self.job, self.record, self.outcome, self.samples, self.error, "200")
 
 
 class _Aborted(Exception):
     """Ends a stream without its final chunk, so the client sees it incomplete."""
+
+
+def _header_text(text: str) -> str:
+    """One line of printable ASCII (a header cannot carry more), at most 500 characters."""
+    line = " ".join(text.split()).encode("ascii", "replace").decode()
+    return line if len(line) <= 500 else line[:497] + "..."
 
 
 def _model(model_id: str) -> dict[str, Any]:

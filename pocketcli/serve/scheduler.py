@@ -58,7 +58,6 @@ class Job:
         self.finished: float | None = None
         self.items = 0
         self.items_after_cancel = 0
-        self.items_sent = False  # a response carrying its items has started
         self.cancel_reason: str | None = None
         self._cancel = threading.Event()
         self._loop = asyncio.get_running_loop()
