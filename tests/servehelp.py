@@ -120,7 +120,11 @@ def spawn(
             if entry.get("event") == "listening":
                 url = entry["url"]
         assert url is not None, f"no 'listening' line; exit {proc.poll()}"
-        wait_ready(url)
+        try:
+            wait_ready(url)
+        except AssertionError:
+            proc.kill()
+            raise AssertionError(f"not ready: {proc.stderr.read().decode()[-2000:]}") from None
         yield proc, url
     finally:
         if proc.poll() is None:

@@ -139,3 +139,40 @@ def test_sigterm_cancels_a_stalled_stream_by_the_deadline() -> None:
         ]
         speech = [e for e in logged if e["event"] == "speech"]
         assert speech and speech[0]["outcome"] == "cancelled", speech
+
+
+def test_builtin_voices_from_the_store_and_nothing_else_fetched(tmp_path) -> None:
+    """A pack that says it is english takes the catalogue's voices from a stand-in Hub:
+    a built-in name and the hf:// address of its recording give the same voice; any
+    other hf:// or https address fetches nothing."""
+    from fakehub import FakeHub, add_kyutai, running, subprocess_env
+
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    for f in PACK.iterdir():
+        if f.name != "pack.json":
+            (pack / f.name).symlink_to(f)
+    manifest = json.loads((PACK / "pack.json").read_text())
+    manifest["source"]["language"] = "english"
+    (pack / "pack.json").write_text(json.dumps(manifest))
+    hub = FakeHub()
+    add_kyutai(hub)
+    with (
+        running(hub),
+        spawn(SCRIPT, "--model-dir", str(pack), env=subprocess_env(hub, tmp_path)) as (_, url),
+    ):
+        voices = {v["id"]: v["source"] for v in httpx.get(f"{url}/v1/voices").json()["data"]}
+        assert voices["alba"] == "default" and voices["anna"] == "builtin"
+        body = {"model": "tts-1", "input": "Hello.", "seed": 1, "response_format": "pcm"}
+        by_name = httpx.post(f"{url}/v1/audio/speech", json={**body, "voice": "alba"}, timeout=60)
+        form = {"text": "Hello.", "seed": "1", "response_format": "pcm"}
+        recording = "hf://kyutai/tts-voices/alba-mackenna/casual.wav"
+        by_url = httpx.post(f"{url}/tts", data={**form, "voice_url": recording}, timeout=60)
+        assert by_name.status_code == by_url.status_code == 200
+        assert by_name.content == by_url.content
+        assert any("embeddings/alba.safetensors" in r.path for r in hub.requests())
+        hub.clear_log()
+        for other in ("hf://kyutai/tts-voices/other/voice.wav", f"{hub.url}/raw/tiny.yaml"):
+            r = httpx.post(f"{url}/tts", data={"text": "x", "voice_url": other}, timeout=60)
+            assert r.status_code == 400, other
+        assert hub.requests() == []
