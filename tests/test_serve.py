@@ -275,9 +275,9 @@ def test_voice_folder_and_builtin_names(tmp_path, tts) -> None:
 # -- queue, streaming, disconnects --------------------------------------------------------------
 
 
-def gated_loader(gate: threading.Event):
-    """The tiny model, held before its second frame until ``gate`` opens (so a request
-    is certainly still generating while the test looks)."""
+def paced_loader(before_frame):
+    """The real tiny model, with ``before_frame(i)`` run before frame ``i`` is handed
+    out, so a test can hold or slow a stream and act while it is certainly running."""
     base = tiny_loader()
 
     def load():
@@ -286,14 +286,23 @@ def gated_loader(gate: threading.Event):
 
         def frames(*args, **kwargs):
             for i, frame in enumerate(real(*args, **kwargs)):
-                if i == 1:
-                    gate.wait(30)
+                before_frame(i)
                 yield frame
 
         backend.frames = frames
         return backend
 
     return load
+
+
+def gated_loader(gate: threading.Event):
+    """Held before the second frame until ``gate`` opens."""
+    return paced_loader(lambda i: gate.wait(30) if i == 1 else None)
+
+
+def slow_loader(seconds_per_frame: float):
+    """Slowed to a given time per frame (as a big model on a small machine)."""
+    return paced_loader(lambda i: time.sleep(seconds_per_frame))
 
 
 def test_first_audio_leaves_before_generation_ends_and_queue_bound_is_503() -> None:
@@ -377,26 +386,6 @@ def test_api_key(tmp_path) -> None:
             model="tts-1", voice="alloy", input="Hi.", response_format="wav"
         )
         assert ok.content[:4] == b"RIFF"
-
-
-def slow_loader(seconds_per_frame: float):
-    """The real tiny model, slowed to a given time per frame (as a big model on a small
-    machine), so a test can act while a long stream is certainly still being made."""
-    base = tiny_loader()
-
-    def load():
-        backend = base()
-        real = backend.frames
-
-        def frames(*args, **kwargs):
-            for frame in real(*args, **kwargs):
-                time.sleep(seconds_per_frame)
-                yield frame
-
-        backend.frames = frames
-        return backend
-
-    return load
 
 
 def test_request_time_limit_ends_a_long_stream() -> None:
