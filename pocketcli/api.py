@@ -9,6 +9,7 @@ for frame in tts.stream("A longer text."):            # 80 ms at a time
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from pocketcli.voices.state import VoiceState
 if TYPE_CHECKING:
     from pocketcli.config import ModelConfig
     from pocketcli.runtimes.coreml.predictor import PredictorFactory
+    from pocketcli.session import Session
 
 
 class PocketTTS:
@@ -45,6 +47,9 @@ class PocketTTS:
         self.tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
         self.rules = TextRules.from_config(self.config.text)
         self.language = language
+        # One generation at a time per loaded model: sessions (and the server) hold it
+        # while they run the runtime.
+        self.generation_lock = threading.Lock()
 
     @classmethod
     def load(
@@ -208,7 +213,17 @@ class PocketTTS:
         replaces the seeded Gaussian noise (tests inject the oracle's).
         """
         opts = (options or SpeakOptions()).with_(**overrides)
-        chunks = self.script(
+        chunks = self.script_for(text, opts, on_warning)
+        noise = self.noise_for(opts) if noise is None else noise
+        return generate_frames(
+            self.runtime, chunks, voice, noise, self.settings_for(opts), on_chunk
+        )
+
+    def script_for(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
+    ) -> list[ChunkPlan | Pause]:
+        """``script`` with the text options of ``opts``."""
+        return self.script(
             text,
             normalize=opts.normalize,
             ssml=opts.ssml,
@@ -216,16 +231,33 @@ class PocketTTS:
             frames_after_eos=opts.frames_after_eos,
             on_warning=on_warning,
         )
-        if noise is None:
-            temp = self.config.default_temperature if opts.temperature is None else opts.temperature
-            noise = GaussianNoise(temp, opts.seed)
-        settings = GenerationSettings(
-            eos_threshold=self.config.default_eos_threshold
-            if opts.eos_threshold is None
-            else opts.eos_threshold,
+
+    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+        """The seeded noise a synthesis with ``opts`` draws from."""
+        temp = self.config.default_temperature if opts.temperature is None else opts.temperature
+        return GaussianNoise(temp, opts.seed)
+
+    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+        eos = opts.eos_threshold
+        return GenerationSettings(
+            eos_threshold=self.config.default_eos_threshold if eos is None else eos,
             decode_steps=opts.decode_steps,
         )
-        return generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
+
+    def session(
+        self,
+        voice: VoiceState | None = None,
+        options: SpeakOptions | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+        **overrides: Any,
+    ) -> Session:
+        """A live session (FluidAudio's ``makeSession``): ``enqueue(text)`` from any
+        thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``."""
+        from pocketcli.session import Session
+
+        opts = (options or SpeakOptions()).with_(**overrides)
+        return Session(self, voice, opts, on_warning=on_warning)
 
     def synthesize(
         self,

@@ -39,6 +39,10 @@ Examples:
 
   echo "Streamed." | pockettts tts -o - | aplay
 
+  pockettts tts "Straight to the speakers." --play
+
+  tail -f chat.log | pockettts tts --follow --play       (each line as it comes)
+
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
 """
 
@@ -131,6 +135,15 @@ def tts_command(
         None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."
     ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No timing summary on stderr."),
+    play: bool = typer.Option(
+        False, "--play", help="Play on the sound device as it is generated (-o: also a file)."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="With --play: output device, by number or part of its name."
+    ),
+    follow: bool = typer.Option(
+        False, "--follow", help="Speak standard input line by line (or sentence) as it arrives."
+    ),
 ) -> None:
     started = time.perf_counter()
     if backend.lower() not in BACKENDS:
@@ -147,7 +160,17 @@ def tts_command(
             check_voice_suffix(save_voice)
         except VoiceError as exc:
             raise click.BadParameter(str(exc), param_hint="--save-voice") from None
-    words = _read_text(text_arg, text, input_file)
+    from pocketcli.cli.live import prepare_live
+
+    live = prepare_live(
+        play=play,
+        device=device,
+        follow=follow,
+        text_given=text_arg is not None or text is not None,
+        batch=input_file is not None,
+        output=output,
+    )
+    words = None if follow else _read_text(text_arg, text, input_file)
     if input_file is not None and output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
     if output_dir is not None and input_file is None:
@@ -174,6 +197,21 @@ def tts_command(
         "ssml": ssml,
         "on_warning": None if quiet else _warn,
     }
+
+    if live is not None:
+        from pocketcli.cli.live import run_live
+
+        run_live(
+            live,
+            tts,
+            voice_state,
+            options,
+            postprocess=not no_deess,
+            words=words,
+            quiet=quiet,
+            on_warning=None if quiet else _warn,
+        )
+        return
 
     if batch_data is not None:
         from pocketcli.cli.batch_run import run_batch
