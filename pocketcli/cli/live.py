@@ -20,7 +20,6 @@ import os
 import re
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from pocketcli.audio.playback import AudioSink, PortAudioSink, check_output_device, parse_device
+from pocketcli.audio.playback import (
+    AudioSink,
+    PortAudioSink,
+    check_output_device,
+    parse_device,
+    play_session,
+)
 from pocketcli.cli import clickcompat as click
 from pocketcli.options import SpeakOptions
-from pocketcli.session import Session, SessionClosed, UtteranceEnd
+from pocketcli.session import Session, SessionClosed
 
 # In a line still being typed, a sentence is complete at its end mark and a space.
 _SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|(?<=[\u3002\uff01\uff1f])")
@@ -107,7 +112,7 @@ def run_live(
         elif request.output is not None:
             recorded = []
         chain = OutputChain(tts.sample_rate) if postprocess else None
-        figures = _pump(session, sinks, recorded, chain)
+        figures = play_session(session, sinks, chain=chain, record=recorded)
         for sink in sinks:
             sink.close()
     except BaseException:
@@ -139,34 +144,6 @@ def _enqueue_checked(session: Session, text: str) -> None:
         session.enqueue(text)
     except (MarkupError, EmptyTextError) as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def _pump(
-    session: Session,
-    sinks: list[AudioSink],
-    recorded: list[np.ndarray] | None,
-    chain: Any,
-) -> dict[str, float]:
-    """Moves frames from the session to the sinks as they come."""
-    start = time.perf_counter()
-    first: float | None = None
-    samples = 0
-    for event in session.events():
-        if isinstance(event, UtteranceEnd):
-            if event.index == session.enqueued - 1:  # caught up with the text so far
-                for sink in sinks:
-                    sink.flush()
-            continue
-        if first is None:
-            first = time.perf_counter() - start
-        audio = chain.process(event.audio) if chain is not None else event.audio
-        for sink in sinks:
-            sink.write(audio)
-        if recorded is not None:
-            recorded.append(event.audio)
-        samples += event.audio.size
-    total = time.perf_counter() - start
-    return {"first_audio": first or 0.0, "synthesis": total, "audio": float(samples)}
 
 
 def _write_file(path: Path, frames: list[np.ndarray], sample_rate: int, postprocess: bool) -> None:
