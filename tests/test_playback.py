@@ -8,6 +8,7 @@ callback like from a sound card. It needs the PortAudio library
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile as sf
 from fakesink import RecordingSink
 from test_cli_tts import SCRIPT, run
 
@@ -139,12 +141,13 @@ def test_play_to_a_real_device_and_still_write_the_file(
 ) -> None:
     common = ["--model-dir", str(pack_dir), "--voice-file", str(voice_path), "--seed", "3"]
     played, plain = tmp_path / "played.wav", tmp_path / "plain.wav"
-    r = _run(
-        "tts", "Out loud, and to a file.", "--play", "-o", str(played), *common, env=null_device
-    )
+    metrics = ["--metrics", str(tmp_path / "metrics.json")]
+    r = _run("tts", "Out loud.", "--play", "-o", str(played), *metrics, *common, env=null_device)
     assert r.returncode == 0, r.stderr
     assert b"speakers" in r.stderr
-    r = run("tts", "Out loud, and to a file.", "-o", str(plain), *common)
+    figures = json.loads((tmp_path / "metrics.json").read_text())
+    assert figures["audio_duration_s"] == pytest.approx(sf.info(played).frames / 24_000)
+    r = run("tts", "Out loud.", "-o", str(plain), *common)
     assert r.returncode == 0, r.stderr
     assert played.read_bytes() == plain.read_bytes()
 

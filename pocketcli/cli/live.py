@@ -89,8 +89,10 @@ def run_live(
     words: str | None,
     quiet: bool,
     on_warning: Callable[[str], None] | None,
-) -> dict[str, float]:
-    """Speaks ``words`` (or standard input, with ``follow``); returns timing figures."""
+    timing: Any,
+) -> None:
+    """Speaks ``words`` (or standard input, with ``follow``); fills ``timing``'s
+    ``synthesis`` and ``audio`` seconds (a ``tts.Timing``)."""
     from pocketcli.audio.postprocess import OutputChain
 
     if isinstance(options, dict):
@@ -122,18 +124,17 @@ def run_live(
         raise
     if recorded is not None and request.output is not None:
         _write_file(Path(request.output), recorded, tts.sample_rate, postprocess)
-    figures["audio"] /= tts.sample_rate
+    timing.synthesis = figures["synthesis"]
+    timing.audio = figures["audio"] / tts.sample_rate
     if not quiet:
-        where = [
-            w for w, on in (("speakers", request.play), (request.output, request.output)) if on
-        ]
-        first = figures["first_audio"]
+        where = ["speakers"] if request.play else []
+        if request.output is not None:
+            where.append("stdout" if request.output == "-" else request.output)
         sys.stderr.write(
-            f"first audio {first:.3f} s, audio {figures['audio']:.3f} s, "
-            f"total {figures['synthesis']:.3f} s -> "
-            f"{' and '.join('stdout' if w == '-' else str(w) for w in where)}\n"
+            f"load {timing.load:.3f} s, first audio {figures['first_audio']:.3f} s, "
+            f"audio {timing.audio:.3f} s, total {timing.synthesis:.3f} s -> "
+            f"{' and '.join(where)}\n"
         )
-    return figures
 
 
 def _enqueue_checked(session: Session, text: str) -> None:

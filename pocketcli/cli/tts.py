@@ -210,7 +210,11 @@ def tts_command(
             words=words,
             quiet=quiet,
             on_warning=None if quiet else _warn,
+            timing=timing,
         )
+        if metrics is not None:
+            total = time.perf_counter() - started
+            _write_metrics(metrics, words or "", voice_name, live.output or "", timing, total)
         return
 
     if batch_data is not None:
