@@ -51,6 +51,8 @@ class PacedDevice:
         self.block = round(BLOCK_SECONDS * sample_rate)
         self.first_sound: float | None = None  # monotonic time audio first came out
         self.late_ms: list[float] = []  # how late each pull woke (the clock thread's own jitter)
+        self.speaking = False  # set by the benchmark while a phrase is being generated
+        self.margins: list[int] = []  # samples left after each pull while speaking
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -67,8 +69,11 @@ class PacedDevice:
                 self.late_ms.append(-1000 * delay)
             before = self.buffer.played
             self.buffer.pull(out)
-            if self.first_sound is None and self.buffer.played > before:
-                self.first_sound = time.perf_counter()
+            if self.buffer.played > before:
+                if self.first_sound is None:
+                    self.first_sound = time.perf_counter()
+                if self.speaking:
+                    self.margins.append(self.buffer.held)
 
     def close(self) -> None:
         self._stop.set()
@@ -113,10 +118,14 @@ def run_setting(tts, voice, phrases, prebuffer_ms: float, options, device) -> di
                 clock.first_sound = None
             before = buffer.underruns
             start = time.perf_counter()
+            if clock is not None:
+                clock.speaking = True
             session.enqueue(text)
             for frame in session.until_idle():
                 buffer.push(chain.process(frame.audio))
                 audio_s += frame.audio.size / rate
+            if clock is not None:
+                clock.speaking = False
             buffer.flush()
             buffer.wait_empty(timeout=120)
             if clock is not None and clock.first_sound is not None:
@@ -141,7 +150,11 @@ def run_setting(tts, voice, phrases, prebuffer_ms: float, options, device) -> di
         else None,
         "first_sound_ms_max": round(max(first_sound_ms), 1) if first_sound_ms else None,
     }
-    if clock is not None and clock.late_ms:
+    if clock is not None:
+        ms = np.asarray(clock.margins, np.float64) * 1000 / rate
+        if ms.size:
+            for q in (1, 5, 50):
+                result[f"margin_ms_p{q}"] = round(float(np.percentile(ms, q)), 1)
         result["clock_late_pulls"] = len(clock.late_ms)
     return result
 

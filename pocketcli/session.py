@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
+    from pocketcli.audio.playback import AudioSink
 
 # How often a thread waiting for the model's lock looks for a cancel.
 _LOCK_POLL_SECONDS = 0.02
@@ -315,3 +317,38 @@ class _Turn:
 
     def __exit__(self, *exc_info: object) -> None:
         self._lock.release()
+
+
+def play_session(
+    session: Session,
+    sinks: list[AudioSink],
+    *,
+    chain: Any = None,
+    record: list[np.ndarray] | None = None,
+) -> dict[str, float]:
+    """Moves a session's frames to ``sinks`` as they come, until its stream ends.
+
+    ``chain`` (an ``OutputChain``, or any ``process(audio)``) filters what the
+    sinks get; ``record`` collects the raw frames. Each sink is flushed when
+    the session has spoken everything enqueued so far. Returns the seconds to
+    the first frame and in all, and the samples.
+    """
+    start = time.perf_counter()
+    first: float | None = None
+    samples = 0
+    for event in session.events():
+        if isinstance(event, UtteranceEnd):
+            if event.index == session.enqueued - 1:  # caught up with the text so far
+                for sink in sinks:
+                    sink.flush()
+            continue
+        if first is None:
+            first = time.perf_counter() - start
+        audio = chain.process(event.audio) if chain is not None else event.audio
+        for sink in sinks:
+            sink.write(audio)
+        if record is not None:
+            record.append(event.audio)
+        samples += event.audio.size
+    total = time.perf_counter() - start
+    return {"first_audio": first or 0.0, "synthesis": total, "audio": float(samples)}

@@ -21,9 +21,10 @@ from fakesink import RecordingSink
 from test_cli_tts import SCRIPT, run
 
 from pocketcli import PocketTTS
-from pocketcli.audio.playback import JitterBuffer, play_session
+from pocketcli.audio.playback import JitterBuffer
 from pocketcli.audio.postprocess import OutputChain
 from pocketcli.options import SpeakOptions
+from pocketcli.session import play_session
 
 NULL_ALSA = """pcm.!default {
     type null

@@ -12,16 +12,12 @@ it counts the times it did (underruns) and the least audio it held (margin).
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from pocketcli.errors import UserError
-
-if TYPE_CHECKING:
-    from pocketcli.session import Session
 
 # Audio held back before playing starts: one 80 ms frame more than the first,
 # which covers the gap to the second frame on a busy 2-core machine
@@ -242,40 +238,3 @@ class PortAudioSink:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def play_session(
-    session: Session,
-    sinks: list[AudioSink],
-    *,
-    chain: Any = None,
-    record: list[np.ndarray] | None = None,
-) -> dict[str, float]:
-    """Moves a session's frames to ``sinks`` as they come, until its stream ends.
-
-    ``chain`` (an ``OutputChain``, or any ``process(audio)``) filters what the
-    sinks get; ``record`` collects the raw frames. Each sink is flushed when
-    the session has spoken everything enqueued so far. Returns the seconds to
-    the first frame and in all, and the samples.
-    """
-    from pocketcli.session import UtteranceEnd
-
-    start = time.perf_counter()
-    first: float | None = None
-    samples = 0
-    for event in session.events():
-        if isinstance(event, UtteranceEnd):
-            if event.index == session.enqueued - 1:  # caught up with the text so far
-                for sink in sinks:
-                    sink.flush()
-            continue
-        if first is None:
-            first = time.perf_counter() - start
-        audio = chain.process(event.audio) if chain is not None else event.audio
-        for sink in sinks:
-            sink.write(audio)
-        if record is not None:
-            record.append(event.audio)
-        samples += event.audio.size
-    total = time.perf_counter() - start
-    return {"first_audio": first or 0.0, "synthesis": total, "audio": float(samples)}

@@ -32,11 +32,10 @@ from pocketcli.audio.playback import (
     PortAudioSink,
     check_output_device,
     parse_device,
-    play_session,
 )
 from pocketcli.cli import clickcompat as click
 from pocketcli.options import SpeakOptions
-from pocketcli.session import Session, SessionClosed
+from pocketcli.session import Session, SessionClosed, play_session
 
 # In a line still being typed, a sentence is complete at its end mark and a space.
 _SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|(?<=[\u3002\uff01\uff1f])")
