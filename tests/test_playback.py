@@ -214,3 +214,14 @@ def test_no_portaudio_says_what_to_install(pack_dir, tmp_path) -> None:
     assert r.returncode == 1
     lines = r.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "libportaudio2" in lines[0] and "pockettts[play]" in lines[0]
+
+
+def test_follow_plays_each_line(null_device, pack_dir, tmp_path) -> None:
+    kept = tmp_path / "kept.wav"
+    args = ["--follow", "--play", "-o", str(kept), "--model-dir", str(pack_dir), "--seed", "1"]
+    r = _run("tts", *args, env=null_device, stdin=b"First line.\nSecond line.\n")
+    assert r.returncode == 0, r.stderr
+    assert b"speakers and " in r.stderr
+    one = tmp_path / "one.wav"
+    assert run("tts", "First line.", "-o", str(one), *args[4:]).returncode == 0
+    assert sf.info(kept).frames > sf.info(one).frames  # both lines, in one file
