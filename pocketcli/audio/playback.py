@@ -190,37 +190,40 @@ class PortAudioSink:
     ) -> None:
         sd = check_output_device(device)
         self.sample_rate = sample_rate
-        self.buffer = JitterBuffer(round(prebuffer_seconds * sample_rate))
+        where = "the default output device" if device is None else f"output device {device!r}"
         try:
-            sd.check_output_settings(
-                device=device, samplerate=sample_rate, channels=1, dtype="float32"
-            )
+            rate = _device_rate(sd, device, sample_rate)
+            # A device that only takes its own rate (a raw ALSA hw device, WASAPI shared
+            # mode) gets the audio resampled on the way in.
+            self._resampler = None
+            if rate != sample_rate:
+                import soxr
+
+                self._resampler = soxr.ResampleStream(sample_rate, rate, 1, dtype="float32")
+            self.buffer = JitterBuffer(round(prebuffer_seconds * rate))
             self._stream = sd.OutputStream(
-                samplerate=sample_rate,
-                device=device,
-                channels=1,
-                dtype="float32",
-                callback=self._callback,
+                samplerate=rate, device=device, channels=1, dtype="float32", callback=self._callback
             )
             self._stream.start()
         except (sd.PortAudioError, ValueError) as exc:
-            where = "the default output device" if device is None else f"output device {device!r}"
-            raise PlaybackError(
-                f"cannot play {sample_rate} Hz mono on {where}: {_first_line(exc)}"
-            ) from None
+            raise PlaybackError(f"cannot play on {where}: {_first_line(exc)}") from None
 
     def _callback(self, outdata: np.ndarray, frames: int, time: Any, status: Any) -> None:
         self.buffer.pull(outdata[:, 0])
 
     def write(self, audio: np.ndarray) -> None:
+        if self._resampler is not None:
+            audio = self._resampler.resample_chunk(np.asarray(audio, np.float32))
         self.buffer.push(audio)
 
     def flush(self) -> None:
         self.buffer.flush()
 
     def close(self) -> None:
+        if self._resampler is not None:
+            self.buffer.push(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
         self.buffer.flush()
-        seconds = self.buffer.held / self.sample_rate
+        seconds = self.buffer.held / self._stream.samplerate
         self.buffer.wait_empty(timeout=seconds + 5.0)
         try:
             self._stream.stop()  # lets the device play what it already has
@@ -233,6 +236,15 @@ class PortAudioSink:
             self._stream.abort()
         finally:
             self._stream.close()
+
+
+def _device_rate(sd: Any, device: int | str | None, wanted: int) -> int:
+    """``wanted`` if the device takes it, else the device's own default rate."""
+    try:
+        sd.check_output_settings(device=device, samplerate=wanted, channels=1, dtype="float32")
+        return wanted
+    except (sd.PortAudioError, ValueError):
+        return int(sd.query_devices(device, kind="output")["default_samplerate"])
 
 
 def _first_line(exc: BaseException) -> str:

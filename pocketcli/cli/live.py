@@ -23,19 +23,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from pocketcli.audio.playback import (
-    AudioSink,
-    PortAudioSink,
-    check_output_device,
-    parse_device,
-)
 from pocketcli.cli import clickcompat as click
-from pocketcli.options import SpeakOptions
-from pocketcli.session import Session, SessionClosed, play_session
+
+if TYPE_CHECKING:  # the rest is imported when a live flag is given (usage errors stay fast)
+    import numpy as np
+
+    from pocketcli.audio.playback import AudioSink
+    from pocketcli.options import SpeakOptions
+    from pocketcli.session import Session
 
 # In a line still being typed, a sentence is complete at its end mark and a space.
 _SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|(?<=[\u3002\uff01\uff1f])")
@@ -70,6 +67,8 @@ def prepare_live(
         raise click.UsageError("--follow reads standard input as it arrives: drop TEXT/--text")
     if follow and (sys.stdin is None or sys.stdin.closed):
         raise click.UsageError("--follow needs text on standard input")
+    from pocketcli.audio.playback import check_output_device, parse_device
+
     source = click.get_current_context().get_parameter_source("output")
     output_given = source is not None and source.name != "DEFAULT"
     chosen = parse_device(device)
@@ -92,7 +91,10 @@ def run_live(
 ) -> None:
     """Speaks ``words`` (or standard input, with ``follow``); fills ``timing``'s
     ``synthesis`` and ``audio`` seconds (a ``tts.Timing``)."""
+    from pocketcli.audio.playback import PortAudioSink
     from pocketcli.audio.postprocess import OutputChain
+    from pocketcli.options import SpeakOptions
+    from pocketcli.session import play_session
 
     if isinstance(options, dict):
         options = SpeakOptions().with_(**{k: v for k, v in options.items() if k != "on_warning"})
@@ -147,6 +149,8 @@ def _enqueue_checked(session: Session, text: str) -> None:
 
 
 def _write_file(path: Path, frames: list[np.ndarray], sample_rate: int, postprocess: bool) -> None:
+    import numpy as np
+
     from pocketcli.audio.postprocess import apply_output_chain
     from pocketcli.audio.wav import write_wav
 
@@ -201,6 +205,8 @@ class _StdinReader(threading.Thread):
         self._warn = on_warning or (lambda message: None)
 
     def run(self) -> None:
+        from pocketcli.session import SessionClosed
+
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         pending = ""
         try:
@@ -218,6 +224,8 @@ class _StdinReader(threading.Thread):
         self._session.finish()
 
     def _say(self, text: str) -> None:
+        from pocketcli.session import SessionClosed
+
         try:
             self._session.enqueue(text)
         except SessionClosed:
