@@ -215,6 +215,18 @@ class PocketTTS:
         opts = (options or SpeakOptions()).with_(**overrides)
         chunks = self.script_for(text, opts, on_warning)
         noise = self.noise_for(opts) if noise is None else noise
+        return self.frames_for(chunks, voice, opts, noise, on_chunk)
+
+    def frames_for(
+        self,
+        chunks: list[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+        on_chunk: Callable[[ChunkTrace], None] | None = None,
+    ) -> Iterator[Frame]:
+        """The frames ``stream`` yields for a text scripted into ``chunks`` (sessions
+        use it per text, with one noise source across texts)."""
         return generate_frames(
             self.runtime, chunks, voice, noise, self.settings_for(opts), on_chunk
         )

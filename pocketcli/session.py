@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pocketcli.engine.generator import Frame, generate_frames
+from pocketcli.engine.generator import Frame
 from pocketcli.engine.noise import NoiseSource
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
@@ -112,12 +112,10 @@ class Session:
     ) -> None:
         self.options = options
         self._tts = tts
-        self._runtime = tts.runtime
         self._voice = voice
         self._on_warning = on_warning
         self._cancelled = threading.Event()
         self._noise = _StopOnCancel(noise or tts.noise_for(options), self._cancelled)
-        self._settings = tts.settings_for(options)
         self._input: queue.Queue[Any] = queue.Queue()
         self._output: queue.Queue[Any] = queue.Queue()
         self._state = threading.Lock()
@@ -258,7 +256,7 @@ class Session:
             with self._runtime_turn():
                 # The voice snapshot is laid out for the runtime once, now, so the
                 # first text pays only for itself (each chunk then copies it).
-                self._runtime.start_sequence(self._voice, 1)
+                self._tts.runtime.start_sequence(self._voice, 1)
             while not self._cancelled.is_set():
                 item = self._input.get()
                 if item is _END:
@@ -278,9 +276,7 @@ class Session:
     def _speak(self, index: int, chunks: list[ChunkPlan | Pause]) -> None:
         count = sum(1 for item in chunks if not isinstance(item, Pause))
         with self._runtime_turn():
-            frames = generate_frames(
-                self._runtime, chunks, self._voice, self._noise, self._settings
-            )
+            frames = self._tts.frames_for(chunks, self._voice, self.options, self._noise)
             try:
                 for f in frames:
                     self._output.put(
