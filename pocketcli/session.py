@@ -319,13 +319,11 @@ def play_session(
     session: Session,
     sinks: list[AudioSink],
     *,
-    chain: Any = None,
     record: list[np.ndarray] | None = None,
 ) -> dict[str, float]:
     """Moves a session's frames to ``sinks`` as they come, until its stream ends.
 
-    ``chain`` (an ``OutputChain``, or any ``process(audio)``) filters what the
-    sinks get; ``record`` collects the raw frames. Each sink is flushed when
+    ``record`` collects the frames too. Each sink is flushed when
     the session has spoken everything enqueued so far. Returns the seconds to
     the first frame and in all, and the samples.
     """
@@ -340,9 +338,8 @@ def play_session(
             continue
         if first is None:
             first = time.perf_counter() - start
-        audio = chain.process(event.audio) if chain is not None else event.audio
         for sink in sinks:
-            sink.write(audio)
+            sink.write(event.audio)
         if record is not None:
             record.append(event.audio)
         samples += event.audio.size

@@ -22,7 +22,6 @@ from test_cli_tts import SCRIPT, run
 
 from pocketcli import PocketTTS
 from pocketcli.audio.playback import JitterBuffer
-from pocketcli.audio.postprocess import OutputChain
 from pocketcli.options import SpeakOptions
 from pocketcli.session import play_session
 
@@ -74,18 +73,16 @@ def tts(pack_dir) -> PocketTTS:
     return PocketTTS.load(pack_dir)
 
 
-def test_the_sink_gets_the_filtered_frames_as_they_are_made(tts, voice_path) -> None:
+def test_the_sink_gets_the_frames_as_they_are_made(tts, voice_path) -> None:
     voice = tts.load_voice(voice_path)
-    options = SpeakOptions(seed=4)
+    options = SpeakOptions(seed=4)  # with the output chain's filters, as tts plays them
     texts = ["One line.", "And another one."]
-    expected_raw = []
     with tts.session(voice, options) as reference:
         for text in texts:
             reference.enqueue(text)
         reference.finish()
-        expected_raw = [f.audio for f in reference]
-    chain = OutputChain(tts.sample_rate)
-    expected = np.concatenate([chain.process(a) for a in expected_raw])
+        expected = [f.audio for f in reference]
+    first_alone = [f.audio for f in tts.stream(texts[0], voice, options)]
 
     sink = RecordingSink()
     recorded: list[np.ndarray] = []
@@ -93,12 +90,14 @@ def test_the_sink_gets_the_filtered_frames_as_they_are_made(tts, voice_path) -> 
     session.enqueue(texts[0])
     session.enqueue(texts[1])
     session.finish()
-    figures = play_session(session, [sink], chain=OutputChain(tts.sample_rate), record=recorded)
-    assert np.array_equal(np.concatenate(sink.writes), expected)
-    assert len(sink.writes) == len(expected_raw)
-    assert all(np.array_equal(a, b) for a, b in zip(recorded, expected_raw, strict=True))
-    assert sink.flushes == [sum(a.size for a in expected_raw)]  # flushed once, at the end
-    assert figures["audio"] == sum(a.size for a in expected_raw)
+    figures = play_session(session, [sink], record=recorded)
+    assert len(sink.writes) == len(expected) == len(recorded)
+    assert all(np.array_equal(a, b) for a, b in zip(sink.writes, expected, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(sink.writes, first_alone, strict=False))
+    assert sink.flushes == [sum(a.size for a in expected)]  # flushed once, at the end
+    assert figures["audio"] == sum(a.size for a in expected)
+    raw = [f.audio for f in tts.stream(texts[0], voice, options, output_chain=False)]
+    assert not np.array_equal(sink.writes[1], raw[1])  # the filters did run
 
 
 # -- a real PortAudio device --------------------------------------------------------

@@ -8,10 +8,8 @@ import typer
 
 try:
     from typer._click import exceptions as click_exceptions
-    from typer._click.globals import get_current_context
 except ImportError:  # typer < 0.29
     from click import exceptions as click_exceptions
-    from click import get_current_context
 
 UsageError = click_exceptions.UsageError
 BadParameter = click_exceptions.BadParameter
@@ -19,11 +17,4 @@ ClickException = click_exceptions.ClickException
 Abort = typer.Abort
 Exit = typer.Exit
 
-__all__ = [
-    "Abort",
-    "BadParameter",
-    "ClickException",
-    "Exit",
-    "UsageError",
-    "get_current_context",
-]
+__all__ = ["Abort", "BadParameter", "ClickException", "Exit", "UsageError"]

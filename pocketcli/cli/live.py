@@ -54,9 +54,11 @@ def prepare_live(
     follow: bool,
     text_given: bool,
     batch: bool,
-    output: str,
+    output: str | None,
+    default_output: str,
 ) -> LiveRequest | None:
-    """Checks the live flags before anything is loaded; None when none is given."""
+    """Checks the live flags before anything is loaded; None when none is given.
+    ``output`` is ``-o`` (None: not given; then --play writes no file)."""
     if not (play or follow or device is not None):
         return None
     if device is not None and not play:
@@ -69,21 +71,20 @@ def prepare_live(
         raise click.UsageError("--follow needs text on standard input")
     from pocketcli.audio.playback import check_output_device, parse_device
 
-    source = click.get_current_context().get_parameter_source("output")
-    output_given = source is not None and source.name != "DEFAULT"
     chosen = parse_device(device)
     if play:
         check_output_device(chosen)
-    return LiveRequest(play, chosen, follow, output if output_given or not play else None)
+    if output is None and not play:
+        output = default_output
+    return LiveRequest(play, chosen, follow, output)
 
 
 def run_live(
     request: LiveRequest,
     tts: Any,
     voice: Any,
-    options: SpeakOptions | dict,
+    options: SpeakOptions,
     *,
-    postprocess: bool,
     words: str | None,
     quiet: bool,
     on_warning: Callable[[str], None] | None,
@@ -92,12 +93,8 @@ def run_live(
     """Speaks ``words`` (or standard input, with ``follow``); fills ``timing``'s
     ``synthesis`` and ``audio`` seconds (a ``tts.Timing``)."""
     from pocketcli.audio.playback import PortAudioSink
-    from pocketcli.audio.postprocess import OutputChain
-    from pocketcli.options import SpeakOptions
     from pocketcli.session import play_session
 
-    if isinstance(options, dict):
-        options = SpeakOptions().with_(**{k: v for k, v in options.items() if k != "on_warning"})
     sinks: list[AudioSink] = []
     recorded: list[np.ndarray] | None = None
     session = tts.session(voice, options, on_warning=on_warning)
@@ -114,8 +111,7 @@ def run_live(
             sinks.append(_WavPipe(tts.sample_rate))
         elif request.output is not None:
             recorded = []
-        chain = OutputChain(tts.sample_rate) if postprocess else None
-        figures = play_session(session, sinks, chain=chain, record=recorded)
+        figures = play_session(session, sinks, record=recorded)
         for sink in sinks:
             sink.close()
     except BaseException:
@@ -124,7 +120,7 @@ def run_live(
             sink.abort()
         raise
     if recorded is not None and request.output is not None:
-        _write_file(Path(request.output), recorded, tts.sample_rate, postprocess)
+        _write_file(Path(request.output), recorded, tts.sample_rate, options.peak_normalized)
     timing.synthesis = figures["synthesis"]
     timing.audio = figures["audio"] / tts.sample_rate
     if not quiet:
@@ -148,15 +144,17 @@ def _enqueue_checked(session: Session, text: str) -> None:
         raise click.UsageError(str(exc)) from None
 
 
-def _write_file(path: Path, frames: list[np.ndarray], sample_rate: int, postprocess: bool) -> None:
+def _write_file(path: Path, frames: list[np.ndarray], sample_rate: int, normalize: bool) -> None:
+    """The frames as plain ``tts`` writes them (``synthesize``: the stream's frames,
+    peak-normalised as a whole)."""
     import numpy as np
 
-    from pocketcli.audio.postprocess import apply_output_chain
+    from pocketcli.audio.postprocess import peak_normalize
     from pocketcli.audio.wav import write_wav
 
     audio = np.concatenate(frames) if frames else np.zeros(0, np.float32)
-    if postprocess:
-        audio = apply_output_chain(audio, sample_rate)
+    if normalize:
+        audio = peak_normalize(audio)
     if path.parent != Path(""):
         path.parent.mkdir(parents=True, exist_ok=True)
     write_wav(path, audio, sample_rate)
