@@ -147,7 +147,10 @@ def tts_command(
         False, "--play", help="Play on the sound device as it is generated (-o: also a file)."
     ),
     device: str | None = typer.Option(
-        None, "--device", help="With --play: output device, by number or part of its name."
+        None,
+        "--device",
+        metavar="DEVICE",
+        help="With --play: output device, by number or part of its name.",
     ),
     follow: bool = typer.Option(
         False, "--follow", help="Speak standard input line by line (or sentence) as it arrives."
