@@ -144,14 +144,15 @@ def test_cancel_stops_within_a_frame_and_frees_the_model(pack_dir, voice_path) -
     tts.runtime = counting
     # A long budget: generation would run for hundreds of frames if not stopped.
     session = tts.session(voice, SpeakOptions(seed=1, frames_after_eos=400))
-    session.enqueue(TEXT)
+    for _ in range(3):
+        session.enqueue(TEXT)
     first = next(session)
     assert isinstance(first, SessionFrame)
     steps_at_cancel = counting.steps
     session.cancel()
     steps_after = counting.steps - steps_at_cancel
     assert steps_after <= 1, steps_after  # at most the step that was running
-    assert steps_at_cancel < 100  # it was stopped, not finished (130 frames uncancelled)
+    assert counting.steps < 3 * 130  # it was stopped, not finished (130 frames a text)
     assert not session._thread.is_alive()
     assert tts.generation_lock.acquire(blocking=False)
     tts.generation_lock.release()
@@ -196,15 +197,21 @@ def test_cancelling_the_async_reader_cancels_generation(pack_dir, voice_path) ->
     tts = PocketTTS.load(pack_dir)
     voice = tts.load_voice(voice_path)
     session = tts.session(voice, SpeakOptions(seed=1, frames_after_eos=400))
-    session.enqueue(TEXT)
+    for _ in range(5):  # several seconds of audio: still generating when cancelled
+        session.enqueue(TEXT)
+    frames = []
 
-    async def reader() -> None:
-        async for _ in session:
-            await asyncio.sleep(0)
+    async def reader(started: asyncio.Event) -> None:
+        async with session:  # leaving the block, cancelled or not, cancels the session
+            async for frame in session:
+                frames.append(frame)
+                started.set()
+                await asyncio.sleep(0)  # the cancel may land here or in __anext__
 
     async def main() -> None:
-        task = asyncio.create_task(reader())
-        await asyncio.sleep(0.2)
+        started = asyncio.Event()
+        task = asyncio.create_task(reader(started))
+        await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -213,6 +220,7 @@ def test_cancelling_the_async_reader_cancels_generation(pack_dir, voice_path) ->
     assert session.cancelled
     session._thread.join(timeout=30)
     assert not session._thread.is_alive()
+    assert len(frames) < 5 * 130  # it did not run to the end
 
 
 def test_two_sessions_on_one_model_take_turns(tts, voice) -> None:
