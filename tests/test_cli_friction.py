@@ -15,23 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakehub import FakeHub, add_kyutai, running, subprocess_env
+from fakehub import subprocess_env
+from test_cli_store_tts import hub  # noqa: F401 - the stand-in Hub fixture
 from test_cli_tts import SCRIPT, run
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def hub():
-    fake = FakeHub()
-    add_kyutai(fake)
-    with running(fake):
-        yield fake
-
-
-def on_hub(hub, tmp_path, *args: str) -> subprocess.CompletedProcess:
+def on_hub(fake, tmp_path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [SCRIPT, *args], capture_output=True, timeout=120, env=subprocess_env(hub, tmp_path)
+        [SCRIPT, *args], capture_output=True, timeout=120, env=subprocess_env(fake, tmp_path)
     )
 
 
@@ -56,7 +49,7 @@ def one_line(r: subprocess.CompletedProcess, code: int, fragment: bytes) -> None
         (["benchmark", "--voice-file", "{missing}", "--skip-asr"], b"voice file not found"),
     ],
 )
-def test_bad_paths_are_found_before_any_download(hub, tmp_path, args, fragment) -> None:
+def test_bad_paths_are_found_before_any_download(hub, tmp_path, args, fragment) -> None:  # noqa: F811
     (tmp_path / "a-file").write_text("not a folder")
     (tmp_path / "lines.txt").write_text("one line\n")
     names = {
