@@ -13,7 +13,16 @@ import sys
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import benchmark, clone, completion, download, normalize, tts, voices
+from pocketcli.cli import (
+    benchmark,
+    clone,
+    completion,
+    download,
+    inspect,
+    normalize,
+    tts,
+    voices,
+)
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
@@ -43,6 +52,7 @@ for _name, _help, _command in (
     ("download", download.HELP, download.download_command),
     ("voices", voices.HELP, voices.voices_command),
     ("clone", clone.HELP, clone.clone_command),
+    ("inspect", inspect.HELP, inspect.inspect_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
