@@ -31,7 +31,7 @@ from pocketcli.interrupts import Terminated, install_signal_handlers
 
 app = typer.Typer(
     name="pockettts",
-    help=(
+    help=help_text(
         "Speak text with Kyutai's Pocket TTS.\n\n"
         "Examples:\n\n"
         '  pockettts tts "Hello world." -o hello.wav --model-dir ./pack\n\n'
