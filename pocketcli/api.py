@@ -419,17 +419,20 @@ class PocketTTS:
 
     def session(
         self,
-        voice: VoiceState | None = None,
+        voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
         *,
         on_warning: Callable[[str], None] | None = None,
         **overrides: Any,
     ) -> Session:
         """A live session (FluidAudio's ``makeSession``): ``enqueue(text)`` from any
-        thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``."""
+        thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``.
+        ``voice`` is a voice state, or a built-in name or voice file (``voice(...)``)."""
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
+        if voice is not None and not isinstance(voice, VoiceState):
+            voice = self.voice(voice)
         return Session(self, voice, opts, on_warning=on_warning)
 
     def synthesize(

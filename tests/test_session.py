@@ -56,6 +56,13 @@ def test_one_text_gives_the_frames_of_stream(tts, voice) -> None:
     assert sorted({f.chunk_index for f in frames}) == list(range(chunks))
 
 
+def test_a_session_takes_a_voice_file_by_name(tts, voice, voice_path) -> None:
+    options = SpeakOptions(seed=8)
+    by_state = _spoken(tts.session(voice, options), TEXTS[:1])
+    assert _same(_spoken(tts.session(str(voice_path), options), TEXTS[:1]), by_state)
+    assert not _same(_spoken(tts.session(None, options), TEXTS[:1]), by_state)
+
+
 def test_several_texts_are_reproducible_and_carry_the_noise(tts, voice) -> None:
     options = SpeakOptions(seed=5)
     a = _spoken(tts.session(voice, options), TEXTS)
