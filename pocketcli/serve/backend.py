@@ -52,12 +52,17 @@ class Backend:
     ) -> Iterator[np.ndarray]:
         """Audio frames as they are generated (with ``options.output_chain``, through
         the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
-        with closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames:
+        # The model's lock, shared with sessions: one generation at a time per model.
+        with (
+            self.tts.generation_lock,
+            closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames,
+        ):
             for frame in frames:
                 yield frame.audio
 
     def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
-        return self.tts.clone_voice(samples, sample_rate, on_warning=on_warning)
+        with self.tts.generation_lock:
+            return self.tts.clone_voice(samples, sample_rate, on_warning=on_warning)
 
     @property
     def cloning_unavailable(self) -> str | None:
