@@ -399,3 +399,23 @@ def test_request_time_limit_ends_a_long_stream() -> None:
             time.sleep(0.05)
         record = [r for r in records.records if r["event"] == "speech"][0]
         assert record["outcome"] == "deadline" and 0 < record["frames"] < 40, record
+
+
+def test_a_request_that_waits_past_its_limit_gets_503() -> None:
+    gate = threading.Event()
+    settings = ServeSettings(limits=Limits(request_seconds=1.0))
+    with serving(gated_loader(gate), settings) as (url, records):
+        with httpx.stream(
+            "POST",
+            f"{url}/v1/audio/speech",
+            json={"model": "tts-1", "input": "Held.", "voice": "alloy", "response_format": "pcm"},
+            timeout=30,
+        ) as held:
+            chunks = held.iter_raw()
+            next(chunks)
+            waited = speech(url, input="Waits in the queue.")
+            assert waited.status_code == 503 and "limit of 1 s" in waited.json()["error"]["message"]
+            assert int(waited.headers["retry-after"]) >= 1
+            gate.set()  # the held request is past its own limit too: it ends cut short
+        outcomes = [r["outcome"] for r in records.records if r["event"] == "speech"]
+        assert "timeout" in outcomes

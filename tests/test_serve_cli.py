@@ -176,3 +176,13 @@ def test_builtin_voices_from_the_store_and_nothing_else_fetched(tmp_path) -> Non
             r = httpx.post(f"{url}/tts", data={"text": "x", "voice_url": other}, timeout=60)
             assert r.status_code == 400, other
         assert hub.requests() == []
+
+
+def test_api_key_from_the_environment() -> None:
+    import os
+
+    env = {**os.environ, "POCKETTTS_API_KEY": "from-env"}
+    with spawn(SCRIPT, *TINY_ARGS, env=env) as (_, url):
+        assert httpx.get(f"{url}/v1/models", timeout=10).status_code == 401
+        ok = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer from-env"})
+        assert ok.status_code == 200
