@@ -374,6 +374,29 @@ def test_health_readiness_and_metrics(server) -> None:
         assert name in text
 
 
+def test_cors_only_for_the_origins_given() -> None:
+    settings = ServeSettings(api_key="k", cors_origins=("http://localhost:3000",))
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization",
+    }
+    with serving(settings=settings) as (url, _):
+        ok = httpx.options(f"{url}/tts", headers={"Origin": "http://localhost:3000", **preflight})
+        assert ok.status_code == 200
+        assert ok.headers["access-control-allow-origin"] == "http://localhost:3000"
+        other = httpx.options(f"{url}/tts", headers={"Origin": "http://evil.example", **preflight})
+        assert "access-control-allow-origin" not in other.headers
+        r = httpx.post(
+            f"{url}/tts",
+            data={"text": "Hi."},
+            headers={"Origin": "http://localhost:3000", "Authorization": "Bearer k"},
+        )
+        assert (
+            r.status_code == 200
+            and "x-request-id" in r.headers["access-control-expose-headers"].lower()
+        )
+
+
 def test_api_key(tmp_path) -> None:
     with serving(settings=ServeSettings(api_key="s3cret")) as (url, _):
         assert httpx.get(f"{url}/healthz").status_code == 200

@@ -51,6 +51,12 @@ def serve_command(
         show_envvar=True,
         help="Require this key (Authorization: Bearer KEY, or X-API-Key).",
     ),
+    cors_origin: list[str] | None = typer.Option(
+        None,
+        "--cors-origin",
+        metavar="ORIGIN",
+        help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
+    ),
     max_queue: int = typer.Option(
         4, "--max-queue", metavar="N", min=0, help="Requests waiting for the model; more get 503."
     ),
@@ -111,6 +117,7 @@ def serve_command(
         api_key=api_key or None,
         voice_dir=voice_dir,
         shutdown_seconds=shutdown_timeout,
+        cors_origins=tuple(cors_origin or ()),
     )
     from pocketcli.serve import logs
     from pocketcli.serve.backend import load_backend

@@ -524,6 +524,16 @@ def _with_middleware(app: FastAPI, settings: ServeSettings) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_body_bytes)
     if settings.api_key:
         app.add_middleware(ApiKey, key=settings.api_key)
+    if settings.cors_origins:  # outermost: a browser's preflight carries no key
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["*"],
+            expose_headers=["X-Request-Id", "X-PocketTTS-Voice", NOTICE_HEADER],
+        )
     return app
 
 

@@ -37,6 +37,7 @@ class ServeSettings:
     api_key: str | None = None
     voice_dir: Path | None = None
     shutdown_seconds: float = 10.0
+    cors_origins: tuple[str, ...] = ()  # web pages on these origins may call the API
 
 
 async def send_json(send: Send, status: int, body: dict, headers: dict | None = None) -> None:
