@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import av
 import httpx
@@ -305,18 +306,21 @@ def slow_loader(seconds_per_frame: float):
     return paced_loader(lambda i: time.sleep(seconds_per_frame))
 
 
+@contextmanager
+def held_stream(url: str, fmt: str):
+    """A speech request whose stream has started (the gated model holds it): yields its
+    first chunk and the iterator of the rest."""
+    body = {"model": "tts-1", "input": "Held.", "voice": "alloy", "response_format": fmt}
+    with httpx.stream("POST", f"{url}/v1/audio/speech", json=body, timeout=30) as held:
+        chunks = held.iter_raw()
+        yield next(chunks), chunks
+
+
 def test_first_audio_leaves_before_generation_ends_and_queue_bound_is_503() -> None:
     gate = threading.Event()
     settings = ServeSettings(limits=Limits(max_queue=1))
     with serving(gated_loader(gate), settings) as (url, _):
-        with httpx.stream(
-            "POST",
-            f"{url}/v1/audio/speech",
-            json={"model": "tts-1", "input": "Held.", "voice": "alloy", "response_format": "wav"},
-            timeout=30,
-        ) as held:
-            chunks = held.iter_raw()
-            first = next(chunks)
+        with held_stream(url, "wav") as (first, chunks):
             assert first[:4] == b"RIFF" and len(first) > 44  # header and the first frame
             with ThreadPoolExecutor(1) as pool:
                 waiting = pool.submit(speech, url, input="Queued.")
@@ -428,14 +432,7 @@ def test_a_request_that_waits_past_its_limit_gets_503() -> None:
     gate = threading.Event()
     settings = ServeSettings(limits=Limits(request_seconds=1.0))
     with serving(gated_loader(gate), settings) as (url, records):
-        with httpx.stream(
-            "POST",
-            f"{url}/v1/audio/speech",
-            json={"model": "tts-1", "input": "Held.", "voice": "alloy", "response_format": "pcm"},
-            timeout=30,
-        ) as held:
-            chunks = held.iter_raw()
-            next(chunks)
+        with held_stream(url, "pcm"):
             waited = speech(url, input="Waits in the queue.")
             assert waited.status_code == 503 and "limit of 1 s" in waited.json()["error"]["message"]
             assert int(waited.headers["retry-after"]) >= 1
