@@ -65,6 +65,13 @@ class SpeakOptions:
             raise OptionsError(
                 f"frames_after_eos must be from 0 to 1000, not {self.frames_after_eos!r}"
             )
+        for name in ("normalize", "output_chain"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionsError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        if self.peak_normalize is not None and not isinstance(self.peak_normalize, bool):
+            raise OptionsError(
+                f"peak_normalize must be True, False or None, not {self.peak_normalize!r}"
+            )
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
             raise OptionsError(f"max_tokens must be from 1 to 1000, not {self.max_tokens!r}")
 
