@@ -37,39 +37,17 @@ import json
 import os
 import resource
 import shutil
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from random_pack import cached_random_pack
 
-from pocketcli.batch.jobs import auto_split, available_cores  # noqa: E402
-from pocketcli.bench.corpus import load_corpus  # noqa: E402
-from pocketcli.cli.batch_command import VoiceFlags, run_batch_command  # noqa: E402
-from pocketcli.cli.model_options import validate_choice  # noqa: E402
-from pocketcli.options import SpeakOptions  # noqa: E402
-
-
-def build_pack(work: Path, precision: str) -> tuple[Path, Path]:
-    pack, voice = work / "pack", work / "voice.safetensors"
-    manifest = pack / "pack.json"
-    if manifest.is_file() and precision in json.loads(manifest.read_text())["graphs"]:
-        return pack, voice
-    from oracle.reference import (
-        TOKENIZER_MODEL,
-        build_reference,
-        make_config,
-        synthetic_voice_audio,
-    )
-
-    print("building the english architecture with random weights ...", flush=True)
-    ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, work / "ref")
-    ref.build_pack(pack, precisions=(precision,))
-    state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000)
-    ref.export_voice(state, voice)
-    return pack, voice
+from pocketcli.batch.jobs import auto_split, available_cores
+from pocketcli.bench.corpus import load_corpus
+from pocketcli.cli.batch_command import VoiceFlags, run_batch_command
+from pocketcli.cli.model_options import validate_choice
+from pocketcli.options import SpeakOptions
 
 
 def batch_file(work: Path, lines: int) -> bytes:
@@ -178,7 +156,7 @@ def main() -> None:
     args = parser.parse_args()
 
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    pack, voice = build_pack(args.work_dir, args.precision)
+    pack, voice = cached_random_pack(args.work_dir, args.precision)
     data = batch_file(args.work_dir, args.lines)
     options = SpeakOptions(seed=1, frames_after_eos=args.frames_after_eos)
     cores = available_cores()
