@@ -93,15 +93,23 @@ class RayExecutor:
         self._started_here = address == "local"
         try:
             if self._started_here:
-                ray.init(num_cpus=local_cpus, **init)
+                # room for every worker asked for, even past this machine's cores
+                wanted = (workers or 1) * cpus_per_worker
+                ray.init(num_cpus=max(local_cpus, wanted), **init)
             else:
                 ray.init(address=address, **init)
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
             where = "start a local Ray instance" if self._started_here else f"join {address}"
             raise UserError(f"cannot {where}: {describe_error(exc)}") from None
+        cpus = int(ray.cluster_resources().get("CPU", 0))
         if workers is None:
-            cpus = int(ray.cluster_resources().get("CPU", 1))
             workers = max(1, cpus // cpus_per_worker)
+        if workers * cpus_per_worker > cpus:  # the actors would wait for room forever
+            self.close()
+            raise UserError(
+                f"the Ray cluster has {cpus} CPU(s): no room for {workers} worker(s) of "
+                f"{cpus_per_worker} CPU(s); give --jobs {max(1, cpus // cpus_per_worker)} or less"
+            )
         self.workers = workers
         remote = ray.remote(
             num_cpus=cpus_per_worker, max_restarts=MAX_RESTARTS, max_task_retries=0
