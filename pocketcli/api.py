@@ -155,6 +155,11 @@ class PocketTTS:
         Equal to pocket-tts's chunking, except that a chunk it would leave over
         ``max_tokens`` (text without sentence or clause marks) is cut at words.
         """
+        return list(self._plans(text, max_tokens, frames_after_eos))
+
+    def _plans(
+        self, text: str, max_tokens: int, frames_after_eos: int | None
+    ) -> Iterator[ChunkPlan]:
         rate = self.config.mimi.frame_rate
         plans = plan_chunks(
             self.tokenizer, text, self.rules, max_tokens, frames_after_eos, frame_rate=rate
@@ -176,19 +181,43 @@ class PocketTTS:
         With ``normalize`` off the text goes straight to pocket-tts's chunking
         (no markup, no number reading), exactly as the reference would take it.
         """
+        return list(self._script(text, normalize, ssml, max_tokens, frames_after_eos, on_warning))
+
+    def _script(
+        self,
+        text: str,
+        normalize: bool,
+        ssml: bool | None,
+        max_tokens: int,
+        frames_after_eos: int | None,
+        on_warning: Callable[[str], None] | None,
+    ) -> Iterator[ChunkPlan | Pause]:
+        """``script`` made lazily, so a long text is never held as one list of plans.
+
+        Markup is parsed now (a malformed text fails before any audio); numbers
+        are read and chunks planned as the generator is consumed.
+        """
         if not normalize:
-            return list(self.plan(text, max_tokens, frames_after_eos))
-        items: list[ChunkPlan | Pause] = []
-        for part in parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning):
+            return self._plans(text, max_tokens, frames_after_eos)
+        parts = parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning)
+        return self._spoken(parts, max_tokens, frames_after_eos)
+
+    def _spoken(
+        self, parts: list[Speech | Pause], max_tokens: int, frames_after_eos: int | None
+    ) -> Iterator[ChunkPlan | Pause]:
+        spoke = False
+        for part in parts:
             if isinstance(part, Speech):
                 spoken = normalize_text(part.text, self.language)
                 if spoken.strip():
-                    items.extend(self.plan(spoken, max_tokens, frames_after_eos))
+                    for plan in self._plans(spoken, max_tokens, frames_after_eos):
+                        spoke = True
+                        yield plan
             elif part.seconds > 0:
-                items.append(part)
-        if not items:
+                spoke = True
+                yield part
+        if not spoke:
             raise EmptyTextError("nothing to say once the text is read out (only symbols?)")
-        return items
 
     def stream(
         self,
@@ -208,13 +237,8 @@ class PocketTTS:
         replaces the seeded Gaussian noise (tests inject the oracle's).
         """
         opts = (options or SpeakOptions()).with_(**overrides)
-        chunks = self.script(
-            text,
-            normalize=opts.normalize,
-            ssml=opts.ssml,
-            max_tokens=opts.max_tokens,
-            frames_after_eos=opts.frames_after_eos,
-            on_warning=on_warning,
+        chunks = self._script(
+            text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
         if noise is None:
             temp = self.config.default_temperature if opts.temperature is None else opts.temperature

@@ -9,7 +9,7 @@ caller can stream audio while the rest is still being generated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +65,7 @@ class ChunkTrace:
 
 def generate_frames(
     runtime: Runtime,
-    chunks: Sequence[ChunkPlan | Pause],
+    chunks: Iterable[ChunkPlan | Pause],
     voice: VoiceState | None,
     noise: NoiseSource,
     settings: GenerationSettings,
