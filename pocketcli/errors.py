@@ -8,3 +8,7 @@ POCKETTTS_DEBUG=1).
 
 class UserError(Exception):
     """Bad input or environment that the user can fix; the message says how."""
+
+
+class ModelOutputError(UserError):
+    """The model produced numbers no audio can be made of (NaN, infinity, only silence)."""

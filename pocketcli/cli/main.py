@@ -18,6 +18,7 @@ from pocketcli.cli import clickcompat as click
 from pocketcli.cli.entry import exit_for_signal
 from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
+from pocketcli.options import OptionsError
 
 app = typer.Typer(
     name="pockettts",
@@ -107,6 +108,8 @@ def _report(exc: BaseException, debug: bool) -> None:
         fail("interrupted", 130)
     except Terminated:
         fail("terminated", 143)
+    except OptionsError as exc:  # a number out of range, from any front end
+        fail(str(exc), 2)
     except UserError as exc:
         if debug:
             raise

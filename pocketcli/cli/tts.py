@@ -65,8 +65,15 @@ def tts_command(
     text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to speak."),
     text: str | None = typer.Option(None, "--text", help="The text to speak (instead of TEXT)."),
     output: str = typer.Option(
-        "output.wav", "-o", "--output", help="WAV file to write; '-' streams WAV to stdout."
+        "output.wav", "-o", "--output", help="Audio file to write; '-' streams to stdout."
     ),
+    audio_format: str | None = typer.Option(
+        None,
+        "--format",
+        help="wav, flac, ogg, opus, mp3, s16le or f32le (default: from the -o name, else wav).",
+        autocompletion=lambda: ["wav", "flac", "ogg", "opus", "mp3", "s16le", "f32le"],
+    ),
+    force: bool = typer.Option(False, "--force", help="With -o -: write audio to a terminal."),
     language: str | None = typer.Option(
         None, "--language", help="Language pack, e.g. english, spanish, german_24l."
     ),
@@ -148,6 +155,7 @@ def tts_command(
         except VoiceError as exc:
             raise click.BadParameter(str(exc), param_hint="--save-voice") from None
     words = _read_text(text_arg, text, input_file)
+    out_format = _check_output(output, audio_format, force, temperature, seed, max_tokens)
     if input_file is not None and output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
     if output_dir is not None and input_file is None:
@@ -197,9 +205,11 @@ def tts_command(
 
     try:
         if output == "-":
-            _stream_to_stdout(tts, words, voice_state, not no_deess, options, timing)
+            _stream_to_stdout(tts, words, voice_state, not no_deess, options, timing, out_format)
         else:
-            _write_file(tts, words, voice_state, Path(output), not no_deess, options, timing)
+            _write_file(
+                tts, words, voice_state, Path(output), not no_deess, options, timing, out_format
+            )
     except (MarkupError, EmptyTextError) as exc:
         raise click.UsageError(str(exc)) from None
     total = time.perf_counter() - started
@@ -227,42 +237,75 @@ def _read_batch_input(input_file: Path) -> bytes:
         raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
 
 
-def _postprocessed(tts, audio, postprocess: bool):
-    if not postprocess:
-        return audio
-    from pocketcli.audio.postprocess import apply_output_chain
+def _check_output(
+    output: str,
+    audio_format: str | None,
+    force: bool,
+    temperature: float | None,
+    seed: int | None,
+    max_tokens: int,
+):
+    """Checks, before any model is loaded, what the run will write and with what numbers."""
+    from pocketcli.audio.output import AudioError, format_for
+    from pocketcli.options import OptionsError, SpeakOptions
 
-    return apply_output_chain(audio, tts.sample_rate)
+    try:
+        SpeakOptions(temperature=temperature, seed=seed, max_tokens=max_tokens)
+    except OptionsError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        fmt = format_for(None if output == "-" else output, audio_format)
+    except AudioError as exc:
+        raise click.BadParameter(str(exc), param_hint="--format") from None
+    if output == "-" and not force and sys.stdout.isatty():
+        raise click.UsageError(
+            "not writing binary audio to a terminal: redirect it (-o - | aplay) or add --force"
+        )
+    return fmt
 
 
 def _write_file(
-    tts, words: str, voice, output: Path, postprocess: bool, options: dict, timing: Timing
+    tts, words: str, voice, output: Path, postprocess: bool, options: dict, timing: Timing, fmt
 ) -> None:
-    from pocketcli.audio.wav import write_wav
+    """Frames go to the file as they are made (see audio/output.py): bounded memory."""
+    from pocketcli.audio.output import open_audio_writer
 
-    t0 = time.perf_counter()
-    audio = tts.synthesize(words, voice, **options)
-    timing.synthesis = time.perf_counter() - t0
-    timing.audio = len(audio) / tts.sample_rate
     if output.parent != Path(""):
         output.parent.mkdir(parents=True, exist_ok=True)
-    write_wav(output, _postprocessed(tts, audio, postprocess), tts.sample_rate)
+    t0 = time.perf_counter()
+    with open_audio_writer(output, fmt, tts.sample_rate, output_chain=postprocess) as writer:
+        for frame in tts.stream(words, voice, **options):
+            writer.write(frame.audio, speech=not frame.is_pause)
+        timing.synthesis = time.perf_counter() - t0
+    timing.audio = writer.samples / tts.sample_rate
 
 
 def _stream_to_stdout(
-    tts, words: str, voice, postprocess: bool, options: dict, timing: Timing
+    tts, words: str, voice, postprocess: bool, options: dict, timing: Timing, fmt
 ) -> None:
-    """Frames go out as they are made; causal filters only (no peak normalising)."""
+    """Frames go out as they are made; causal filters only (no peak normalising).
+
+    A reader that goes away (``| head``) ends the run quietly, as Unix tools do.
+    """
+    from pocketcli.audio.output import AudioEncoder, check_finite
     from pocketcli.audio.postprocess import OutputChain
-    from pocketcli.audio.wav import WavStream
 
     chain = OutputChain(tts.sample_rate) if postprocess else None
-    stream = WavStream(sys.stdout.buffer, tts.sample_rate)
     t0 = time.perf_counter()
     samples = 0
-    for frame in tts.stream(words, voice, **options):
-        stream.write(chain.process(frame.audio) if chain else frame.audio)
-        samples += frame.audio.size
+    try:
+        stream = AudioEncoder(sys.stdout.buffer, fmt, tts.sample_rate, flush=True)
+        for frame in tts.stream(words, voice, **options):
+            check_finite(frame.audio)
+            stream.write(chain.process(frame.audio) if chain else frame.audio)
+            samples += frame.audio.size
+        stream.close()
+    except BrokenPipeError:
+        import os
+
+        # Python would complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise click.Exit(141) from None
     timing.synthesis = time.perf_counter() - t0
     timing.audio = samples / tts.sample_rate
 

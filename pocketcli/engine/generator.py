@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pocketcli.engine.decoder_pipeline import DecoderPipeline
+from pocketcli.errors import ModelOutputError
 from pocketcli.engine.noise import NoiseSource
 from pocketcli.normalize.timeline import Pause
 from pocketcli.runtimes.base import Runtime
@@ -151,6 +152,11 @@ def _generate_chunk(
             if eos_step is not None and step >= eos_step + plan.frames_after_eos:
                 break
             latent = runtime.sample_latent(z, noise(latent_dim), settings.decode_steps)
+            if not (np.isfinite(latent).all() and np.isfinite(eos_logit)):
+                raise ModelOutputError(
+                    "the model produced NaN or infinite values: the voice or the model pack "
+                    "is broken (or the temperature is far too high)"
+                )
             latents.append(latent)
             eos_logits.append(eos_logit)
             pending.append(latent)
