@@ -30,7 +30,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from pocketcli.errors import UserError
-from pocketcli.interrupts import raise_if_stopped
+from pocketcli.interrupts import raise_if_stopped, register_temporary, unregister_temporary
 
 
 def _current_umask() -> int:
@@ -140,6 +140,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except OSError as exc:
         raise write_error(shown, exc) from None
     os.close(fd)
+    register_temporary(tmp)
     try:
         yield Path(tmp)
         raise_if_stopped()  # never publish an output after Ctrl-C or SIGTERM
@@ -167,3 +168,4 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
     finally:
         Path(tmp).unlink(missing_ok=True)
+        unregister_temporary(tmp)
