@@ -13,7 +13,9 @@ import pytest
 
 from tests.test_cli_tts import SCRIPT
 
-TEXT = " ".join(f"Sentence number {i} is here to keep the model busy for a while." for i in range(400))
+TEXT = " ".join(
+    f"Sentence number {i} is here to keep the model busy for a while." for i in range(400)
+)
 EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
 
 
