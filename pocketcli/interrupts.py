@@ -59,16 +59,16 @@ def hard_exit() -> None:
         while True:  # another thread is already ending the process
             time.sleep(1)
     for path in list(_temporary):
-        try:
+        try:  # noqa: SIM105 - contextlib is not imported this early
             os.unlink(path)
         except OSError:
             pass
     word = "terminated" if exit_status() == 143 else "interrupted"
-    try:
+    try:  # noqa: SIM105
         sys.stdout.flush()
-    except Exception:  # noqa: BLE001 - a closed or broken stdout must not stop the exit
+    except Exception:  # a closed or broken stdout must not stop the exit
         pass
-    try:
+    try:  # noqa: SIM105
         os.write(2, f"pockettts: error: {word}\n".encode())
     except OSError:
         pass

@@ -208,7 +208,7 @@ class AudioEncoder:
         if self.format.name in _NEEDS_SEEK and not self._sink.seekable:
             # FLAC and MP3 fix their first frame up at the end: encode into a
             # temporary file and send it whole when closed.
-            self._spool = tempfile.TemporaryFile(prefix=".pockettts-audio.")
+            self._spool = tempfile.TemporaryFile(prefix=".pockettts-audio.")  # noqa: SIM115
             self._sink = _Sink(self._spool)
         if self.format.container is not None:
             import soundfile as sf
@@ -344,11 +344,11 @@ class AudioFileWriter:
         try:
             if self._chain is not None:  # peak normalising: float32 scratch, second pass
                 self._scratch = self._stack.enter_context(  # beside the temporary file
-                    tempfile.TemporaryFile(prefix=".pockettts-audio.", dir=self._final.parent)
+                    tempfile.TemporaryFile(prefix=".pockettts-audio.", dir=self._final.parent)  # noqa: SIM115
                 )
                 self._encoder: AudioEncoder | None = None
             else:
-                out = self._stack.enter_context(open(self._final, "wb"))
+                out = self._stack.enter_context(open(self._final, "wb"))  # noqa: SIM115
                 self._encoder = AudioEncoder(out, self.format, sample_rate)
         except BaseException as exc:
             self._abort(exc)

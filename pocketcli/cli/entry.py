@@ -7,6 +7,7 @@ anything else) make that a clean exit 130/143 as well.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from pocketcli.interrupts import finishing, hard_exit, install_signal_handlers, stopped_by
@@ -35,8 +36,6 @@ def run() -> None:
     finishing()
     exit_for_signal()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     raise SystemExit(code)

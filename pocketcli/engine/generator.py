@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pocketcli.engine.decoder_pipeline import DecoderPipeline
-from pocketcli.errors import ModelOutputError
 from pocketcli.engine.noise import NoiseSource
+from pocketcli.errors import ModelOutputError
 from pocketcli.normalize.timeline import Pause
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan
