@@ -159,12 +159,11 @@ class PackManifest:
             except OSError as exc:
                 raise PackError(f"pack {directory} is incomplete: {name}: {exc.strerror}") from None
             key = [st.st_size, st.st_mtime_ns, digest]
-            if stamps.get(name) != key:
-                if _sha256(file) != digest:
-                    raise PackError(
-                        f"pack {directory} is damaged: {name} does not match the sha256 "
-                        "recorded in pack.json; rebuild or download the pack again"
-                    )
+            if stamps.get(name) != key and _sha256(file) != digest:
+                raise PackError(
+                    f"pack {directory} is damaged: {name} does not match the sha256 "
+                    "recorded in pack.json; rebuild or download the pack again"
+                )
             fresh[name] = key
         if fresh != stamps:
             try:  # a read-only pack is simply checked again next time
