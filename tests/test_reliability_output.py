@@ -269,9 +269,9 @@ def test_streamed_writer_normalises_in_a_second_pass(tmp_path) -> None:
 
 
 def test_silent_speech_is_an_error_but_pauses_are_not(tmp_path) -> None:
-    with pytest.raises(ModelOutputError, match="only silence"):
-        with open_audio_writer(tmp_path / "s.wav", None, 24_000) as writer:
-            writer.write(np.zeros(1920, np.float32))
+    silent = open_audio_writer(tmp_path / "s.wav", None, 24_000)
+    with pytest.raises(ModelOutputError, match="only silence"), silent as writer:
+        writer.write(np.zeros(1920, np.float32))
     with open_audio_writer(tmp_path / "p.wav", None, 24_000) as writer:
         writer.write(np.zeros(1920, np.float32), speech=False)
     assert [p.name for p in tmp_path.iterdir()] == ["p.wav"]
