@@ -391,3 +391,21 @@ def test_broken_pipe_exits_quietly(pack_dir) -> None:
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(60) == 141 and err == b""
+
+
+def test_a_voice_offset_of_shape_zero_is_one_plain_line(pack_dir, voice_path, tmp_path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    state = load_file(str(voice_path))
+    bad = {k: np.zeros(0, np.int64) if k.endswith("/offset") else v for k, v in state.items()}
+    save_file(bad, str(tmp_path / "bad.safetensors"))
+    r = tts(
+        pack_dir,
+        "x",
+        "-o",
+        str(tmp_path / "x.wav"),
+        "--voice-file",
+        str(tmp_path / "bad.safetensors"),
+    )
+    assert r.returncode == 1
+    assert "offset must be one whole number" in one_line_error(r)

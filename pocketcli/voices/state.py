@@ -97,7 +97,13 @@ def load_voice_state(path: str | Path) -> VoiceState:
         if not np.issubdtype(cache.dtype, np.floating):
             raise VoiceError(f"{path}: layer {i} cache has dtype {cache.dtype}, expected float32")
         if "offset" in entry:
-            offset = int(np.asarray(entry["offset"]).reshape(-1)[0])
+            raw = np.asarray(entry["offset"]).reshape(-1)
+            if raw.size != 1 or raw.dtype.kind not in "iu":
+                raise VoiceError(
+                    f"{path}: layer {i} offset must be one whole number, "
+                    f"not {raw.size} values of {raw.dtype}"
+                )
+            offset = int(raw[0])
         elif "current_end" in entry:
             offset = int(entry["current_end"].shape[0])
         else:
