@@ -88,6 +88,7 @@ def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None
         temperature=0.0,
         eos_threshold=1e9,
         normalize=False,
+        output_chain=False,
     )
     assert ours.shape == run.audio.shape
     assert np.abs(ours - run.audio).max() <= 1e-4

@@ -260,7 +260,7 @@ def test_streamed_writer_normalises_in_a_second_pass(tmp_path) -> None:
     rng = np.random.default_rng(0)
     audio = (rng.standard_normal(24_000 * 3) * 0.05).astype(np.float32)
     out = tmp_path / "x.wav"
-    with open_audio_writer(out, None, 24_000) as writer:
+    with open_audio_writer(out, None, 24_000, filters=True) as writer:
         for start in range(0, audio.size, 1920):
             writer.write(audio[start : start + 1920])
     written, _ = sf.read(out, dtype="float32")

@@ -12,13 +12,13 @@ Library API (the CLI, batch runs and the server use these):
   cannot seek (the streams stay valid).
 - ``encode_stream(blocks, format, sample_rate)``: the same as an iterator of
   ``bytes`` chunks, e.g. for an HTTP response body.
-- ``open_audio_writer(path, format, sample_rate, output_chain=True)``: the
-  streamed file writer. Blocks go through FluidAudio's causal filters (80 Hz
-  high-pass, 6 kHz shelf) to a float32 scratch file as they come, so memory
-  does not grow with the utterance; ``finish`` peak-normalises in a second
-  pass, block by block, encodes into a temporary file and publishes it through
-  ``atomic_path`` (a failure or a signal keeps nothing partial; a device or
-  FIFO is written into, never replaced). Use it as a context manager.
+- ``open_audio_writer(path, format, sample_rate, peak_normalize=True,
+  filters=False)``: the streamed file writer. Blocks (optionally through
+  FluidAudio's causal filters) go to a float32 scratch file as they come, so
+  memory does not grow with the utterance; ``finish`` peak-normalises in a
+  second pass, block by block, encodes into a temporary file and publishes it
+  through ``atomic_path`` (a failure or a signal keeps nothing partial; a
+  device or FIFO is written into, never replaced). Use it as a context manager.
 
 Samples that are NaN or infinite never reach a file: ``write`` raises
 ``ModelOutputError``; so does ``finish`` when every speech block was exact
@@ -329,20 +329,22 @@ class AudioFileWriter:
         fmt: OutputFormat | str | None,
         sample_rate: int,
         *,
-        output_chain: bool = True,
+        peak_normalize: bool = True,
+        filters: bool = False,
     ) -> None:
         self.path = Path(path)
         self.format = fmt if isinstance(fmt, OutputFormat) else format_for(self.path, fmt)
         self.sample_rate = sample_rate
         self.samples = 0
-        self._chain = OutputChain(sample_rate) if output_chain else None
+        self._chain = OutputChain(sample_rate) if filters else None
+        self._normalize = peak_normalize
         self._peak = 0.0
         self._speech = False  # any speech block written
         self._speech_peak = 0.0
         self._stack = ExitStack()
         self._final = self._stack.enter_context(atomic_path(self.path))
         try:
-            if self._chain is not None:  # peak normalising: float32 scratch, second pass
+            if self._normalize:  # float32 scratch, normalised in a second pass
                 self._scratch = self._stack.enter_context(  # beside the temporary file
                     tempfile.TemporaryFile(prefix=".pockettts-audio.", dir=self._final.parent)  # noqa: SIM115
                 )
@@ -373,6 +375,7 @@ class AudioFileWriter:
                 self._speech_peak = max(self._speech_peak, float(np.abs(block).max()))
             if self._chain is not None:
                 block = self._chain.process(block)
+            if self._normalize:
                 if block.size:
                     self._peak = max(self._peak, float(np.abs(block).max()))
                 self._scratch.write(block.astype("<f4").tobytes())
@@ -391,7 +394,7 @@ class AudioFileWriter:
                     f"not writing {self.path}: the model produced only silence "
                     "(the voice or the model pack is broken)"
                 )
-            if self._chain is not None:
+            if self._normalize:
                 self._second_pass()
             elif self._encoder is not None:
                 self._encoder.close()
@@ -422,10 +425,16 @@ def open_audio_writer(
     fmt: OutputFormat | str | None,
     sample_rate: int,
     *,
-    output_chain: bool = True,
+    peak_normalize: bool = True,
+    filters: bool = False,
 ) -> AudioFileWriter:
-    """A streamed file writer (``with open_audio_writer(...) as w: w.write(block)``)."""
-    return AudioFileWriter(path, fmt, sample_rate, output_chain=output_chain)
+    """A streamed file writer (``with open_audio_writer(...) as w: w.write(block)``).
+
+    ``peak_normalize`` divides the whole utterance by its peak (second pass);
+    ``filters`` applies FluidAudio's causal filters here, for raw model frames
+    (``PocketTTS.stream`` already applies them when its ``output_chain`` is on).
+    """
+    return AudioFileWriter(path, fmt, sample_rate, peak_normalize=peak_normalize, filters=filters)
 
 
 def write_audio(
@@ -435,5 +444,5 @@ def write_audio(
     fmt: OutputFormat | str | None = None,
 ) -> None:
     """Writes a whole array as it is (no output chain), atomically."""
-    with open_audio_writer(path, fmt, sample_rate, output_chain=False) as writer:
+    with open_audio_writer(path, fmt, sample_rate, peak_normalize=False) as writer:
         writer.write(audio, speech=False)

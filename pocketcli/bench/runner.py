@@ -23,6 +23,7 @@ import numpy as np
 from pocketcli.bench.asr import Recognizer
 from pocketcli.bench.scoring import cer, wer
 from pocketcli.bench.timing import TimedRuntime
+from pocketcli.options import SpeakOptions
 
 SCHEMA = "pockettts-benchmark/1"
 WARM_UP_TEXT = "Initialization warm-up."
@@ -100,13 +101,13 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def _speak(tts, text: str, voice, options: dict) -> tuple[np.ndarray, float, float, list]:
+def _speak(tts, text: str, voice, options: SpeakOptions) -> tuple[np.ndarray, float, float, list]:
     """Streams one phrase: (audio, ttft seconds, total seconds, chunk traces)."""
     traces: list = []
     frames = []
     start = time.perf_counter()
     first = None
-    for frame in tts.stream(text, voice, on_chunk=traces.append, **options):
+    for frame in tts.stream(text, voice, options, on_chunk=traces.append):
         if first is None:
             first = time.perf_counter() - start
         frames.append(frame.audio)
@@ -119,16 +120,19 @@ def run_benchmark(
     load: Callable[[], tuple[Any, Any]],
     phrases: Sequence[str],
     *,
-    options: dict | None = None,
+    options: SpeakOptions | None = None,
     audio_dir: Path | None = None,
     recognizer: Recognizer | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """``load`` returns (PocketTTS, voice); its duration is the cold start."""
+    """``load`` returns (PocketTTS, voice); its duration is the cold start.
+
+    Phrases are streamed as FluidAudio's benchmark does: raw model audio, no
+    output chain (``options`` default to ``SpeakOptions(output_chain=False)``)."""
     from pocketcli.audio.postprocess import peak_normalize
     from pocketcli.audio.wav import write_wav
 
-    options = options or {}
+    options = options or SpeakOptions(output_chain=False)
     start = time.perf_counter()
     tts, voice = load()
     cold_start = time.perf_counter() - start

@@ -7,18 +7,15 @@ anything else) make that a clean exit 130/143 as well.
 
 from __future__ import annotations
 
-import contextlib
-import sys
-
-from pocketcli.interrupts import finishing, hard_exit, install_signal_handlers, stopped_by
+from pocketcli.interrupts import install_signal_handlers
 
 install_signal_handlers()
 
+import contextlib  # noqa: E402 - after the handlers, on purpose
+import sys  # noqa: E402
 
-def exit_for_signal() -> None:
-    """If a signal stopped us: the one-line message and its exit status, now."""
-    if stopped_by:
-        hard_exit()
+from pocketcli.cli.signals import exit_for_signal  # noqa: E402
+from pocketcli.interrupts import finishing  # noqa: E402
 
 
 def run() -> None:

@@ -10,20 +10,29 @@ from pathlib import Path
 
 import typer
 
+from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.fluid_compat import HELP_LINE, accept_fluidaudio_flags
 from pocketcli.cli.model_options import (
     BACKENDS,
-    COMPUTE_UNITS,
-    RUNTIMES,
     check_voice_name,
     choose_voice,
     load_model,
+    notice,
     validate_choice,
 )
 from pocketcli.cli.text_input import read_text
 from pocketcli.errors import UserError
 
-HELP = """Speak TEXT (or --text, or standard input) into a 24 kHz mono WAV file.
+HELP = f"""Speak TEXT (or --text, or standard input) into a 24 kHz mono WAV file.
+
+A script written for FluidAudio's `fluidaudio tts --backend pocket` runs
+unchanged. Where pockettts deliberately differs: the default temperature is
+0.3 (Kyutai's choice; FluidAudio's is 0.7), a relative --metrics path is
+relative to the current folder (FluidAudio: under ./fluidaudio_cli/), and
+bad values are usage errors (exit 2) instead of a log line and exit 0.
+--no-deess drops the high-pass and de-essing filters and keeps peak
+normalisation, as FluidAudio does. {HELP_LINE}
 
 Examples:
 
@@ -41,6 +50,8 @@ Examples:
 
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
 """
+
+DEFAULT_OUTPUT = "output.wav"
 
 
 @dataclass
@@ -62,71 +73,69 @@ def _read_text(text_arg: str | None, text: str | None, input_file: Path | None) 
 
 
 def tts_command(
-    text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to speak."),
-    text: str | None = typer.Option(None, "--text", help="The text to speak (instead of TEXT)."),
-    output: str = typer.Option(
-        "output.wav", "-o", "--output", help="Audio file to write; '-' streams to stdout."
+    text_arg: str | None = typer.Argument(None, metavar="TEXT", help="The text to speak."),
+    text: str | None = typer.Option(
+        None, "--text", metavar="TEXT", help="The text to speak (instead of TEXT)."
+    ),
+    output: str | None = typer.Option(
+        None,
+        "-o",
+        "--output",
+        metavar="FILE",
+        help=f"Audio file to write (default {DEFAULT_OUTPUT}); '-' streams to stdout.",
     ),
     audio_format: str | None = typer.Option(
         None,
         "--format",
+        metavar="FORMAT",
         help="wav, flac, ogg, opus, mp3, s16le or f32le (default: from the -o name, else wav).",
         autocompletion=lambda: ["wav", "flac", "ogg", "opus", "mp3", "s16le", "f32le"],
     ),
     force: bool = typer.Option(False, "--force", help="With -o -: write audio to a terminal."),
-    language: str | None = typer.Option(
-        None, "--language", help="Language pack, e.g. english, spanish, german_24l."
-    ),
-    voice: str | None = typer.Option(None, "-v", "--voice", help="Built-in voice name (alba...)."),
-    voice_file: Path | None = typer.Option(
-        None, "--voice-file", help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio)."
-    ),
+    language: str | None = flags.language(),
+    voice: str | None = flags.voice(),
+    voice_file: Path | None = flags.voice_file(),
     clone_voice: Path | None = typer.Option(
-        None, "--clone-voice", help="Clone the voice of this recording (WAV, FLAC, MP3...)."
+        None,
+        "--clone-voice",
+        metavar="AUDIO",
+        help="Clone the voice of this recording (WAV, FLAC, MP3...); wins over --voice-file.",
     ),
     save_voice: Path | None = typer.Option(
-        None, "--save-voice", help="With --clone-voice: save the voice (.safetensors or .bin)."
-    ),
-    temperature: float | None = typer.Option(
-        None, "--temperature", min=0.0, help="Sampling temperature (default: the model's)."
-    ),
-    seed: int | None = typer.Option(
-        None, "--seed", help="Seed for the noise: same seed, same audio."
-    ),
-    runtime: str = typer.Option(
-        "auto", "--runtime", help="auto, onnx or coreml.", autocompletion=lambda: list(RUNTIMES)
-    ),
-    precision: str | None = typer.Option(
         None,
-        "--precision",
-        help="onnx: fp32 (default), int8 or int4; coreml: fp16 or int8.",
-        autocompletion=lambda: ["fp32", "fp16", "int8", "int4"],
+        "--save-voice",
+        metavar="FILE",
+        help="With --clone-voice: save the voice (.safetensors or .bin).",
     ),
-    compute_units: str = typer.Option(
-        "default",
-        "--compute-units",
-        help="CoreML: default, no-ane, all, cpu-gpu, cpu-ane, cpu-only.",
-        autocompletion=lambda: list(COMPUTE_UNITS),
+    temperature: float | None = flags.temperature(),
+    seed: int | None = flags.seed(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    compute_units: str | None = flags.compute_units(),
+    placement: str | None = flags.placement(),
+    backend: str = typer.Option(
+        "pocket", "--backend", metavar="NAME", help="pocket or pockettts (FluidAudio's flag)."
     ),
-    placement: str = typer.Option(
-        "gpu", "--placement", help="CoreML: gpu or ane.", autocompletion=lambda: ["gpu", "ane"]
-    ),
-    backend: str = typer.Option("pocket", "--backend", help="Accepted for FluidAudio parity."),
     no_deess: bool = typer.Option(
         False,
         "--no-deess",
-        help="Raw model audio: no 80 Hz high-pass, 6 kHz de-essing shelf or peak normalising.",
+        help="No 80 Hz high-pass or 6 kHz de-essing shelf (peak normalising stays).",
     ),
-    metrics: Path | None = typer.Option(None, "--metrics", help="Write timing metrics (JSON)."),
-    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
-    config: str | None = typer.Option(
-        None, "--config", help="Kyutai config YAML (path, https:// or hf://), not a language."
+    metrics: Path | None = typer.Option(
+        None, "--metrics", metavar="FILE", help="Write timing metrics (JSON)."
     ),
-    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    model_dir: Path | None = flags.model_dir(),
+    config: str | None = flags.config(),
+    offline: bool = flags.offline(),
     input_file: Path | None = typer.Option(
-        None, "--input-file", help="One utterance per line ('id|text' or text); '-' = stdin."
+        None,
+        "--input-file",
+        metavar="FILE",
+        help="One utterance per line ('id|text' or text); '-' = stdin.",
     ),
-    output_dir: Path | None = typer.Option(None, "--output-dir", help="Where batch WAVs go."),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
     max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
     no_normalize: bool = typer.Option(
@@ -137,13 +146,14 @@ def tts_command(
     ssml: bool | None = typer.Option(
         None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."
     ),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No timing summary on stderr."),
+    quiet: bool = flags.quiet("No timing summary or notices on stderr."),
 ) -> None:
     started = time.perf_counter()
     if backend.lower() not in BACKENDS:
         raise click.BadParameter(
             f"{backend!r}; this tool speaks with: {', '.join(BACKENDS)}", param_hint="--backend"
         )
+    say = (lambda _m: None) if quiet else notice
     if save_voice is not None and clone_voice is None:
         raise click.UsageError("--save-voice needs --clone-voice")
     if save_voice is not None:
@@ -154,34 +164,53 @@ def tts_command(
             check_voice_suffix(save_voice)
         except VoiceError as exc:
             raise click.BadParameter(str(exc), param_hint="--save-voice") from None
-    words = _read_text(text_arg, text, input_file)
-    out_format = _check_output(output, audio_format, force, temperature, seed, max_tokens)
-    if input_file is not None and output_dir is None:
-        raise click.UsageError("--input-file needs --output-dir")
-    if output_dir is not None and input_file is None:
+    _voice_precedence(voice, voice_file, clone_voice, say)
+    if input_file is not None:
+        if output_dir is None:
+            raise click.UsageError("--input-file needs --output-dir")
+        if output is not None:
+            raise click.UsageError("--input-file writes one WAV per line to --output-dir: drop -o")
+        if metrics is not None:
+            raise click.UsageError("--metrics reports one utterance: drop it with --input-file")
+    elif output_dir is not None:
         raise click.UsageError("--output-dir goes with --input-file")
+    output = output or DEFAULT_OUTPUT
+    options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
+    out_format = _check_output(output, audio_format, force)
+    # Every path before any download, build or synthesis.
+    checks.readable_file(voice_file, "voice file")
+    checks.readable_file(clone_voice, "audio file")
+    checks.readable_file(input_file, "input file")
+    checks.writable_file(save_voice, "--save-voice file")
+    checks.writable_file(metrics, "metrics file")
+    checks.writable_dir(output_dir, "output folder")
+    if input_file is None:
+        checks.writable_file(output, "output file")
+    words = _read_text(text_arg, text, input_file)
     choice = validate_choice(
-        model_dir, language, config, runtime, precision, compute_units, placement, offline
+        model_dir,
+        language,
+        config,
+        runtime,
+        precision,
+        compute_units,
+        placement,
+        offline,
+        quiet=quiet,
     )
-    check_voice_name(choice, voice)
+    if voice_file is None and clone_voice is None:
+        check_voice_name(choice, voice)
     batch_data = _read_batch_input(input_file) if input_file is not None else None
 
     timing = Timing()
     t0 = time.perf_counter()
     tts = load_model(choice, quiet=quiet)
     chosen = choose_voice(
-        tts, choice, voice, voice_file, clone_voice, save_voice, on_warning=None if quiet else _warn
+        tts, voice, voice_file, clone_voice, save_voice, on_warning=None if quiet else _warn
     )
     voice_state, voice_name = chosen.state, chosen.name
     timing.load = time.perf_counter() - t0
-    options = {
-        "temperature": temperature,
-        "seed": seed,
-        "max_tokens": max_tokens,
-        "normalize": not no_normalize,
-        "ssml": ssml,
-        "on_warning": None if quiet else _warn,
-    }
+    warn = None if quiet else _warn
 
     if batch_data is not None:
         from pocketcli.cli.batch_run import run_batch
@@ -193,9 +222,9 @@ def tts_command(
             batch_data,
             output_dir,
             overwrite=overwrite,
-            postprocess=not no_deess,
             quiet=quiet,
             options=options,
+            on_warning=warn,
         )
         raise click.Exit(1 if failed else 0)
 
@@ -205,11 +234,9 @@ def tts_command(
 
     try:
         if output == "-":
-            _stream_to_stdout(tts, words, voice_state, not no_deess, options, timing, out_format)
+            _stream_to_stdout(tts, words, voice_state, options, warn, timing, out_format)
         else:
-            _write_file(
-                tts, words, voice_state, Path(output), not no_deess, options, timing, out_format
-            )
+            _write_file(tts, words, voice_state, Path(output), options, warn, timing, out_format)
     except (MarkupError, EmptyTextError) as exc:
         raise click.UsageError(str(exc)) from None
     total = time.perf_counter() - started
@@ -222,6 +249,43 @@ def tts_command(
             f"load {timing.load:.3f} s, synthesis {timing.synthesis:.3f} s, "
             f"audio {timing.audio:.3f} s, RTFx {rtfx:.2f}x, total {total:.3f} s -> {where}\n"
         )
+
+
+tts_command = accept_fluidaudio_flags(tts_command, notice)
+
+
+def _voice_precedence(voice, voice_file, clone_voice, say) -> None:
+    """FluidAudio's order: --clone-voice, then --voice-file, then --voice; one line
+    says which of several wins, so nothing is ignored silently."""
+    given = [
+        (flag, value)
+        for flag, value in (
+            ("--clone-voice", clone_voice),
+            ("--voice-file", voice_file),
+            ("--voice", voice),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        ignored = " and ".join(flag for flag, _ in given[1:])
+        say(f"{given[0][0]} wins over {ignored} (FluidAudio's order); {ignored} ignored")
+
+
+def _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess):
+    from pocketcli.options import OptionsError, SpeakOptions
+
+    try:
+        return SpeakOptions(
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+            normalize=not no_normalize,
+            ssml=ssml,
+            output_chain=not no_deess,
+            peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
+        )
+    except OptionsError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _warn(message: str) -> None:
@@ -237,22 +301,10 @@ def _read_batch_input(input_file: Path) -> bytes:
         raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
 
 
-def _check_output(
-    output: str,
-    audio_format: str | None,
-    force: bool,
-    temperature: float | None,
-    seed: int | None,
-    max_tokens: int,
-):
-    """Checks, before any model is loaded, what the run will write and with what numbers."""
+def _check_output(output: str, audio_format: str | None, force: bool):
+    """The output format, and no binary audio on a terminal unless forced."""
     from pocketcli.audio.output import AudioError, format_for
-    from pocketcli.options import OptionsError, SpeakOptions
 
-    try:
-        SpeakOptions(temperature=temperature, seed=seed, max_tokens=max_tokens)
-    except OptionsError as exc:
-        raise click.UsageError(str(exc)) from None
     try:
         fmt = format_for(None if output == "-" else output, audio_format)
     except AudioError as exc:
@@ -264,40 +316,36 @@ def _check_output(
     return fmt
 
 
-def _write_file(
-    tts, words: str, voice, output: Path, postprocess: bool, options: dict, timing: Timing, fmt
-) -> None:
-    """Frames go to the file as they are made (see audio/output.py): bounded memory."""
+def _write_file(tts, words: str, voice, output: Path, options, warn, timing: Timing, fmt) -> None:
+    """Frames go to the file as they are made (see audio/output.py): bounded memory;
+    peak normalisation is a second pass over the file."""
     from pocketcli.audio.output import open_audio_writer
 
     if output.parent != Path(""):
         output.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with open_audio_writer(output, fmt, tts.sample_rate, output_chain=postprocess) as writer:
-        for frame in tts.stream(words, voice, **options):
+    peak = options.peak_normalized
+    with open_audio_writer(output, fmt, tts.sample_rate, peak_normalize=peak) as writer:
+        for frame in tts.stream(words, voice, options, on_warning=warn):
             writer.write(frame.audio, speech=not frame.is_pause)
         timing.synthesis = time.perf_counter() - t0
     timing.audio = writer.samples / tts.sample_rate
 
 
-def _stream_to_stdout(
-    tts, words: str, voice, postprocess: bool, options: dict, timing: Timing, fmt
-) -> None:
+def _stream_to_stdout(tts, words: str, voice, options, warn, timing: Timing, fmt) -> None:
     """Frames go out as they are made; causal filters only (no peak normalising).
 
     A reader that goes away (``| head``) ends the run quietly, as Unix tools do.
     """
     from pocketcli.audio.output import AudioEncoder, check_finite
-    from pocketcli.audio.postprocess import OutputChain
 
-    chain = OutputChain(tts.sample_rate) if postprocess else None
     t0 = time.perf_counter()
     samples = 0
     try:
         stream = AudioEncoder(sys.stdout.buffer, fmt, tts.sample_rate, flush=True)
-        for frame in tts.stream(words, voice, **options):
+        for frame in tts.stream(words, voice, options, on_warning=warn):
             check_finite(frame.audio)
-            stream.write(chain.process(frame.audio) if chain else frame.audio)
+            stream.write(frame.audio)
             samples += frame.audio.size
         stream.close()
     except BrokenPipeError:
@@ -326,5 +374,7 @@ def _write_metrics(
         "realtime_speed": round(timing.audio / timing.synthesis, 6) if timing.synthesis else 0.0,
         "total_time_s": round(total, 6),
     }
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
