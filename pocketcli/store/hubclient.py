@@ -70,16 +70,7 @@ class HubUnreachable(Exception):  # noqa: N818 - reads better at the raise site
 
 def hub_timeout() -> float:
     """Seconds to wait for a connection or for the next bytes of an answer."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise UserError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds")
-    return value
+    return _positive_env(TIMEOUT_ENV, DEFAULT_TIMEOUT, "seconds")
 
 
 def _positive_env(name: str, default: float, unit: str) -> float:
