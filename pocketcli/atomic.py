@@ -132,8 +132,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     lands at ``path`` (see the module docstring). On any exception the
     temporary file is removed and nothing at ``path`` changes."""
     shown = Path(path)
-    target = os.path.realpath(path)
-    kind = output_kind(target)
+    kind = output_kind(path)  # stat follows links: /dev/stdout is the pipe or terminal
+    # A regular file is replaced where it really is (a link stays a link); a device
+    # or FIFO is opened by the name given (/dev/stdout resolves to "pipe:[...]").
+    target = os.path.realpath(path) if kind == "file" else os.fspath(path)
     folder = Path(target).parent if kind == "file" else Path(tempfile.gettempdir())
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)

@@ -411,3 +411,10 @@ def test_a_voice_offset_of_shape_zero_is_one_plain_line(pack_dir, voice_path, tm
     )
     assert r.returncode == 1
     assert "offset must be one whole number" in one_line_error(r)
+
+
+def test_dev_stdout_on_a_pipe_is_written_into(pack_dir) -> None:
+    r = tts(pack_dir, "Through the pipe.", "-o", "/dev/stdout")
+    assert r.returncode == 0, r.stderr
+    with sf.SoundFile(__import__("io").BytesIO(r.stdout)) as f:
+        assert f.samplerate == 24_000 and f.frames > 1920

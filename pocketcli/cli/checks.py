@@ -66,7 +66,7 @@ def writable_file(path: Path | str | None, what: str) -> None:
 
         if not os.access(p, os.W_OK):
             raise PathError(f"cannot write {what} {path}: permission denied")
-        kind = output_kind(os.path.realpath(p))  # refuses sockets and block devices
+        kind = output_kind(p)  # refuses sockets and block devices
         folder = Path(os.path.realpath(p)).parent
         if kind == "file" and not os.access(folder, os.W_OK | os.X_OK):
             # The new file is written beside the old one, then renamed over it.
