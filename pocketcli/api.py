@@ -225,11 +225,24 @@ class PocketTTS:
         name = self.default_voice_name()
         return None if name is None else self.voice(name)
 
-    def load_voice(self, path: str | Path) -> VoiceState:
-        """Reads a voice file and checks it fits this model: a Kyutai voice state
-        (``.safetensors``, as ``pocket-tts export-voice`` writes) or FluidAudio's
-        ``.bin`` conditioning (prefilled here, so it costs one FlowLM call)."""
-        return load_voice_file(path, self.runtime)
+    def load_voice(
+        self,
+        path: str | Path,
+        name: str | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> VoiceState:
+        """Reads a voice file of any published format (found from its content) and
+        checks it fits this model: a Kyutai voice state (F32/BF16/F16 caches, as
+        ``pocket-tts export-voice`` writes), Kyutai's ``audio_prompt`` embeddings,
+        the web demos' voices.bin/PTVB1 containers (``name`` picks the voice), a
+        ``.npy`` array or FluidAudio's ``.bin`` (conditioning formats are prefilled
+        here, so they cost one FlowLM call). Tensors ignored in the file are
+        reported to ``on_warning``, else as ``VoiceWarning``."""
+        notes: list[str] = []
+        voice = load_voice_file(path, self.runtime, name, on_warning or notes.append)
+        _warn_caller(notes)
+        return voice
 
     @property
     def supports_voice_cloning(self) -> bool:

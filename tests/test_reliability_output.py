@@ -410,7 +410,7 @@ def test_a_voice_offset_of_shape_zero_is_one_plain_line(pack_dir, voice_path, tm
         str(tmp_path / "bad.safetensors"),
     )
     assert r.returncode == 1
-    assert "offset must be one whole number" in one_line_error(r)
+    assert "offset must be one integer" in one_line_error(r)
 
 
 def test_dev_stdout_on_a_pipe_is_written_into(pack_dir) -> None:

@@ -160,7 +160,7 @@ def benchmark_command(
         offline,
         quiet=quiet,
     )
-    if voice_file is None:
+    if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
     phrases = load_corpus(corpus, corpus_path)[:limit]
     if not phrases:
