@@ -404,12 +404,13 @@ class AudioFileWriter:
         self._stack.close()  # closes the files, then atomic_path publishes
 
     def _second_pass(self) -> None:
-        scale = np.float32(1.0 / self._peak) if self._peak > 0 else np.float32(1.0)
+        # Divided as postprocess.peak_normalize does, so the samples equal synthesize()'s.
+        peak = np.float32(self._peak) if self._peak > 0 else np.float32(1.0)
         self._scratch.seek(0)
         with open(self._final, "wb") as out:
             encoder = AudioEncoder(out, self.format, self.sample_rate, samples=self.samples)
             while data := self._scratch.read(_BLOCK * 4):
-                encoder.write(np.frombuffer(data, "<f4") * scale)
+                encoder.write((np.frombuffer(data, "<f4") / peak).astype(np.float32))
             encoder.close()
 
     def abort(self) -> None:
