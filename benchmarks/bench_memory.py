@@ -48,6 +48,20 @@ def make_text(case: str, chars: int) -> str:
     return ("abcdefghij" * (chars // 10 + 1))[: min(chars, 100_000)]
 
 
+def peak_rss_mb() -> float:
+    """This process's peak RSS. Linux's VmHWM belongs to this program's own memory;
+    ru_maxrss would also count the parent's peak, inherited across fork and exec."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale / 1024
+
+
 def child(case: str, chars: int, pack: str, voice: str | None, precision: str) -> None:
     from pocketcli import PocketTTS
     from pocketcli.audio.output import open_audio_writer
@@ -64,7 +78,7 @@ def child(case: str, chars: int, pack: str, voice: str | None, precision: str) -
             for frame in tts.stream(text, state, options):
                 writer.write(frame.audio, speech=not frame.is_pause)
         size = out.stat().st_size
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     print(
         json.dumps(
             {

@@ -8,6 +8,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -104,6 +105,9 @@ def test_decimal_check_decodes_a_bounded_window(tts) -> None:
 
 
 def _peak_rss_mb(args: list[str], stdin: bytes, limit_bytes: int) -> tuple[int, float, bytes]:
+    """Runs the CLI under an address-space limit and follows its VmHWM (peak RSS of its
+    own memory; a child's ru_maxrss would include pytest's, inherited across fork)."""
+
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
@@ -119,10 +123,17 @@ def _peak_rss_mb(args: list[str], stdin: bytes, limit_bytes: int) -> tuple[int, 
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(stdin)
     proc.stdin.close()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024, err
+    peak_kb = 0
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak_kb = max(peak_kb, int(line.split()[1]))
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    return proc.returncode, peak_kb / 1024, proc.stderr.read()
 
 
 @pytest.mark.slow
