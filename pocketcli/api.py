@@ -218,7 +218,7 @@ class PocketTTS:
         )
         if noise is None:
             temp = self.config.default_temperature if opts.temperature is None else opts.temperature
-            noise = GaussianNoise(temp, opts.seed)
+            noise = GaussianNoise(temp, opts.seed, opts.noise_clamp)
         settings = GenerationSettings(
             eos_threshold=self.config.default_eos_threshold
             if opts.eos_threshold is None

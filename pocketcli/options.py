@@ -36,6 +36,7 @@ class SpeakOptions:
     normalize: bool = True  # read numbers, symbols, [pause] and SSML
     ssml: bool | None = None  # None: SSML when the text starts with <speak>
     output_chain: bool = True  # FluidAudio's high-pass, de-essing shelf, peak normalise
+    noise_clamp: float | None = None  # pocket-tts's noise_clamp: noise truncated to +-this
 
     def __post_init__(self) -> None:
         self.validate()
@@ -61,6 +62,15 @@ class SpeakOptions:
         if self.frames_after_eos is not None and not 0 <= self.frames_after_eos <= 1000:
             raise OptionsError(
                 f"frames_after_eos must be from 0 to 1000, not {self.frames_after_eos!r}"
+            )
+        if self.noise_clamp is not None and (
+            isinstance(self.noise_clamp, bool)
+            or not isinstance(self.noise_clamp, int | float)
+            or not math.isfinite(self.noise_clamp)
+            or not self.noise_clamp > 0
+        ):
+            raise OptionsError(
+                f"noise_clamp must be a number above 0 (or None), not {self.noise_clamp!r}"
             )
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
             raise OptionsError(f"max_tokens must be from 1 to 1000, not {self.max_tokens!r}")

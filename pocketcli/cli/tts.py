@@ -86,6 +86,11 @@ def tts_command(
     seed: int | None = typer.Option(
         None, "--seed", help="Seed for the noise: same seed, same audio."
     ),
+    noise_clamp: float | None = typer.Option(
+        None,
+        "--noise-clamp",
+        help="Truncate the sampling noise to +-this (pocket-tts's noise_clamp; default: none).",
+    ),
     runtime: str = typer.Option(
         "auto", "--runtime", help="auto, onnx or coreml.", autocompletion=lambda: list(RUNTIMES)
     ),
@@ -147,6 +152,7 @@ def tts_command(
             check_voice_suffix(save_voice)
         except VoiceError as exc:
             raise click.BadParameter(str(exc), param_hint="--save-voice") from None
+    _check_noise_clamp(noise_clamp)
     words = _read_text(text_arg, text, input_file)
     if input_file is not None and output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
@@ -169,6 +175,7 @@ def tts_command(
     options = {
         "temperature": temperature,
         "seed": seed,
+        "noise_clamp": noise_clamp,
         "max_tokens": max_tokens,
         "normalize": not no_normalize,
         "ssml": ssml,
@@ -212,6 +219,15 @@ def tts_command(
             f"load {timing.load:.3f} s, synthesis {timing.synthesis:.3f} s, "
             f"audio {timing.audio:.3f} s, RTFx {rtfx:.2f}x, total {total:.3f} s -> {where}\n"
         )
+
+
+def _check_noise_clamp(noise_clamp: float | None) -> None:
+    from pocketcli.options import OptionsError, SpeakOptions
+
+    try:
+        SpeakOptions(noise_clamp=noise_clamp)
+    except OptionsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--noise-clamp") from None
 
 
 def _warn(message: str) -> None:
