@@ -122,9 +122,7 @@ def test_default_noise_has_pocket_tts_std(sides, temperature) -> None:
     assert _ks(ours, theirs) < 0.04  # same shape, not just the same spread
 
 
-@pytest.mark.parametrize(
-    ("temperature", "clamp"), [(0.7, 0.5), (1.0, 1.5), (2.0, 0.3), (0.3, 2.0)]
-)
+@pytest.mark.parametrize(("temperature", "clamp"), [(0.7, 0.5), (1.0, 1.5), (2.0, 0.3), (0.3, 2.0)])
 def test_noise_clamp_truncates_like_pocket_tts(sides, temperature, clamp) -> None:
     ours = _our_noise(sides, temperature, clamp, seed=5)
     theirs = _oracle_noise(sides, temperature, clamp, seed=5)
