@@ -4,19 +4,25 @@ Figures (FluidAudio's definitions): cold_start_s (model and voice load),
 first_synth_ms (a warm-up phrase), per phrase ttft_ms (first 80 ms frame) and
 synth_ms, agg_rtfx = sum(audio) / sum(synth), peak_rss_mb, per-stage ms,
 frame_count, chunk_count, finished_on_eos, and WER/CER when a recogniser runs.
+
+With a reference (pocket-tts, ``--compare-reference``) the two sides alternate
+phrase by phrase, and the reference is handed the text as we speak it after
+reading it out (numbers, symbols), so both say the same words.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -80,6 +86,7 @@ class Report:
                 "python": sys.version.split()[0],
                 "platform": platform.platform(),
                 "machine": platform.machine(),
+                "cpu_count": os.cpu_count(),
             },
             "settings": self.settings,
             "asr_backend": self.asr_backend,
@@ -100,6 +107,26 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+class Reference(Protocol):
+    """The other side of a comparison (``pocketcli.bench.reference.ReferenceSide``)."""
+
+    def speak(self, text: str) -> dict[str, Any]: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+
+def spoken_text(tts, text: str, options: dict) -> str:
+    """``text`` as our side speaks it once read out (markup dropped, numbers and symbols
+    in words): what the reference is handed, so both sides say the same words."""
+    if not options.get("normalize", True):
+        return text
+    from pocketcli.normalize import Speech, normalize_text, parse_markup
+
+    parts = parse_markup(text, ssml=options.get("ssml"), language=tts.language)
+    words = (normalize_text(p.text, tts.language) for p in parts if isinstance(p, Speech))
+    return " ".join(w.strip() for w in words if w.strip())
+
+
 def _speak(tts, text: str, voice, options: dict) -> tuple[np.ndarray, float, float, list]:
     """Streams one phrase: (audio, ttft seconds, total seconds, chunk traces)."""
     traces: list = []
@@ -115,6 +142,40 @@ def _speak(tts, text: str, voice, options: dict) -> tuple[np.ndarray, float, flo
     return audio, first or total, total, traces
 
 
+def _phrase(
+    tts,
+    i: int,
+    text: str,
+    voice,
+    options: dict,
+    audio_dir: Path | None,
+    audios: list[np.ndarray],
+    recognizer: Recognizer | None,
+) -> PhraseResult:
+    """Speaks phrase ``i`` on our side and measures it (keeps its audio when asked)."""
+    from pocketcli.audio.postprocess import peak_normalize
+    from pocketcli.audio.wav import write_wav
+
+    audio, ttft, total, traces = _speak(tts, text, voice, options)
+    seconds = len(audio) / tts.sample_rate
+    if audio_dir is not None:
+        audio_dir.mkdir(parents=True, exist_ok=True)
+        write_wav(audio_dir / f"phrase_{i:03d}.wav", peak_normalize(audio), tts.sample_rate)
+    if recognizer is not None:
+        audios.append(audio)
+    return PhraseResult(
+        index=i,
+        text=text,
+        ttft_ms=1000 * ttft,
+        synth_ms=1000 * total,
+        audio_s=seconds,
+        rtfx=seconds / total if total > 0 else 0.0,
+        frame_count=sum(t.frames for t in traces),
+        chunk_count=len(traces),
+        finished_on_eos=all(t.finished_on_eos for t in traces),
+    )
+
+
 def run_benchmark(
     load: Callable[[], tuple[Any, Any]],
     phrases: Sequence[str],
@@ -123,11 +184,11 @@ def run_benchmark(
     audio_dir: Path | None = None,
     recognizer: Recognizer | None = None,
     progress: Callable[[int, int], None] | None = None,
+    reference: Callable[[], AbstractContextManager[Reference]] | None = None,
 ) -> Report:
-    """``load`` returns (PocketTTS, voice); its duration is the cold start."""
-    from pocketcli.audio.postprocess import peak_normalize
-    from pocketcli.audio.wav import write_wav
-
+    """``load`` returns (PocketTTS, voice); its duration is the cold start. ``reference``
+    starts the other side once ours is loaded and warm; each phrase then runs on ours,
+    then on the reference, and its ``summary()`` becomes ``Report.reference``."""
     options = options or {}
     start = time.perf_counter()
     tts, voice = load()
@@ -140,29 +201,16 @@ def run_benchmark(
 
     results: list[PhraseResult] = []
     audios: list[np.ndarray] = []
-    for i, text in enumerate(phrases):
-        audio, ttft, total, traces = _speak(tts, text, voice, options)
-        seconds = len(audio) / tts.sample_rate
-        results.append(
-            PhraseResult(
-                index=i,
-                text=text,
-                ttft_ms=1000 * ttft,
-                synth_ms=1000 * total,
-                audio_s=seconds,
-                rtfx=seconds / total if total > 0 else 0.0,
-                frame_count=sum(t.frames for t in traces),
-                chunk_count=len(traces),
-                finished_on_eos=all(t.finished_on_eos for t in traces),
-            )
-        )
-        if audio_dir is not None:
-            audio_dir.mkdir(parents=True, exist_ok=True)
-            write_wav(audio_dir / f"phrase_{i:03d}.wav", peak_normalize(audio), tts.sample_rate)
-        if recognizer is not None:
-            audios.append(audio)
-        if progress is not None:
-            progress(i + 1, len(phrases))
+    other: dict[str, Any] | None = None
+    with reference() if reference is not None else nullcontext() as side:
+        for i, text in enumerate(phrases):
+            results.append(_phrase(tts, i, text, voice, options, audio_dir, audios, recognizer))
+            if side is not None:
+                side.speak(spoken_text(tts, text, options))
+            if progress is not None:
+                progress(i + 1, len(phrases))
+        if side is not None:
+            other = side.summary()
     stages = timed.per_call_ms()
     rss = peak_rss_mb()
 
@@ -199,4 +247,5 @@ def run_benchmark(
         stages_ms=stages,
         phrases=results,
         asr_backend=recognizer.name if recognizer else None,
+        reference=other,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -58,6 +59,15 @@ def _ratios(ours: dict, ref: dict) -> dict[str, float]:
         if a and b:
             out[key] = (a / b) if higher_better else (b / a)
     return out
+
+
+def _threads(runtime: str) -> int | None:
+    """Intra-op threads of our FlowLM and Mimi sessions (None: CoreML schedules itself)."""
+    if runtime != "onnx":
+        return None
+    from pocketcli.runtimes.onnx import default_threads
+
+    return default_threads()
 
 
 def _print_table(report, ratios: dict | None) -> None:
@@ -153,6 +163,21 @@ def benchmark_command(
                 sys.stderr.write("\n")
 
     options = {"temperature": temperature}
+    reference = None
+    if compare_reference:
+        from pocketcli.bench.reference import ReferenceSide
+
+        if model_dir is None:
+            raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
+
+        def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
+            return ReferenceSide(
+                model_dir,
+                voice=voice_path[0],
+                temperature=temperature,
+                quantize=choice.precision == "int8",
+            )
+
     report = run_benchmark(
         load,
         phrases,
@@ -160,6 +185,7 @@ def benchmark_command(
         audio_dir=audio_dir,
         recognizer=recognizer,
         progress=progress,
+        reference=reference,
     )
     report.settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
@@ -169,20 +195,13 @@ def benchmark_command(
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,
         "temperature": temperature,
+        "threads": _threads(choice.runtime),
+        "cpu_count": os.cpu_count(),
+        "reference_text": "ours after normalisation" if compare_reference else None,
+        "order": "alternating, phrase by phrase" if compare_reference else None,
     }
     ratios = None
-    if compare_reference:
-        from pocketcli.bench.reference import run_reference
-
-        if model_dir is None:
-            raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
-        report.reference = run_reference(
-            model_dir,
-            phrases,
-            voice=voice_path[0],
-            temperature=temperature,
-            quantize=choice.precision == "int8",
-        )
+    if report.reference is not None:
         ratios = _ratios(report.summary.__dict__, report.reference)
         report.ratios = ratios
     if output_json is not None:
