@@ -1,14 +1,20 @@
-"""The Python API: load a model once, then synthesize or stream as often as needed.
+"""The Python API: open a model once, then synthesize or stream as often as needed.
 
-from pocketcli import PocketTTS
-tts = PocketTTS.load("path/to/pack")
-audio = tts.synthesize("Hello world.", seed=1)        # float32, 24 kHz
-for frame in tts.stream("A longer text."):            # 80 ms at a time
+from pocketcli import PocketTTS, SpeakOptions
+tts = PocketTTS.open(language="spanish", precision="int8")   # fetched and built on first use
+voice = tts.voice("lola")                                    # a built-in name, or a voice file
+audio = tts.synthesize("Hola.", voice, SpeakOptions(seed=1))  # float32, 24 kHz
+for frame in tts.stream("Un texto más largo.", voice):      # 80 ms at a time
     play(frame.audio)
+
+``synthesize`` gives exactly what ``pockettts tts`` writes for the same options
+(FluidAudio's output chain included; ``SpeakOptions(output_chain=False)`` for
+the model's raw audio).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,11 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
 from pocketcli.options import SpeakOptions
+from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
+from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
 from pocketcli.text import ChunkPlan, EmptyTextError, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 from pocketcli.text.overlong import split_overlong
@@ -38,24 +47,92 @@ class PocketTTS:
     """A loaded model: runtime, tokenizer and text rules."""
 
     def __init__(
-        self, runtime: Runtime, tokenizer_path: Path, tokenizer_kind: str, language: str = "english"
+        self,
+        runtime: Runtime,
+        tokenizer_path: Path,
+        tokenizer_kind: str,
+        language: str = "english",
+        *,
+        spec: RuntimeSpec | None = None,
+        request: ModelRequest | None = None,
+        pack_dir: Path | None = None,
+        pack_language: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.config = runtime.config
         self.tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
         self.rules = TextRules.from_config(self.config.text)
         self.language = language
+        # How the model was opened: what voice lookups ask the runtime's spec.
+        self.spec = spec
+        self.request = request or ModelRequest()
+        self.pack_dir = pack_dir
+        self.pack_language = pack_language  # None: the pack does not say (custom config)
+
+    @classmethod
+    def open(
+        cls,
+        language: str | None = None,
+        *,
+        model_dir: str | Path | None = None,
+        config: str | None = None,
+        runtime: str = "auto",
+        precision: str | None = None,
+        placement: str | None = None,
+        compute_units: str | None = None,
+        offline: bool = False,
+        progress: bool = False,
+        threads: int | None = None,
+    ) -> PocketTTS:
+        """Opens a model the way ``pockettts tts`` does: a language's model from
+        the store (fetched and built on first use), a local pack (``model_dir``)
+        or a Kyutai config YAML (``config``: path, https:// or hf://).
+
+        ``runtime`` is ``auto`` (CoreML on a Mac that has it, else ONNX) or a
+        registered runtime's name (``pocketcli.runtimes.registry``); ``precision``,
+        ``placement`` and ``compute_units`` default to the runtime's own. Names are
+        case-insensitive. ``offline`` uses the cache only; ``progress`` shows
+        downloads and builds on stderr. Bad names raise ``UnknownNameError``,
+        conflicting arguments ``OptionConflict``, both before any download.
+        """
+        request = ModelRequest(
+            language=language,
+            model_dir=Path(model_dir) if model_dir is not None else None,
+            config=config,
+            runtime=runtime,
+            precision=precision,
+            placement=placement,
+            compute_units=compute_units,
+            offline=offline,
+            progress=progress,
+            threads=threads,
+        )
+        return cls.from_request(request)
+
+    @classmethod
+    def from_request(cls, request: ModelRequest) -> PocketTTS:
+        """``open`` for a ``ModelRequest`` (what front ends build from their flags)."""
+        request = request.checked()
+        spec = request.spec
+        loaded = spec.load(spec.find_pack(request), request)
+        return cls(
+            loaded.runtime,
+            loaded.tokenizer_path,
+            loaded.tokenizer_kind,
+            loaded.language or request.model_language,
+            spec=spec,
+            request=request,
+            pack_dir=loaded.pack_dir,
+            pack_language=loaded.language,
+        )
 
     @classmethod
     def load(
         cls, pack_dir: str | Path, precision: str = "fp32", threads: int | None = None
     ) -> PocketTTS:
-        """Loads an ONNX pack (a directory holding ``pack.json``)."""
-        from pocketcli.runtimes.onnx import OnnxRuntime
-
-        runtime = OnnxRuntime(pack_dir, precision=precision, threads=threads)
-        language = str(runtime.manifest.source.get("language") or "english")
-        return cls(runtime, runtime.tokenizer_path, runtime.manifest.tokenizer_kind, language)
+        """Loads an ONNX pack (a directory holding ``pack.json``): ``open(model_dir=...,
+        runtime="onnx")``."""
+        return cls.open(model_dir=pack_dir, runtime="onnx", precision=precision, threads=threads)
 
     @classmethod
     def load_coreml(
@@ -80,7 +157,23 @@ class PocketTTS:
         runtime = CoreMLRuntime(
             pack_dir, precision, placement, compute_units, predictor_factory, config=config
         )
-        return cls(runtime, runtime.tokenizer_path, runtime.tokenizer_kind, runtime.language)
+        request = ModelRequest(
+            model_dir=Path(pack_dir),
+            runtime="coreml",
+            precision=runtime.precision,
+            placement=runtime.placement,
+            compute_units=compute_units,
+        )
+        return cls(
+            runtime,
+            runtime.tokenizer_path,
+            runtime.tokenizer_kind,
+            runtime.language,
+            spec=registry.get("coreml"),
+            request=request,
+            pack_dir=Path(pack_dir),
+            pack_language=runtime.language,
+        )
 
     @property
     def sample_rate(self) -> int:
@@ -89,6 +182,48 @@ class PocketTTS:
     @property
     def samples_per_frame(self) -> int:
         return self.config.mimi.samples_per_frame
+
+    # -- voices ------------------------------------------------------------
+    def _loaded(self) -> LoadedModel:
+        return LoadedModel(
+            self.runtime,
+            Path(),
+            "",
+            self.pack_language,
+            self.pack_dir if self.pack_dir is not None else Path(),
+        )
+
+    def _spec(self) -> RuntimeSpec:
+        if self.spec is None:
+            raise TypeError("this PocketTTS was built by hand: open it with PocketTTS.open")
+        return self.spec
+
+    def voice(self, name_or_path: str | Path) -> VoiceState:
+        """A voice by built-in name (``"alba"``, ``"lola"``; FluidAudio's ``af_heart``
+        is alba) on any runtime, or a voice file (a ``Path``, or a string naming an
+        existing file or ending in ``.safetensors``/``.bin``)."""
+        if _is_voice_path(name_or_path):
+            return self.load_voice(name_or_path)
+        return self.load_voice(self.voice_file(str(name_or_path)))
+
+    def voice_file(self, name: str) -> Path:
+        """The file of a built-in voice for this model (fetched on first use)."""
+        from pocketcli.store.catalog import canonical_voice
+
+        return self._spec().voice_file(self._loaded(), self.request, canonical_voice(name))
+
+    def default_voice_name(self) -> str | None:
+        """The voice ``pockettts tts`` speaks with when none is named: the
+        language's own (pocket-tts's choice), else alba; None for models without
+        built-in voices (a custom config), which then speak with no voice prompt."""
+        if self.spec is None:
+            return None
+        return self.spec.default_voice(self._loaded(), self.request)
+
+    def default_voice(self) -> VoiceState | None:
+        """The voice state of ``default_voice_name()`` (None: no voice prompt)."""
+        name = self.default_voice_name()
+        return None if name is None else self.voice(name)
 
     def load_voice(self, path: str | Path) -> VoiceState:
         """Reads a voice file and checks it fits this model: a Kyutai voice state
@@ -120,6 +255,8 @@ class PocketTTS:
         A pack without voice-cloning weights raises ``VoiceCloningUnavailable``.
         """
         cloning.require_cloning(self.runtime)
+        if self.spec is not None:
+            self.spec.prepare_cloning(self._loaded(), self.request)
         notes: list[str] = []
         warn = on_warning or notes.append
         if isinstance(audio, str | Path):
@@ -201,11 +338,19 @@ class PocketTTS:
         on_chunk: Callable[[ChunkTrace], None] | None = None,
         **overrides: Any,
     ) -> Iterator[Frame]:
-        """Yields frames as they are generated (the model's raw audio).
+        """Yields frames as they are generated.
 
         ``options`` is a ``SpeakOptions``; keyword ``overrides`` (``seed=1``,
         ``temperature=0.7``...) change single fields of it. ``noise``
         replaces the seeded Gaussian noise (tests inject the oracle's).
+
+        With ``output_chain`` on (the default) each frame has been through the
+        causal part of FluidAudio's chain (80 Hz high-pass, de-essing shelf),
+        exactly as the same samples of ``synthesize`` before its last step:
+        peak normalisation needs the whole utterance, so a stream cannot have
+        it (``pocketcli.audio.postprocess.peak_normalize`` on the joined
+        frames gives ``synthesize``'s result). ``output_chain=False`` yields
+        the model's raw audio.
         """
         opts = (options or SpeakOptions()).with_(**overrides)
         chunks = self.script(
@@ -225,7 +370,10 @@ class PocketTTS:
             else opts.eos_threshold,
             decode_steps=opts.decode_steps,
         )
-        return generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
+        frames = generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
+        if not opts.output_chain:
+            return frames
+        return _filtered(frames, OutputChain(self.sample_rate))
 
     def synthesize(
         self,
@@ -234,11 +382,38 @@ class PocketTTS:
         options: SpeakOptions | None = None,
         **kwargs: Any,
     ) -> np.ndarray:
-        """The whole utterance as float32 samples at ``sample_rate`` (raw model audio)."""
-        frames = [f.audio for f in self.stream(text, voice, options, **kwargs)]
+        """The whole utterance as float32 samples at ``sample_rate``: what
+        ``pockettts tts`` writes for the same options (with ``output_chain``,
+        FluidAudio's high-pass, de-essing shelf and peak normalisation; without
+        it the model's raw audio; ``peak_normalize`` alone: FluidAudio's --no-deess)."""
+        opts = (options or SpeakOptions()).with_(
+            **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
+        )
+        keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
+        frames = [f.audio for f in self.stream(text, voice, opts, **keywords)]
         if not frames:
             return np.zeros(0, np.float32)
-        return np.concatenate(frames)
+        audio = np.concatenate(frames)
+        return peak_normalize(audio) if opts.peak_normalized else audio
+
+
+_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
+
+
+def _filtered(frames: Iterator[Frame], chain: OutputChain) -> Iterator[Frame]:
+    for frame in frames:
+        yield dataclasses.replace(frame, audio=chain.process(frame.audio))
+
+
+def _is_voice_path(value: str | Path) -> bool:
+    if isinstance(value, Path):
+        return True
+    return (
+        value.lower().endswith((".safetensors", ".bin"))
+        or "/" in value
+        or "\\" in value
+        or Path(value).is_file()
+    )
 
 
 def _warn_caller(notes: list[str]) -> None:

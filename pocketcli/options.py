@@ -36,6 +36,9 @@ class SpeakOptions:
     normalize: bool = True  # read numbers, symbols, [pause] and SSML
     ssml: bool | None = None  # None: SSML when the text starts with <speak>
     output_chain: bool = True  # FluidAudio's high-pass, de-essing shelf, peak normalise
+    # None: with the output chain. True with output_chain=False is FluidAudio's
+    # --no-deess: no filters, but still peak-normalised (its WAV writer does that).
+    peak_normalize: bool | None = None
     noise_clamp: float | None = None  # pocket-tts's noise_clamp: noise truncated to +-this
 
     def __post_init__(self) -> None:
@@ -74,6 +77,11 @@ class SpeakOptions:
             )
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
             raise OptionsError(f"max_tokens must be from 1 to 1000, not {self.max_tokens!r}")
+
+    @property
+    def peak_normalized(self) -> bool:
+        """Whether a whole utterance is divided by its peak (see ``peak_normalize``)."""
+        return self.output_chain if self.peak_normalize is None else self.peak_normalize
 
     def with_(self, **changes: Any) -> SpeakOptions:
         """A copy with some fields changed (``None`` values are ignored)."""

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from twins.fluid_twin_flowlm import cache_output_name
 
 from pocketcli.config import ModelConfig
-from pocketcli.packs.fluid_twin_flowlm import cache_output_name
 from pocketcli.runtimes.coreml import contract as c
 from pocketcli.runtimes.coreml.predictor import TensorDesc
 

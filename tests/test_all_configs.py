@@ -92,6 +92,7 @@ def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None
         temperature=0.0,
         eos_threshold=1e9,
         normalize=False,
+        output_chain=False,
     )
     assert ours.shape == run.audio.shape
     assert np.abs(ours - run.audio).max() <= 1e-4
@@ -113,7 +114,11 @@ def test_24_layer_config_at_its_real_depth(tmp_path: Path) -> None:
     tts = PocketTTS.load(tmp_path / "pack")
     voice = tts.load_voice(tmp_path / "voice.safetensors")
     assert voice.num_layers == 24
-    frames = list(tts.stream(TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False))
+    frames = list(
+        tts.stream(
+            TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+        )
+    )
     latents = np.stack([f.latent for f in frames])
     expected = np.concatenate([c.latents[: c.emitted_frames] for c in run.chunks])
     assert latents.shape == expected.shape

@@ -52,8 +52,9 @@ def test_builtin_voice_with_custom_weights_is_refused(hub, tmp_path) -> None:
     r = tts(
         hub, tmp_path, "Hi.", "--config", TINY_CONFIG, "-v", "alba", "-o", str(tmp_path / "x.wav")
     )
-    assert r.returncode == 1
+    assert r.returncode == 2  # two flags that cannot go together: a usage error, before any fetch
     assert b"released weights" in r.stderr and b"Traceback" not in r.stderr
+    assert hub.requests() == []
 
 
 @pytest.mark.parametrize(

@@ -43,13 +43,22 @@ def test_every_subcommand_completes() -> None:
 
 
 def test_every_tts_option_completes() -> None:
-    options = {o for p in _commands()["tts"].params for o in p.opts if o.startswith("--")}
+    params = [p for p in _commands()["tts"].params if not getattr(p, "hidden", False)]
+    options = {o for p in params for o in p.opts if o.startswith("--")}
     assert options <= set(_complete("pockettts tts --", 2))
 
 
 def test_values_complete() -> None:
     assert set(_complete("pockettts tts --runtime ", 3)) == {"auto", "onnx", "coreml"}
     assert "no-ane" in _complete("pockettts tts --compute-units ", 3)
+
+
+@pytest.mark.parametrize("command", ["tts", "clone", "benchmark", "download", "voices"])
+def test_language_completes_from_the_catalogue_in_every_command(command) -> None:
+    from pocketcli.store.catalog import known_languages
+
+    assert set(_complete(f"pockettts {command} --language ", 3)) == set(known_languages("onnx"))
+    assert set(_complete(f"pockettts {command} --language sp", 3)) == {"spanish", "spanish_24l"}
 
 
 def test_bash_script_parses_and_registers(tmp_path) -> None:

@@ -29,13 +29,13 @@ from oracle.reference import (  # noqa: E402
     make_config,
     synthetic_voice_audio,
 )
+from twins.fluid_twins import build_twin_pack  # noqa: E402
+from twins.onnx_predictor import onnx_factory  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.engine.generator import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
-from pocketcli.packs.fluid_twins import build_twin_pack  # noqa: E402
-from pocketcli.runtimes.coreml.onnx_predictor import onnx_factory  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -87,7 +87,11 @@ def _ours(
 ) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
     voice = tts.runtime.load_voice("clone")  # constants_bin/clone.safetensors
-    frames = list(tts.stream(text, voice, max_tokens=max_tokens, on_chunk=traces.append, **kwargs))
+    frames = list(
+        tts.stream(
+            text, voice, max_tokens=max_tokens, on_chunk=traces.append, **kwargs, output_chain=False
+        )
+    )
     return frames, traces
 
 

@@ -16,15 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from snr import snr_db
+from twins.fluid_twins import build_twin_pack
+from twins.onnx_predictor import onnx_factory
 
 from pocketcli import PocketTTS
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UserError
 from pocketcli.packs.checkpoint import read_checkpoint
-from pocketcli.packs.fluid_twins import build_twin_pack
 from pocketcli.packs.manifest import PackError
 from pocketcli.runtimes.coreml import CoreMLRuntime, CoreMLUnavailable
-from pocketcli.runtimes.coreml.onnx_predictor import onnx_factory
 from pocketcli.voices.state import VoiceError
 
 TOKENIZER = Path(__file__).parent / "data" / "tokenizer-en" / "tokenizer.model"
@@ -70,6 +70,7 @@ def _speak(runtime: CoreMLRuntime, **kwargs) -> np.ndarray:
         max_tokens=10,
         eos_threshold=1e9,
         **kwargs,
+        output_chain=False,
     )
 
 
@@ -84,6 +85,7 @@ def reference_audio(pack_dir: Path, voice_path: Path) -> np.ndarray:
         max_tokens=10,
         eos_threshold=1e9,
         decode_steps=8,
+        output_chain=False,
     )
 
 
@@ -314,5 +316,7 @@ def test_load_coreml_gives_a_working_api(twin, config) -> None:
     )
     assert tts.runtime.compute_units["flow_decoder"] == "CPU_AND_GPU"
     assert tts.language == "english"  # from the pack's directory name
-    frames = list(tts.stream("Hi there.", tts.runtime.load_voice("alba"), temperature=0.0))
+    frames = list(
+        tts.stream("Hi there.", tts.runtime.load_voice("alba"), temperature=0.0, output_chain=False)
+    )
     assert frames and all(f.audio.shape == (1920,) for f in frames)

@@ -72,7 +72,13 @@ def _ours(tts: PocketTTS, voice_path: Path, **kwargs) -> tuple[list[Frame], list
     voice = tts.load_voice(voice_path)
     frames = list(
         tts.stream(
-            TEXT, voice, max_tokens=MAX_TOKENS, on_chunk=traces.append, normalize=False, **kwargs
+            TEXT,
+            voice,
+            max_tokens=MAX_TOKENS,
+            on_chunk=traces.append,
+            normalize=False,
+            **kwargs,
+            output_chain=False,
         )
     )
     return frames, traces

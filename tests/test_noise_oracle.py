@@ -84,6 +84,7 @@ def _our_noise(sides, temperature: float, clamp: float | None, seed: int) -> np.
             eos_threshold=1e9,
             noise_clamp=clamp,
             normalize=False,
+            output_chain=False,
         )
         frames = list(tts.stream(TEXT, tts.load_voice(voice_path), options))
     finally:

@@ -31,6 +31,7 @@ def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> Non
         temperature=0.0,
         normalize=False,
         max_tokens=reference["max_tokens"],
+        output_chain=False,
     )
     expected = np.load(fixture_dir / "reference_audio.npy")
     assert audio.shape == expected.shape
@@ -48,6 +49,7 @@ def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) ->
             temperature=0.0,
             normalize=False,
             max_tokens=reference["max_tokens"],
+            output_chain=False,
         )
     )
     assert all(f.audio.shape == (1920,) and f.audio.dtype == np.float32 for f in frames)
@@ -65,9 +67,9 @@ def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) ->
 
 def test_seed_makes_runs_repeatable(tts, voice_path) -> None:
     voice = tts.load_voice(voice_path)
-    a = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3)
-    b = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3)
-    c = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=4)
+    a = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3, output_chain=False)
+    b = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3, output_chain=False)
+    c = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=4, output_chain=False)
     assert np.array_equal(a, b)
     assert a.shape != c.shape or not np.array_equal(a, c)
 
@@ -79,10 +81,12 @@ def test_injected_noise_equals_seeded_noise(tts, voice_path) -> None:
     rng = np.random.default_rng(9)
     scale = np.float32(np.sqrt(0.7))
     noise = [rng.standard_normal(32, dtype=np.float32) * scale for _ in range(400)]
-    seeded = tts.synthesize("Injected noise.", voice, temperature=0.7, seed=9)
-    injected = tts.synthesize("Injected noise.", voice, noise=InjectedNoise(noise))
+    seeded = tts.synthesize("Injected noise.", voice, temperature=0.7, seed=9, output_chain=False)
+    injected = tts.synthesize(
+        "Injected noise.", voice, noise=InjectedNoise(noise), output_chain=False
+    )
     assert np.array_equal(seeded, injected)
-    zero = tts.synthesize("Injected noise.", voice, temperature=0.0)
+    zero = tts.synthesize("Injected noise.", voice, temperature=0.0, output_chain=False)
     assert seeded.shape != zero.shape or np.abs(seeded - zero).max() > 1e-3
 
 
@@ -107,9 +111,9 @@ def test_kv_cache_growth_does_not_change_numbers(tts, voice_path, monkeypatch) -
 
     voice = tts.load_voice(voice_path)
     text = "Grown one position at a time, or in steps."
-    default = tts.synthesize(text, voice, seed=3)
+    default = tts.synthesize(text, voice, seed=3, output_chain=False)
     monkeypatch.setattr(onnx_runtime, "CACHE_STEP", 1)
-    grown = tts.synthesize(text, voice, seed=3)
+    grown = tts.synthesize(text, voice, seed=3, output_chain=False)
     assert grown.shape == default.shape
     assert np.abs(grown - default).max() < 1e-6
 
@@ -123,7 +127,7 @@ def test_kv_cache_refuses_positions_beyond_its_limit(tts, voice_path) -> None:
 
 
 def test_no_voice_is_allowed(tts) -> None:
-    audio = tts.synthesize("No voice prompt at all.", None, temperature=0.0)
+    audio = tts.synthesize("No voice prompt at all.", None, temperature=0.0, output_chain=False)
     assert audio.size > 0 and np.isfinite(audio).all()
 
 
@@ -131,8 +135,8 @@ def test_int8_pack_runs_close_to_fp32(pack_dir, voice_path) -> None:
     fp32 = PocketTTS.load(pack_dir)
     int8 = PocketTTS.load(pack_dir, precision="int8")
     voice = fp32.load_voice(voice_path)
-    a = fp32.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9)
-    b = int8.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9)
+    a = fp32.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
+    b = int8.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     assert a.shape == b.shape
     # Measured 54.5 dB on x86-64; the oracle suite holds int8 to 35 dB on two configs.
     assert 35.0 <= snr_db(a, b) < 120  # close, and really quantised
@@ -147,7 +151,11 @@ def test_voice_for_another_model_size_is_refused(tts, tmp_path) -> None:
 
 
 def test_pauses_are_exact_silence_between_chunks(tts) -> None:
-    frames = list(tts.stream("First part. [pause:1.25s] Second part.", None, temperature=0.0))
+    frames = list(
+        tts.stream(
+            "First part. [pause:1.25s] Second part.", None, temperature=0.0, output_chain=False
+        )
+    )
     pauses = [f for f in frames if f.is_pause]
     assert sum(f.audio.size for f in pauses) == int(1.25 * 24_000)
     assert all(not f.audio.any() for f in pauses)

@@ -60,7 +60,11 @@ def setup(tmp_path_factory):
 
 
 def _speak(tts: PocketTTS, voice) -> tuple[np.ndarray, np.ndarray]:
-    frames = list(tts.stream(TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False))
+    frames = list(
+        tts.stream(
+            TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+        )
+    )
     return np.concatenate([f.audio for f in frames]), np.stack([f.latent for f in frames])
 
 

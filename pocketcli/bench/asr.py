@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import soxr
 
+from pocketcli.bench import ASR_BACKENDS
 from pocketcli.errors import UserError
 
-BACKENDS = ("auto", "pocketsphinx", "faster-whisper", "none")
+BACKENDS = ASR_BACKENDS
 
 
 @dataclass

@@ -29,6 +29,7 @@ import numpy as np
 from pocketcli.bench.asr import Recognizer
 from pocketcli.bench.scoring import cer, wer
 from pocketcli.bench.timing import TimedRuntime
+from pocketcli.options import SpeakOptions
 
 SCHEMA = "pockettts-benchmark/1"
 WARM_UP_TEXT = "Initialization warm-up."
@@ -115,25 +116,25 @@ class Reference(Protocol):
     def summary(self) -> dict[str, Any]: ...
 
 
-def spoken_text(tts, text: str, options: dict) -> str:
+def spoken_text(tts, text: str, options: SpeakOptions) -> str:
     """``text`` as our side speaks it once read out (markup dropped, numbers and symbols
     in words): what the reference is handed, so both sides say the same words."""
-    if not options.get("normalize", True):
+    if not options.normalize:
         return text
     from pocketcli.normalize import Speech, normalize_text, parse_markup
 
-    parts = parse_markup(text, ssml=options.get("ssml"), language=tts.language)
+    parts = parse_markup(text, ssml=options.ssml, language=tts.language)
     words = (normalize_text(p.text, tts.language) for p in parts if isinstance(p, Speech))
     return " ".join(w.strip() for w in words if w.strip())
 
 
-def _speak(tts, text: str, voice, options: dict) -> tuple[np.ndarray, float, float, list]:
+def _speak(tts, text: str, voice, options: SpeakOptions) -> tuple[np.ndarray, float, float, list]:
     """Streams one phrase: (audio, ttft seconds, total seconds, chunk traces)."""
     traces: list = []
     frames = []
     start = time.perf_counter()
     first = None
-    for frame in tts.stream(text, voice, on_chunk=traces.append, **options):
+    for frame in tts.stream(text, voice, options, on_chunk=traces.append):
         if first is None:
             first = time.perf_counter() - start
         frames.append(frame.audio)
@@ -147,7 +148,7 @@ def _phrase(
     i: int,
     text: str,
     voice,
-    options: dict,
+    options: SpeakOptions,
     audio_dir: Path | None,
     audios: list[np.ndarray],
     recognizer: Recognizer | None,
@@ -180,7 +181,7 @@ def run_benchmark(
     load: Callable[[], tuple[Any, Any]],
     phrases: Sequence[str],
     *,
-    options: dict | None = None,
+    options: SpeakOptions | None = None,
     audio_dir: Path | None = None,
     recognizer: Recognizer | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -188,8 +189,11 @@ def run_benchmark(
 ) -> Report:
     """``load`` returns (PocketTTS, voice); its duration is the cold start. ``reference``
     starts the other side once ours is loaded and warm; each phrase then runs on ours,
-    then on the reference, and its ``summary()`` becomes ``Report.reference``."""
-    options = options or {}
+    then on the reference, and its ``summary()`` becomes ``Report.reference``.
+
+    Phrases are streamed as FluidAudio's benchmark does: raw model audio, no
+    output chain (``options`` default to ``SpeakOptions(output_chain=False)``)."""
+    options = options or SpeakOptions(output_chain=False)
     start = time.perf_counter()
     tts, voice = load()
     cold_start = time.perf_counter() - start

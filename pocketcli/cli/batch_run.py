@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pocketcli.batch import parse_batch
 from pocketcli.errors import UserError
+from pocketcli.options import SpeakOptions
 
 
 def run_batch(
@@ -16,12 +18,11 @@ def run_batch(
     output_dir: Path,
     *,
     overwrite: bool,
-    postprocess: bool,
     quiet: bool,
-    options: dict,
+    options: SpeakOptions,
+    on_warning: Callable[[str], None] | None = None,
 ) -> int:
     """Speaks every line; returns the number of failed lines."""
-    from pocketcli.audio.postprocess import apply_output_chain
     from pocketcli.audio.wav import write_wav
 
     def say(message: str) -> None:
@@ -42,9 +43,7 @@ def run_batch(
             skipped += 1
             continue
         try:
-            audio = tts.synthesize(item.text, voice, **options)
-            if postprocess:
-                audio = apply_output_chain(audio, tts.sample_rate)
+            audio = tts.synthesize(item.text, voice, options, on_warning=on_warning)
             write_wav(target, audio, tts.sample_rate)
         except (UserError, ValueError, OSError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)

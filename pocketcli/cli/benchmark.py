@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from pocketcli.bench import ASR_BACKENDS
+from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import (
     check_voice_name,
@@ -111,47 +113,75 @@ def benchmark_command(
     corpus_path: Path | None = typer.Option(
         None, "--corpus-path", help="Phrase file (# comments)."
     ),
-    language: str | None = typer.Option(None, "--language", help="Language pack."),
-    voice: str | None = typer.Option(None, "--voice", "-v", help="Built-in voice (default alba)."),
-    voice_file: Path | None = typer.Option(None, "--voice-file", help="Voice file to use."),
-    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
-    precision: str | None = typer.Option(None, "--precision", help="fp32/int8 (onnx)."),
-    compute_units: str = typer.Option("default", "--compute-units", help="CoreML preset."),
-    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
-    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    language: str | None = flags.language(),
+    voice: str | None = flags.voice(),
+    voice_file: Path | None = flags.voice_file(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    compute_units: str | None = flags.compute_units(),
+    placement: str | None = flags.placement(),
+    model_dir: Path | None = flags.model_dir(),
+    offline: bool = flags.offline(),
     output_json: Path | None = typer.Option(None, "--output-json", help="Write the report."),
     audio_dir: Path | None = typer.Option(None, "--audio-dir", help="Keep phrase_NNN.wav."),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
     asr_backend: str = typer.Option(
-        "auto", "--asr-backend", help="auto, pocketsphinx, faster-whisper or none."
+        "auto",
+        "--asr-backend",
+        callback=lambda v: v.lower(),
+        autocompletion=lambda: list(ASR_BACKENDS),
+        help=f"{', '.join(ASR_BACKENDS)}.",
     ),
     asr_model: str | None = typer.Option(None, "--asr-model", help="faster-whisper model."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N phrases."),
-    temperature: float | None = typer.Option(None, "--temperature", min=0.0),
+    temperature: float | None = flags.temperature(),
     compare_reference: bool = typer.Option(
         False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
     ),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No table on stderr."),
+    quiet: bool = flags.quiet("No table on stderr."),
 ) -> None:
     from pocketcli.bench.asr import load_recognizer
     from pocketcli.bench.corpus import load_corpus
     from pocketcli.bench.runner import run_benchmark
+    from pocketcli.options import OptionsError, SpeakOptions
 
+    if asr_backend not in ASR_BACKENDS:
+        raise click.BadParameter(
+            f"{asr_backend!r}; choose from {', '.join(ASR_BACKENDS)}", param_hint="--asr-backend"
+        )
+    if compare_reference and model_dir is None:
+        raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
+    try:
+        options = SpeakOptions(temperature=temperature, output_chain=False)
+    except OptionsError as exc:
+        raise click.UsageError(str(exc)) from None
+    checks.readable_file(corpus_path, "corpus file")
+    checks.readable_file(voice_file, "voice file")
+    checks.writable_file(output_json, "--output-json file")
+    checks.writable_dir(audio_dir, "--audio-dir folder")
     choice = validate_choice(
-        model_dir, language, None, runtime, precision, compute_units, "gpu", offline
+        model_dir,
+        language,
+        None,
+        runtime,
+        precision,
+        compute_units,
+        placement,
+        offline,
+        quiet=quiet,
     )
-    check_voice_name(choice, voice)
+    if voice_file is None:
+        check_voice_name(choice, voice)
     phrases = load_corpus(corpus, corpus_path)[:limit]
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
-    recognizer = (
-        None if skip_asr else load_recognizer(asr_backend, choice.language or "english", asr_model)
-    )
+    language_name = choice.model_language
+    recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
 
     def load():
         tts = load_model(choice, quiet=quiet)
-        chosen = choose_voice(tts, choice, voice, voice_file)
+        chosen = choose_voice(tts, voice, voice_file)
         voice_path[0] = chosen.path
         return tts, chosen.state
 
@@ -162,13 +192,11 @@ def benchmark_command(
             if done == total:
                 sys.stderr.write("\n")
 
-    options = {"temperature": temperature}
     reference = None
     if compare_reference:
         from pocketcli.bench.reference import ReferenceSide
 
-        if model_dir is None:
-            raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
+        assert model_dir is not None
 
         def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
             return ReferenceSide(
@@ -190,6 +218,8 @@ def benchmark_command(
     report.settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
         "language": choice.language,
+        "placement": choice.placement,
+        "compute_units": choice.compute_units,
         "model_dir": str(model_dir) if model_dir else None,
         "runtime": choice.runtime,
         "precision": choice.precision,

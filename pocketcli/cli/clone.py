@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import load_model, validate_choice
 
@@ -43,19 +44,17 @@ def _warn(message: str) -> None:
 def clone_command(
     audio: Path = typer.Argument(..., metavar="AUDIO", help="The recording to clone."),
     output: Path = typer.Option(
-        ..., "-o", "--output", help="Voice file to write: .safetensors or .bin."
+        ..., "-o", "--output", metavar="FILE", help="Voice file to write: .safetensors or .bin."
     ),
-    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
-    language: str | None = typer.Option(
-        None, "--language", help="Language pack (default english)."
-    ),
-    config: str | None = typer.Option(None, "--config", help="Kyutai config YAML instead."),
-    runtime: str = typer.Option("auto", "--runtime", help="auto, onnx or coreml."),
-    precision: str | None = typer.Option(
-        None, "--precision", help="onnx: fp32 or int8; coreml: fp16 or int8."
-    ),
-    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary on stderr."),
+    model_dir: Path | None = flags.model_dir(),
+    language: str | None = flags.language(),
+    config: str | None = flags.config(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    placement: str | None = flags.placement(),
+    compute_units: str | None = flags.compute_units(),
+    offline: bool = flags.offline(),
+    quiet: bool = flags.quiet(),
 ) -> None:
     from pocketcli.voices.files import check_voice_suffix
     from pocketcli.voices.state import VoiceError
@@ -64,8 +63,18 @@ def clone_command(
         check_voice_suffix(output)
     except VoiceError as exc:
         raise click.BadParameter(str(exc), param_hint="-o/--output") from None
+    checks.readable_file(audio, "audio file")
+    checks.writable_file(output, "-o/--output")
     choice = validate_choice(
-        model_dir, language, config, runtime, precision, "default", "gpu", offline
+        model_dir,
+        language,
+        config,
+        runtime,
+        precision,
+        compute_units,
+        placement,
+        offline,
+        quiet=quiet,
     )
 
     from pocketcli.voices.cloning import require_cloning

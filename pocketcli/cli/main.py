@@ -15,7 +15,8 @@ import typer
 from pocketcli import __version__
 from pocketcli.cli import benchmark, clone, completion, download, normalize, tts, voices
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli.entry import exit_for_signal
+from pocketcli.cli.signals import exit_for_signal
+from pocketcli.cli.store_options import help_text
 from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
 
@@ -30,20 +31,20 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help as written: "[pause:1s]" is an example, not markup
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command(
-    "tts",
-    help=tts.HELP,
-    no_args_is_help=False,
-)(tts.tts_command)
-app.command("normalize", help=normalize.HELP, no_args_is_help=False)(normalize.normalize_command)
-app.command("completion", help=completion.HELP)(completion.completion_command)
-app.command("benchmark", help=benchmark.HELP)(benchmark.benchmark_command)
-app.command("corpus", help=benchmark.CORPUS_HELP)(benchmark.corpus_command)
-app.command("download", help=download.HELP)(download.download_command)
-app.command("voices", help=voices.HELP)(voices.voices_command)
-app.command("clone", help=clone.HELP)(clone.clone_command)
+for _name, _help, _command in (
+    ("tts", tts.HELP, tts.tts_command),
+    ("normalize", normalize.HELP, normalize.normalize_command),
+    ("completion", completion.HELP, completion.completion_command),
+    ("benchmark", benchmark.HELP, benchmark.benchmark_command),
+    ("corpus", benchmark.CORPUS_HELP, benchmark.corpus_command),
+    ("download", download.HELP, download.download_command),
+    ("voices", voices.HELP, voices.voices_command),
+    ("clone", clone.HELP, clone.clone_command),
+):
+    app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
 
 def _version(value: bool) -> None:

@@ -1,43 +1,30 @@
-"""Choosing and loading the model from command-line options (shared by subcommands).
+"""From the model flags to the library: a checked ``ModelRequest``, then ``PocketTTS``.
 
-Valid languages, precisions, placements and voices come from the store's
-catalog, so every subcommand accepts and lists the same values.
+Everything here maps flags to library calls; which runtime, pack and voice
+that means is decided by ``PocketTTS`` and the runtime registry, so a Python
+user gets exactly what the command line gets.
 """
 
 from __future__ import annotations
 
-import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pocketcli.cli import clickcompat as click
-from pocketcli.cli.store_options import RUNTIME_CHOICES, choose_runtime, usage_error
-from pocketcli.errors import UserError
+from pocketcli.cli.store_options import usage_error
+from pocketcli.errors import OptionConflict, UnknownNameError
+from pocketcli.runtimes.registry import ModelRequest
 
-RUNTIMES = RUNTIME_CHOICES
-COMPUTE_UNITS = ("default", "no-ane", "all", "cpu-gpu", "cpu-ane", "cpu-only")
-COMPUTE_UNIT_ALIASES = {
-    "avoid-ane": "no-ane",
-    "gpu": "cpu-gpu",
-    "ane": "cpu-ane",
-    "cpu": "cpu-only",
-}
+if TYPE_CHECKING:
+    from pocketcli.api import PocketTTS
+
 BACKENDS = ("pocket", "pockettts")
-DEFAULT_LANGUAGE = "english"
-DEFAULT_VOICE = "alba"
 
 
-@dataclass(frozen=True)
-class ModelChoice:
-    model_dir: Path | None
-    language: str | None
-    config: str | None
-    runtime: str
-    precision: str
-    compute_units: str
-    placement: str
-    offline: bool
+def notice(message: str) -> None:
+    sys.stderr.write(f"pockettts: note: {message}\n")
+    sys.stderr.flush()
 
 
 def validate_choice(
@@ -46,121 +33,51 @@ def validate_choice(
     config: str | None,
     runtime: str,
     precision: str | None,
-    compute_units: str,
-    placement: str,
-    offline: bool,
-) -> ModelChoice:
-    from pocketcli import store
-
-    runtime = choose_runtime(runtime)
-    if runtime == "coreml" and sys.platform != "darwin":
-        raise UserError(
-            f"the CoreML runtime runs only on macOS (this is {platform.system()}); "
-            "use --runtime onnx"
-        )
-    units = COMPUTE_UNIT_ALIASES.get(compute_units, compute_units)
-    if units not in COMPUTE_UNITS:
-        names = ", ".join(COMPUTE_UNITS + tuple(COMPUTE_UNIT_ALIASES))
-        raise click.BadParameter(
-            f"{compute_units!r}; choose from {names}", param_hint="--compute-units"
-        )
-    if config is not None and language is not None:
-        raise click.UsageError("--config and --language are exclusive")
-    if model_dir is not None and (config is not None or language is not None):
-        raise click.UsageError("--model-dir already names the model: drop --language/--config")
+    compute_units: str | None = None,
+    placement: str | None = None,
+    offline: bool = False,
+    *,
+    need_here: bool = True,
+    quiet: bool = False,
+) -> ModelRequest:
+    """The flags as a checked ModelRequest; bad values and conflicts are usage errors
+    (exit 2), found before anything is downloaded or loaded."""
+    request = ModelRequest(
+        language=language,
+        model_dir=model_dir,
+        config=config,
+        runtime=runtime,
+        precision=precision,
+        placement=placement,
+        compute_units=compute_units,
+        offline=offline,
+        progress=not quiet,
+    )
     try:
-        precision = store.check_precision(runtime, precision or store.default_precision(runtime))
-        store.check_placement(placement)
-        if language is not None:
-            store.check_language(runtime, language)
-    except store.UnknownNameError as exc:
+        checked = request.checked(need_here=need_here)
+    except (UnknownNameError, OptionConflict) as exc:
         raise usage_error(exc) from None
-    if runtime == "coreml" and (config is not None or model_dir is not None):
-        raise click.UsageError("--runtime coreml takes FluidAudio's packs by --language")
-    return ModelChoice(model_dir, language, config, runtime, precision, units, placement, offline)
+    if not quiet:
+        for note in checked.ignored_options():
+            notice(note)
+    return checked
 
 
-def check_voice_name(choice: ModelChoice, voice: str | None) -> None:
+def check_voice_name(choice: ModelRequest, voice: str | None) -> None:
     """Fails fast (exit 2, valid names listed) before any download or load."""
-    from pocketcli import store
-
-    if voice is None or choice.model_dir is not None or choice.config is not None:
+    if voice is None:
         return
     try:
-        store.check_voice(voice, model_language(choice))
-    except store.UnknownNameError as exc:
+        choice.spec.check_voice(choice, voice)
+    except (UnknownNameError, OptionConflict) as exc:
         raise usage_error(exc) from None
 
 
-def load_model(choice: ModelChoice, quiet: bool = False):
+def load_model(choice: ModelRequest, quiet: bool = False) -> PocketTTS:
     """The PocketTTS for these options: a local pack, or one from the store."""
-    from pocketcli import store
     from pocketcli.api import PocketTTS
 
-    if choice.runtime == "coreml":
-        pack = store.resolve_coreml_pack(
-            model_language(choice),
-            choice.precision,
-            choice.placement,
-            choice.offline,
-            progress=not quiet,
-        )
-        return PocketTTS.load_coreml(pack, choice.precision, choice.placement, choice.compute_units)
-    pack = choice.model_dir
-    if pack is None:
-        language = None if choice.config is not None else model_language(choice)
-        pack = store.resolve_onnx_pack(
-            language, choice.config, choice.precision, choice.offline, progress=not quiet
-        )
-    return PocketTTS.load(pack, precision=choice.precision)
-
-
-def model_language(choice: ModelChoice) -> str:
-    return choice.language or DEFAULT_LANGUAGE
-
-
-def default_voice(choice: ModelChoice) -> str:
-    """pocket-tts's own default for the language (a native speaker), else alba."""
-    from pocketcli import store
-
-    return store.native_voice(model_language(choice)) or DEFAULT_VOICE
-
-
-def resolve_named_voice(choice: ModelChoice, name: str, pack_language: str | None = None) -> Path:
-    """A built-in voice: from the pack's own folders, else from the store."""
-    from pocketcli import store
-
-    if choice.model_dir is not None:
-        for local in (
-            choice.model_dir / "voices" / f"{name}.safetensors",
-            choice.model_dir / "constants_bin" / f"{name}.safetensors",
-        ):
-            if local.is_file():
-                return local
-        if pack_language is None:
-            raise UserError(
-                f"voice {name!r} is not in {choice.model_dir / 'voices'} and the pack does not "
-                "say its language; use --voice-file or --language"
-            )
-    if choice.config is not None:
-        raise UserError(
-            "built-in voices were computed with the released weights; with "
-            "--config use --voice-file or --clone-voice"
-        )
-    language = pack_language or model_language(choice)
-    try:
-        voice = store.check_voice(name, language)
-    except store.UnknownNameError as exc:
-        raise usage_error(exc) from None
-    if choice.runtime == "coreml":
-        raise UserError(f"voice {name!r} is not in the CoreML pack")
-    return store.resolve_voice(language, voice, choice.offline, progress=False)
-
-
-def _pack_language(tts) -> str | None:
-    manifest = getattr(tts.runtime, "manifest", None)
-    source = getattr(manifest, "source", None) or {}
-    return source.get("language")
+    return PocketTTS.from_request(replace(choice, progress=not quiet))
 
 
 @dataclass(frozen=True)
@@ -171,8 +88,7 @@ class ChosenVoice:
 
 
 def choose_voice(
-    tts,
-    choice: ModelChoice,
+    tts: PocketTTS,
     voice: str | None,
     voice_file: Path | None = None,
     clone_voice: Path | None = None,
@@ -180,37 +96,19 @@ def choose_voice(
     on_warning=None,
 ) -> ChosenVoice:
     """The voice by FluidAudio's precedence: a recording to clone, then a voice
-    file, then a built-in voice by name (the language's default when none)."""
-    from pocketcli import store
-
+    file, then a built-in voice by name (the model's default when none)."""
     if clone_voice is not None:
-        if choice.runtime == "coreml":  # FluidAudio's encoders are fetched on demand
-            store.resolve_coreml_encoder(model_language(choice), choice.offline)
         state = tts.clone_voice(clone_voice, on_warning=on_warning)
         if save_voice is not None:
             tts.save_voice(state, save_voice, on_warning=on_warning)
         return ChosenVoice(state, clone_voice.stem, save_voice)
     if voice_file is not None:
         return ChosenVoice(tts.load_voice(voice_file), voice_file.stem, voice_file)
-    if choice.runtime == "coreml":
-        name = store.canonical_voice(voice or default_voice(choice))
-        path = Path(tts.runtime.pack_dir) / "constants_bin" / f"{name}.safetensors"
-        if not path.is_file():
-            raise UserError(f"voice {name!r} is not in the CoreML pack ({path.parent})")
-        return ChosenVoice(tts.load_voice(path), name, path)
-    language = _pack_language(tts)
-    if voice is None and (
-        choice.config is not None or (choice.model_dir is not None and language is None)
-    ):
-        local = (
-            choice.model_dir / "voices" / f"{DEFAULT_VOICE}.safetensors"
-            if choice.model_dir is not None
-            else None
-        )
-        if local is not None and local.is_file():
-            return ChosenVoice(tts.load_voice(local), DEFAULT_VOICE, local)
+    name = voice or tts.default_voice_name()
+    if name is None:
         return ChosenVoice(None, "none")  # custom weights or a bare pack: no prompt
-    fallback = (store.native_voice(language) if language else None) or default_voice(choice)
-    name = store.canonical_voice(voice or fallback)
-    path = resolve_named_voice(choice, name, language)
+    from pocketcli.store.catalog import canonical_voice
+
+    name = canonical_voice(name)
+    path = tts.voice_file(name)
     return ChosenVoice(tts.load_voice(path), name, path)

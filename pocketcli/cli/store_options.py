@@ -1,45 +1,31 @@
-"""What the store's commands share: the runtime choice and usage errors from the catalog."""
+"""What the commands share: usage errors from the library's option errors, help text."""
 
 from __future__ import annotations
 
 import re
-import sys
 
 from pocketcli.cli import clickcompat as click
 
-RUNTIME_CHOICES = ("auto", "onnx", "coreml")
 
+def usage_error(exc: Exception) -> click.UsageError:
+    """An option error from the library as a usage error (exit 2): an unknown
+    name lists the valid values, a conflict names the options."""
+    from pocketcli.errors import UnknownNameError
 
-def usage_error(exc: Exception) -> click.BadParameter:
-    """An UnknownNameError as a usage error (exit 2) that lists the valid values."""
-    valid = ", ".join(getattr(exc, "valid", ()))
-    value = getattr(exc, "value", "")
-    detail = getattr(exc, "detail", "")
-    return click.BadParameter(
-        f"{value!r}{' ' + detail if detail else ''}; choose from {valid}",
-        param_hint=getattr(exc, "option", None),
-    )
-
-
-def choose_runtime(requested: str) -> str:
-    """``auto`` is CoreML on a Mac that has the CoreML runtime, ONNX elsewhere."""
-    if requested not in RUNTIME_CHOICES:
-        raise click.BadParameter(
-            f"{requested!r}; choose from {', '.join(RUNTIME_CHOICES)}", param_hint="--runtime"
+    if isinstance(exc, UnknownNameError):
+        valid = ", ".join(exc.valid)
+        detail = f" {exc.detail}" if exc.detail else ""
+        return click.BadParameter(
+            f"{exc.value!r}{detail}; choose from {valid}", param_hint=exc.option
         )
-    if requested != "auto":
-        return requested
-    if sys.platform == "darwin":
-        try:
-            from pocketcli.runtimes import coreml  # noqa: F401
-        except ImportError:
-            return "onnx"
-        return "coreml"
-    return "onnx"
+    return click.UsageError(str(exc))
 
 
 def help_text(text: str) -> str:
-    """Joins the wrapped lines of each paragraph before "Examples:" (the help renderer
-    keeps single newlines), so the prose reflows to the terminal's width."""
+    """A command's help as written: the prose reflows to the terminal's width,
+    each example after "Examples:" stays one line (click's ``\\b`` marker), and
+    nothing is read as markup (``[pause:1s]`` is an example, not a style)."""
     prose, sep, examples = text.partition("Examples:")
-    return re.sub(r"(?<!\n)\n(?!\n)", " ", prose) + sep + examples
+    paragraphs = [p.strip("\n") for p in re.split(r"\n\s*\n", examples)]
+    kept = "\n\n".join(f"\b\n{p}" for p in paragraphs if p.strip())
+    return prose + sep + ("\n\n" + kept + "\n" if kept else "")

@@ -10,20 +10,29 @@ from pathlib import Path
 
 import typer
 
+from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.fluid_compat import HELP_LINE, accept_fluidaudio_flags
 from pocketcli.cli.model_options import (
     BACKENDS,
-    COMPUTE_UNITS,
-    RUNTIMES,
     check_voice_name,
     choose_voice,
     load_model,
+    notice,
     validate_choice,
 )
 from pocketcli.cli.text_input import read_text
 from pocketcli.errors import UserError
 
-HELP = """Speak TEXT (or --text, or standard input) into a 24 kHz mono WAV file.
+HELP = f"""Speak TEXT (or --text, or standard input) into a 24 kHz mono WAV file.
+
+A script written for FluidAudio's `fluidaudio tts --backend pocket` runs
+unchanged. Where pockettts deliberately differs: the default temperature is
+0.3 (Kyutai's choice; FluidAudio's is 0.7), a relative --metrics path is
+relative to the current folder (FluidAudio: under ./fluidaudio_cli/), and
+bad values are usage errors (exit 2) instead of a log line and exit 0.
+--no-deess drops the high-pass and de-essing filters and keeps peak
+normalisation, as FluidAudio does. {HELP_LINE}
 
 Examples:
 
@@ -41,6 +50,8 @@ Examples:
 
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
 """
+
+DEFAULT_OUTPUT = "output.wav"
 
 
 @dataclass
@@ -62,69 +73,62 @@ def _read_text(text_arg: str | None, text: str | None, input_file: Path | None) 
 
 
 def tts_command(
-    text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to speak."),
-    text: str | None = typer.Option(None, "--text", help="The text to speak (instead of TEXT)."),
-    output: str = typer.Option(
-        "output.wav", "-o", "--output", help="WAV file to write; '-' streams WAV to stdout."
+    text_arg: str | None = typer.Argument(None, metavar="TEXT", help="The text to speak."),
+    text: str | None = typer.Option(
+        None, "--text", metavar="TEXT", help="The text to speak (instead of TEXT)."
     ),
-    language: str | None = typer.Option(
-        None, "--language", help="Language pack, e.g. english, spanish, german_24l."
+    output: str | None = typer.Option(
+        None,
+        "-o",
+        "--output",
+        metavar="FILE",
+        help=f"WAV file to write (default {DEFAULT_OUTPUT}); '-' streams WAV to stdout.",
     ),
-    voice: str | None = typer.Option(None, "-v", "--voice", help="Built-in voice name (alba...)."),
-    voice_file: Path | None = typer.Option(
-        None, "--voice-file", help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio)."
-    ),
+    language: str | None = flags.language(),
+    voice: str | None = flags.voice(),
+    voice_file: Path | None = flags.voice_file(),
     clone_voice: Path | None = typer.Option(
-        None, "--clone-voice", help="Clone the voice of this recording (WAV, FLAC, MP3...)."
+        None,
+        "--clone-voice",
+        metavar="AUDIO",
+        help="Clone the voice of this recording (WAV, FLAC, MP3...); wins over --voice-file.",
     ),
     save_voice: Path | None = typer.Option(
-        None, "--save-voice", help="With --clone-voice: save the voice (.safetensors or .bin)."
-    ),
-    temperature: float | None = typer.Option(
-        None, "--temperature", min=0.0, help="Sampling temperature (default: the model's)."
-    ),
-    seed: int | None = typer.Option(
-        None, "--seed", help="Seed for the noise: same seed, same audio."
-    ),
-    noise_clamp: float | None = typer.Option(
         None,
-        "--noise-clamp",
-        help="Truncate the sampling noise to +-this (pocket-tts's noise_clamp; default: none).",
+        "--save-voice",
+        metavar="FILE",
+        help="With --clone-voice: save the voice (.safetensors or .bin).",
     ),
-    runtime: str = typer.Option(
-        "auto", "--runtime", help="auto, onnx or coreml.", autocompletion=lambda: list(RUNTIMES)
+    temperature: float | None = flags.temperature(),
+    seed: int | None = flags.seed(),
+    noise_clamp: float | None = flags.noise_clamp(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    compute_units: str | None = flags.compute_units(),
+    placement: str | None = flags.placement(),
+    backend: str = typer.Option(
+        "pocket", "--backend", metavar="NAME", help="pocket or pockettts (FluidAudio's flag)."
     ),
-    precision: str | None = typer.Option(
-        None,
-        "--precision",
-        help="onnx: fp32 (default), int8 or int4; coreml: fp16 or int8.",
-        autocompletion=lambda: ["fp32", "fp16", "int8", "int4"],
-    ),
-    compute_units: str = typer.Option(
-        "default",
-        "--compute-units",
-        help="CoreML: default, no-ane, all, cpu-gpu, cpu-ane, cpu-only.",
-        autocompletion=lambda: list(COMPUTE_UNITS),
-    ),
-    placement: str = typer.Option(
-        "gpu", "--placement", help="CoreML: gpu or ane.", autocompletion=lambda: ["gpu", "ane"]
-    ),
-    backend: str = typer.Option("pocket", "--backend", help="Accepted for FluidAudio parity."),
     no_deess: bool = typer.Option(
         False,
         "--no-deess",
-        help="Raw model audio: no 80 Hz high-pass, 6 kHz de-essing shelf or peak normalising.",
+        help="No 80 Hz high-pass or 6 kHz de-essing shelf (peak normalising stays).",
     ),
-    metrics: Path | None = typer.Option(None, "--metrics", help="Write timing metrics (JSON)."),
-    model_dir: Path | None = typer.Option(None, "--model-dir", help="A built ONNX model pack."),
-    config: str | None = typer.Option(
-        None, "--config", help="Kyutai config YAML (path, https:// or hf://), not a language."
+    metrics: Path | None = typer.Option(
+        None, "--metrics", metavar="FILE", help="Write timing metrics (JSON)."
     ),
-    offline: bool = typer.Option(False, "--offline", help="Never touch the network."),
+    model_dir: Path | None = flags.model_dir(),
+    config: str | None = flags.config(),
+    offline: bool = flags.offline(),
     input_file: Path | None = typer.Option(
-        None, "--input-file", help="One utterance per line ('id|text' or text); '-' = stdin."
+        None,
+        "--input-file",
+        metavar="FILE",
+        help="One utterance per line ('id|text' or text); '-' = stdin.",
     ),
-    output_dir: Path | None = typer.Option(None, "--output-dir", help="Where batch WAVs go."),
+    output_dir: Path | None = typer.Option(
+        None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
     max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
     no_normalize: bool = typer.Option(
@@ -135,13 +139,14 @@ def tts_command(
     ssml: bool | None = typer.Option(
         None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."
     ),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No timing summary on stderr."),
+    quiet: bool = flags.quiet("No timing summary or notices on stderr."),
 ) -> None:
     started = time.perf_counter()
     if backend.lower() not in BACKENDS:
         raise click.BadParameter(
             f"{backend!r}; this tool speaks with: {', '.join(BACKENDS)}", param_hint="--backend"
         )
+    say = (lambda _m: None) if quiet else notice
     if save_voice is not None and clone_voice is None:
         raise click.UsageError("--save-voice needs --clone-voice")
     if save_voice is not None:
@@ -152,35 +157,53 @@ def tts_command(
             check_voice_suffix(save_voice)
         except VoiceError as exc:
             raise click.BadParameter(str(exc), param_hint="--save-voice") from None
-    _check_noise_clamp(noise_clamp)
-    words = _read_text(text_arg, text, input_file)
-    if input_file is not None and output_dir is None:
-        raise click.UsageError("--input-file needs --output-dir")
-    if output_dir is not None and input_file is None:
+    _voice_precedence(voice, voice_file, clone_voice, say)
+    if input_file is not None:
+        if output_dir is None:
+            raise click.UsageError("--input-file needs --output-dir")
+        if output is not None:
+            raise click.UsageError("--input-file writes one WAV per line to --output-dir: drop -o")
+        if metrics is not None:
+            raise click.UsageError("--metrics reports one utterance: drop it with --input-file")
+    elif output_dir is not None:
         raise click.UsageError("--output-dir goes with --input-file")
+    output = output or DEFAULT_OUTPUT
+    options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
+    options = _with_noise_clamp(options, noise_clamp)
+    # Every path before any download, build or synthesis.
+    checks.readable_file(voice_file, "voice file")
+    checks.readable_file(clone_voice, "audio file")
+    checks.readable_file(input_file, "input file")
+    checks.writable_file(save_voice, "--save-voice file")
+    checks.writable_file(metrics, "metrics file")
+    checks.writable_dir(output_dir, "output folder")
+    if input_file is None:
+        checks.writable_file(output, "output file")
+    words = _read_text(text_arg, text, input_file)
     choice = validate_choice(
-        model_dir, language, config, runtime, precision, compute_units, placement, offline
+        model_dir,
+        language,
+        config,
+        runtime,
+        precision,
+        compute_units,
+        placement,
+        offline,
+        quiet=quiet,
     )
-    check_voice_name(choice, voice)
+    if voice_file is None and clone_voice is None:
+        check_voice_name(choice, voice)
     batch_data = _read_batch_input(input_file) if input_file is not None else None
 
     timing = Timing()
     t0 = time.perf_counter()
     tts = load_model(choice, quiet=quiet)
     chosen = choose_voice(
-        tts, choice, voice, voice_file, clone_voice, save_voice, on_warning=None if quiet else _warn
+        tts, voice, voice_file, clone_voice, save_voice, on_warning=None if quiet else _warn
     )
     voice_state, voice_name = chosen.state, chosen.name
     timing.load = time.perf_counter() - t0
-    options = {
-        "temperature": temperature,
-        "seed": seed,
-        "noise_clamp": noise_clamp,
-        "max_tokens": max_tokens,
-        "normalize": not no_normalize,
-        "ssml": ssml,
-        "on_warning": None if quiet else _warn,
-    }
+    warn = None if quiet else _warn
 
     if batch_data is not None:
         from pocketcli.cli.batch_run import run_batch
@@ -192,9 +215,9 @@ def tts_command(
             batch_data,
             output_dir,
             overwrite=overwrite,
-            postprocess=not no_deess,
             quiet=quiet,
             options=options,
+            on_warning=warn,
         )
         raise click.Exit(1 if failed else 0)
 
@@ -204,9 +227,9 @@ def tts_command(
 
     try:
         if output == "-":
-            _stream_to_stdout(tts, words, voice_state, not no_deess, options, timing)
+            _stream_to_stdout(tts, words, voice_state, options, warn, timing)
         else:
-            _write_file(tts, words, voice_state, Path(output), not no_deess, options, timing)
+            _write_file(tts, words, voice_state, Path(output), options, warn, timing)
     except (MarkupError, EmptyTextError) as exc:
         raise click.UsageError(str(exc)) from None
     total = time.perf_counter() - started
@@ -221,13 +244,50 @@ def tts_command(
         )
 
 
-def _check_noise_clamp(noise_clamp: float | None) -> None:
+tts_command = accept_fluidaudio_flags(tts_command, notice)
+
+
+def _voice_precedence(voice, voice_file, clone_voice, say) -> None:
+    """FluidAudio's order: --clone-voice, then --voice-file, then --voice; one line
+    says which of several wins, so nothing is ignored silently."""
+    given = [
+        (flag, value)
+        for flag, value in (
+            ("--clone-voice", clone_voice),
+            ("--voice-file", voice_file),
+            ("--voice", voice),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        ignored = " and ".join(flag for flag, _ in given[1:])
+        say(f"{given[0][0]} wins over {ignored} (FluidAudio's order); {ignored} ignored")
+
+
+def _with_noise_clamp(options, noise_clamp: float | None):
+    from pocketcli.options import OptionsError
+
+    try:
+        return options.with_(noise_clamp=noise_clamp)
+    except OptionsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--noise-clamp") from None
+
+
+def _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess):
     from pocketcli.options import OptionsError, SpeakOptions
 
     try:
-        SpeakOptions(noise_clamp=noise_clamp)
+        return SpeakOptions(
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+            normalize=not no_normalize,
+            ssml=ssml,
+            output_chain=not no_deess,
+            peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
+        )
     except OptionsError as exc:
-        raise click.BadParameter(str(exc), param_hint="--noise-clamp") from None
+        raise click.UsageError(str(exc)) from None
 
 
 def _warn(message: str) -> None:
@@ -243,41 +303,27 @@ def _read_batch_input(input_file: Path) -> bytes:
         raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
 
 
-def _postprocessed(tts, audio, postprocess: bool):
-    if not postprocess:
-        return audio
-    from pocketcli.audio.postprocess import apply_output_chain
-
-    return apply_output_chain(audio, tts.sample_rate)
-
-
-def _write_file(
-    tts, words: str, voice, output: Path, postprocess: bool, options: dict, timing: Timing
-) -> None:
+def _write_file(tts, words: str, voice, output: Path, options, warn, timing: Timing) -> None:
     from pocketcli.audio.wav import write_wav
 
     t0 = time.perf_counter()
-    audio = tts.synthesize(words, voice, **options)
+    audio = tts.synthesize(words, voice, options, on_warning=warn)
     timing.synthesis = time.perf_counter() - t0
     timing.audio = len(audio) / tts.sample_rate
     if output.parent != Path(""):
         output.parent.mkdir(parents=True, exist_ok=True)
-    write_wav(output, _postprocessed(tts, audio, postprocess), tts.sample_rate)
+    write_wav(output, audio, tts.sample_rate)
 
 
-def _stream_to_stdout(
-    tts, words: str, voice, postprocess: bool, options: dict, timing: Timing
-) -> None:
+def _stream_to_stdout(tts, words: str, voice, options, warn, timing: Timing) -> None:
     """Frames go out as they are made; causal filters only (no peak normalising)."""
-    from pocketcli.audio.postprocess import OutputChain
     from pocketcli.audio.wav import WavStream
 
-    chain = OutputChain(tts.sample_rate) if postprocess else None
     stream = WavStream(sys.stdout.buffer, tts.sample_rate)
     t0 = time.perf_counter()
     samples = 0
-    for frame in tts.stream(words, voice, **options):
-        stream.write(chain.process(frame.audio) if chain else frame.audio)
+    for frame in tts.stream(words, voice, options, on_warning=warn):
+        stream.write(frame.audio)
         samples += frame.audio.size
     timing.synthesis = time.perf_counter() - t0
     timing.audio = samples / tts.sample_rate
@@ -299,5 +345,7 @@ def _write_metrics(
         "realtime_speed": round(timing.audio / timing.synthesis, 6) if timing.synthesis else 0.0,
         "total_time_s": round(total, 6),
     }
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

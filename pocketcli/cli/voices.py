@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
-from pocketcli.cli.store_options import help_text, usage_error
+from pocketcli.cli import flags
+from pocketcli.cli.model_options import validate_choice
+from pocketcli.cli.store_options import usage_error
+from pocketcli.errors import UnknownNameError
 
-HELP = help_text("""List the built-in voices, their language of origin and what is downloaded.
+HELP = """List the built-in voices, their language of origin and what is downloaded.
 
 21 English-trained voices plus the native voices estelle (French), lola
 (Spanish), juergen (German), rafael (Portuguese) and giovanni (Italian), and daan
 (Dutch) for the Dutch models. DOWNLOADED says whether a voice is in the cache for
-the ONNX runtime (Kyutai voice states) and the CoreML runtime (FluidAudio pack).
-Reads the cache only, never the network. FluidAudio's name af_heart is alba.
+each runtime (ONNX: Kyutai voice states; CoreML: FluidAudio pack). With
+--model-dir, the voices a local pack carries. Reads the cache only, never the
+network. FluidAudio's name af_heart is alba.
 
 Examples:
 
@@ -23,24 +28,40 @@ Examples:
   pockettts voices --language spanish
 
   pockettts voices --language german_24l --json
-""")
+
+  pockettts voices --model-dir ./pack
+"""
 
 
 def _downloaded(status) -> str:
-    where = [name for name, done in (("onnx", status.onnx), ("coreml", status.coreml)) if done]
+    where = [name for name, done in status.to_dict()["downloaded"].items() if done]
     return ", ".join(where) or "-"
 
 
 def voices_command(
-    language: str = typer.Option("english", "--language", help="Language (model) to list."),
+    language: str | None = flags.language("Language (model) to list"),
+    model_dir: Path | None = flags.model_dir(),
+    runtime: str = flags.runtime(),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of a table."),
 ) -> None:
     from pocketcli import store
+    from pocketcli.runtimes import registry
 
-    try:
-        store.check_language("onnx", language)
-    except store.UnknownNameError as exc:
-        raise usage_error(exc) from None
+    if model_dir is not None:
+        choice = validate_choice(
+            model_dir, language, None, runtime, None, need_here=False, quiet=True
+        )
+        names = choice.spec.pack_voices(model_dir)
+        if as_json:
+            typer.echo(json.dumps({"model_dir": str(model_dir), "voices": list(names)}, indent=2))
+            return
+        typer.echo("VOICE")
+        for name in names:
+            typer.echo(name)
+        return
+    language = language or registry.DEFAULT_LANGUAGE
+    if language not in registry.all_languages():
+        raise usage_error(UnknownNameError("--language", language, registry.all_languages()))
     statuses = store.voice_statuses(language)
     if as_json:
         typer.echo(

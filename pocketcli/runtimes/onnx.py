@@ -16,8 +16,8 @@ import onnxruntime as ort
 from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
-from pocketcli.engine.flow import integrate_flow
 from pocketcli.packs.manifest import ENCODER_GRAPH, PackError, PackManifest
+from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 

@@ -29,29 +29,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pocketcli.errors import UserError
+from pocketcli.errors import UnknownNameError
 
 RUNTIMES = ("onnx", "coreml")
 FORMAT = "pockettts-catalog"
 FORMAT_VERSION = 1
-
-
-class UnknownNameError(UserError, ValueError):
-    """A language, voice, precision or placement the catalog does not have.
-
-    Carries the option name and the valid values so a command can turn it
-    into a usage error (exit 2) that lists them.
-    """
-
-    def __init__(self, option: str, value: str, valid: tuple[str, ...], what: str = "") -> None:
-        self.option = option
-        self.value = value
-        self.valid = valid
-        self.detail = what
-        detail = f" {what}" if what else ""
-        super().__init__(
-            f"unknown {option.lstrip('-')} {value!r}{detail}; choose from: {', '.join(valid)}"
-        )
 
 
 @dataclass(frozen=True)

@@ -1,45 +1,45 @@
-"""CoreML runtime: FluidAudio's published Pocket TTS packs on macOS (see runtime.py)."""
+"""CoreML runtime: FluidAudio's published Pocket TTS packs on macOS (see runtime.py).
 
-from pocketcli.runtimes.coreml.predictor import (
-    CoreMLPredictor,
-    Predictor,
-    PredictorFactory,
-    TensorDesc,
-    coreml_factory,
-    coreml_unavailable_reason,
-)
-from pocketcli.runtimes.coreml.runtime import CoreMLRuntime, CoreMLUnavailable, bundled_config
-from pocketcli.runtimes.coreml.units import (
-    DEFAULT_UNITS,
-    PLACEMENTS,
-    PRECISIONS,
-    PRESET_ALIASES,
-    PRESETS,
-    STAGES,
-    canonical_placement,
-    canonical_precision,
-    canonical_preset,
-    stage_compute_units,
-)
+Names load on first use, so the registry can read the unit tables (``units``)
+without importing the runtime and numpy.
+"""
 
-__all__ = [
-    "DEFAULT_UNITS",
-    "PLACEMENTS",
-    "PRECISIONS",
-    "PRESETS",
-    "PRESET_ALIASES",
-    "STAGES",
-    "CoreMLPredictor",
-    "CoreMLRuntime",
-    "CoreMLUnavailable",
-    "Predictor",
-    "PredictorFactory",
-    "TensorDesc",
-    "bundled_config",
-    "canonical_placement",
-    "canonical_precision",
-    "canonical_preset",
-    "coreml_factory",
-    "coreml_unavailable_reason",
-    "stage_compute_units",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CoreMLPredictor": "predictor",
+    "Predictor": "predictor",
+    "PredictorFactory": "predictor",
+    "TensorDesc": "predictor",
+    "coreml_factory": "predictor",
+    "coreml_unavailable_reason": "predictor",
+    "CoreMLRuntime": "runtime",
+    "CoreMLUnavailable": "runtime",
+    "bundled_config": "runtime",
+    "DEFAULT_UNITS": "units",
+    "PLACEMENTS": "units",
+    "PRECISIONS": "units",
+    "PRESET_ALIASES": "units",
+    "PRESETS": "units",
+    "STAGES": "units",
+    "canonical_placement": "units",
+    "canonical_precision": "units",
+    "canonical_preset": "units",
+    "stage_compute_units": "units",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pocketcli.runtimes.coreml' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"pocketcli.runtimes.coreml.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,6 +1,6 @@
 """ONNX Runtime behind the ``Predictor`` interface: runs the ONNX twins of Core ML models.
 
-A twin (``pocketcli.packs.fluid_twins``) has the Core ML model's input and
+A twin (``twins.fluid_twins``) has the Core ML model's input and
 output names, shapes and semantics, so the CoreML host code runs unchanged on
 any OS; that is how it is tested without a Mac. Compute units do not apply.
 """

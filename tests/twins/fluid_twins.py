@@ -26,16 +26,16 @@ import onnx
 from pocketcli.config import ModelConfig
 from pocketcli.packs.builder import quantise_int8
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
-from pocketcli.packs.fluid_twin_flowlm import (
-    build_cond_prefill_twin,
-    build_flow_decoder_fused_twin,
-    build_flowlm_step_twin,
-)
-from pocketcli.packs.fluid_twin_mimi import build_mimi_decoder_twin, build_voice_encoder_twin
 from pocketcli.runtimes.coreml import constants as k
 from pocketcli.runtimes.coreml.contract import PREFILL_ROWS
 from pocketcli.runtimes.coreml.encoder import PACK_ENCODER, RECOVER_PINV, ROOT_ENCODER
 from pocketcli.runtimes.coreml.units import FLOWLM_MODELS
+from twins.fluid_twin_flowlm import (
+    build_cond_prefill_twin,
+    build_flow_decoder_fused_twin,
+    build_flowlm_step_twin,
+)
+from twins.fluid_twin_mimi import build_mimi_decoder_twin, build_voice_encoder_twin
 
 
 def _write_floats(path: Path, array: np.ndarray) -> None:

@@ -1,0 +1,73 @@
+"""Paths checked before any download, build or synthesis.
+
+A command checks every input it will read and every output it will write
+first, so a typo costs no model download, and the message names the path the
+user typed (never a temporary file). Missing or unreadable inputs and
+unwritable outputs are runtime failures (exit 1), one line each.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pocketcli.errors import UserError
+
+STDIO = "-"
+
+
+class PathError(UserError):
+    """An input that cannot be read or an output that cannot be written."""
+
+
+def readable_file(path: Path | str | None, what: str) -> None:
+    """``path`` exists, is a file (or a pipe) and can be read."""
+    if path is None or str(path) == STDIO:
+        return
+    p = Path(path)
+    if not p.exists():
+        raise PathError(f"{what} not found: {path}")
+    if p.is_dir():
+        raise PathError(f"{what} is a folder, not a file: {path}")
+    if not os.access(p, os.R_OK):
+        raise PathError(f"{what} is not readable (permission denied): {path}")
+
+
+def _first_existing(p: Path) -> Path:
+    for parent in (p, *p.parents):
+        if parent.exists():
+            return parent
+    return Path(".")
+
+
+def writable_dir(path: Path | str | None, what: str) -> None:
+    """``path`` is a writable folder, or one that can be created."""
+    if path is None:
+        return
+    p = Path(path).absolute()
+    base = _first_existing(p)
+    if not base.is_dir():
+        raise PathError(f"cannot create {what} {path}: {base} is a file, not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        action = "write to" if base == p else "create"
+        raise PathError(f"cannot {action} {what} {path}: {base} is not writable")
+
+
+def writable_file(path: Path | str | None, what: str) -> None:
+    """``path`` can be written: an existing writable file, or a new file in a folder
+    that exists (or can be created) and is writable. ``-`` (stdout) is fine."""
+    if path is None or str(path) == STDIO:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise PathError(f"{what} is a folder, not a file: {path}")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise PathError(f"cannot write {what} {path}: permission denied")
+        return
+    parent = p.absolute().parent
+    if parent.is_dir():
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PathError(f"cannot write {what} {path}: {parent} is not writable")
+        return
+    writable_dir(parent, f"the folder of {what}")

@@ -1,0 +1,195 @@
+"""Every flag that more than one command takes, declared once.
+
+The values (runtimes, languages, precisions, placements, compute units,
+voices) come from the runtime registry and the catalogue, so help,
+completion and validation read the same lists. Values are case-insensitive
+(FluidAudio lower-cases them too): each option lower-cases what it is given,
+and the library checks it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from pocketcli.runtimes import registry
+
+FLUIDAUDIO_TEMPERATURE = 0.7  # FluidAudio's default; Kyutai's (and ours) is 0.3
+
+
+def _lower(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip().lower()
+    if isinstance(value, list):
+        return [_lower(v) for v in value]
+    return value
+
+
+def _starting(values: tuple[str, ...] | list[str], incomplete: str) -> list[str]:
+    low = incomplete.lower()
+    return [v for v in values if v.startswith(low)]
+
+
+def complete_runtime(incomplete: str) -> list[str]:
+    return _starting([registry.AUTO, *registry.names()], incomplete)
+
+
+def complete_language(incomplete: str) -> list[str]:
+    return _starting(registry.all_languages(), incomplete)
+
+
+def complete_precision(incomplete: str) -> list[str]:
+    return _starting(registry.all_precisions(), incomplete)
+
+
+def complete_placement(incomplete: str) -> list[str]:
+    return _starting(registry.all_placements(), incomplete)
+
+
+def complete_compute_units(incomplete: str) -> list[str]:
+    return _starting(registry.all_compute_units(), incomplete)
+
+
+def complete_voice(incomplete: str) -> list[str]:
+    from pocketcli.store.catalog import known_voices
+
+    return _starting(known_voices(), incomplete)
+
+
+def _per_runtime(attr: str) -> str:
+    """e.g. "onnx: fp32 (default), int8, int4; coreml: fp16 (default), int8"."""
+    parts = []
+    for name in registry.builtin_names():
+        spec = registry.get(name)
+        values = getattr(spec, attr)
+        if not values:
+            continue
+        default = getattr(spec, f"default_{attr[:-1]}", None)
+        listed = ", ".join(f"{v} (default)" if v == default else v for v in values)
+        parts.append(f"{name}: {listed}")
+    return "; ".join(parts)
+
+
+def runtime() -> Any:
+    return typer.Option(
+        registry.AUTO,
+        "--runtime",
+        metavar="NAME",
+        callback=_lower,
+        autocompletion=complete_runtime,
+        help=(
+            f"auto (CoreML on a Mac that has it, else ONNX), {', '.join(registry.builtin_names())}"
+            " or a plug-in runtime."
+        ),
+    )
+
+
+def language(what: str = "Language pack (default english)", repeatable: bool = False) -> Any:
+    return typer.Option(
+        None,
+        "--language",
+        metavar="LANG",
+        callback=_lower,
+        autocompletion=complete_language,
+        help=f"{what}, e.g. english, spanish, german_24l.{' Repeatable.' if repeatable else ''}",
+    )
+
+
+def precision() -> Any:
+    return typer.Option(
+        None,
+        "--precision",
+        metavar="P",
+        callback=_lower,
+        autocompletion=complete_precision,
+        help=f"{_per_runtime('precisions')}.",
+    )
+
+
+def placement() -> Any:
+    return typer.Option(
+        None,
+        "--placement",
+        metavar="P",
+        callback=_lower,
+        autocompletion=complete_placement,
+        help=f"Where models run ({_per_runtime('placements')}).",
+    )
+
+
+def compute_units() -> Any:
+    return typer.Option(
+        None,
+        "--compute-units",
+        metavar="U",
+        callback=_lower,
+        autocompletion=complete_compute_units,
+        help=f"Compute-unit preset ({_per_runtime('compute_units')}).",
+    )
+
+
+def model_dir() -> Any:
+    return typer.Option(
+        None, "--model-dir", metavar="DIR", help="A local pack (built ONNX pack, or CoreML pack)."
+    )
+
+
+def config() -> Any:
+    return typer.Option(
+        None,
+        "--config",
+        metavar="YAML",
+        help="Kyutai config YAML (path, https:// or hf://) instead of a language.",
+    )
+
+
+def offline() -> Any:
+    return typer.Option(False, "--offline", help="Never touch the network.")
+
+
+def quiet(what: str = "No summary on stderr.") -> Any:
+    return typer.Option(False, "-q", "--quiet", help=what)
+
+
+def voice(what: str = "Built-in voice (default: the language's own, else alba).") -> Any:
+    return typer.Option(
+        None, "-v", "--voice", metavar="NAME", autocompletion=complete_voice, help=what
+    )
+
+
+def voice_file() -> Any:
+    return typer.Option(
+        None,
+        "--voice-file",
+        metavar="FILE",
+        help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio).",
+    )
+
+
+def temperature() -> Any:
+    return typer.Option(
+        None,
+        "--temperature",
+        min=0.0,
+        metavar="T",
+        help=(
+            "Sampling temperature (default 0.3, Kyutai's choice; FluidAudio's default is "
+            f"{FLUIDAUDIO_TEMPERATURE})."
+        ),
+    )
+
+
+def seed() -> Any:
+    return typer.Option(
+        None, "--seed", metavar="N", help="Seed for the noise: same seed, same audio."
+    )
+
+
+def noise_clamp() -> Any:
+    return typer.Option(
+        None,
+        "--noise-clamp",
+        metavar="X",
+        help="Truncate the sampling noise to +-X (pocket-tts's noise_clamp; default: none).",
+    )

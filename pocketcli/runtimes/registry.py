@@ -1,0 +1,377 @@
+"""The runtime registry: every backend pockettts can speak with, in one place.
+
+A backend is a ``RuntimeSpec``: its name, precisions (and the default), the
+languages it has packs for, whether it can run here (and why not), how to find
+or fetch a pack, how to load it into a ``Runtime`` (``runtimes.base``), and
+where its built-in voices live. The library (``PocketTTS.open``), the CLI's
+flags, their help, completion and validation all read the registry, so a new
+backend is one module and one registration:
+
+- built in: add its spec to ``BUILTIN`` below;
+- as a plug-in package: declare an entry point in the group
+  ``pockettts.runtimes`` naming a ``RuntimeSpec`` instance (or a callable
+  returning one)::
+
+      [project.entry-points."pockettts.runtimes"]
+      mybackend = "my_package.spec:SPEC"
+
+- at run time: ``register(spec)``.
+
+Nothing outside ``runtimes/`` and ``store/`` compares runtime names; callers
+ask the spec.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from pocketcli.errors import OptionConflict, RuntimeUnavailable, UnknownNameError, UserError
+
+if TYPE_CHECKING:
+    from pocketcli.runtimes.base import Runtime
+
+ENTRY_POINT_GROUP = "pockettts.runtimes"
+AUTO = "auto"
+DEFAULT_LANGUAGE = "english"
+# name -> "module:attribute" of the spec; imported on first use (cheap --help).
+BUILTIN = MappingProxyType(
+    {
+        "onnx": "pocketcli.runtimes.onnx_spec:SPEC",
+        "coreml": "pocketcli.runtimes.coreml_spec:SPEC",
+    }
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Which model to open: what ``PocketTTS.open`` and the CLI's model flags say.
+
+    ``None`` means the runtime's default. Names are case-insensitive.
+    """
+
+    language: str | None = None
+    model_dir: Path | None = None
+    config: str | None = None  # a Kyutai config YAML: path, https:// or hf://
+    runtime: str = AUTO
+    precision: str | None = None
+    placement: str | None = None
+    compute_units: str | None = None
+    offline: bool = False
+    progress: bool = False  # download and build progress on stderr
+    threads: int | None = None
+    rebuild: bool = False  # build the pack again (runtimes that build packs)
+
+    @property
+    def spec(self) -> RuntimeSpec:
+        return get(self.runtime)
+
+    @property
+    def model_language(self) -> str:
+        """The language asked for (the default one when none is)."""
+        return self.language or DEFAULT_LANGUAGE
+
+    def checked(self, need_here: bool = True) -> ModelRequest:
+        """This request with the runtime chosen, names lower-cased and checked,
+        defaults filled in. Raises ``UnknownNameError``, ``OptionConflict`` or
+        (with ``need_here``: the model will run on this machine, not only be
+        downloaded) ``RuntimeUnavailable``, before anything is downloaded or loaded."""
+        req = replace(
+            self,
+            language=_lower(self.language),
+            model_dir=Path(self.model_dir) if self.model_dir is not None else None,
+            runtime=_lower(self.runtime) or AUTO,
+            precision=_lower(self.precision),
+            placement=_lower(self.placement),
+            compute_units=_lower(self.compute_units),
+        )
+        if req.config is not None and req.language is not None:
+            raise OptionConflict(
+                "--config and --language both name the model: give one", "--config", "--language"
+            )
+        if req.model_dir is not None and (req.config is not None or req.language is not None):
+            raise OptionConflict(
+                "--model-dir already names the model: drop --language/--config",
+                "--model-dir",
+                "--language" if req.language is not None else "--config",
+            )
+        spec = choose(req.runtime)
+        _check_known(req.placement, "--placement", all_placements())
+        _check_known(req.compute_units, "--compute-units", all_compute_units())
+        checked = spec.check(replace(req, runtime=spec.name))
+        reason = spec.unavailable_reason() if need_here else None
+        if reason is not None:
+            raise RuntimeUnavailable(reason)
+        return checked
+
+    def ignored_options(self) -> list[str]:
+        """One-line notices for options this request's runtime has no use for."""
+        spec = self.spec
+        notes = []
+        if self.placement is not None and not spec.placements:
+            notes.append(f"--placement has no effect with the {spec.name} runtime; ignored")
+        if self.compute_units is not None and not spec.compute_units:
+            notes.append(f"--compute-units has no effect with the {spec.name} runtime; ignored")
+        return notes
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """What a spec hands ``PocketTTS``: the runtime and what the pack says of itself."""
+
+    runtime: Runtime
+    tokenizer_path: Path
+    tokenizer_kind: str
+    language: str | None  # None: the pack does not say (a custom config)
+    pack_dir: Path
+
+
+class RuntimeSpec:
+    """One backend. Subclass it and override what differs from these defaults."""
+
+    name: str = ""
+    description: str = ""
+    precisions: tuple[str, ...] = ()
+    default_precision: str = ""
+    placements: tuple[str, ...] = ()  # empty: the runtime has no placements
+    default_placement: str | None = None
+    compute_units: tuple[str, ...] = ()  # empty: no compute-unit presets
+    compute_unit_aliases: Mapping[str, str] = MappingProxyType({})
+    default_compute_units: str | None = None
+    local_packs: bool = True  # takes --model-dir
+    custom_configs: bool = False  # takes --config (builds a pack from any Kyutai config)
+    builds_packs: bool = False  # builds its packs here (so --rebuild means something)
+    auto_rank: int = 0  # "auto" picks the available runtime with the highest rank
+
+    # -- what can run here ---------------------------------------------------
+    def unavailable_reason(self) -> str | None:
+        """None when the runtime can run on this system; else one line saying why not."""
+        return None
+
+    def languages(self) -> tuple[str, ...]:
+        """Language ids this runtime can fetch a pack for."""
+        return ()
+
+    def voices(self, language: str) -> tuple[str, ...]:
+        """Built-in voice names for a language (from the catalogue)."""
+        from pocketcli.store.catalog import known_voices
+
+        return known_voices(language)
+
+    # -- checking a request (no download, no load) --------------------------
+    def check(self, req: ModelRequest) -> ModelRequest:
+        """Validates ``req`` (names already lower case) and fills in defaults."""
+        if req.config is not None and not self.custom_configs:
+            raise OptionConflict(
+                f"--config builds packs for other runtimes; the {self.name} runtime "
+                "takes its packs by --language",
+                "--config",
+                "--runtime",
+            )
+        if req.model_dir is not None and not self.local_packs:
+            raise OptionConflict(
+                f"the {self.name} runtime takes its packs by --language, not --model-dir",
+                "--model-dir",
+                "--runtime",
+            )
+        precision = req.precision or self.default_precision
+        if precision not in self.precisions:
+            raise UnknownNameError(
+                "--precision", precision, self.precisions, f"for the {self.name} runtime"
+            )
+        if req.language is not None and req.language not in self.languages():
+            raise UnknownNameError(
+                "--language", req.language, self.languages(), self.language_hint(req.language)
+            )
+        placement = req.placement
+        if self.placements:
+            placement = placement or self.default_placement
+            if placement not in self.placements:
+                raise UnknownNameError("--placement", str(placement), self.placements)
+        units = req.compute_units
+        if self.compute_units:
+            units = self.compute_unit_aliases.get(units or "", units) or self.default_compute_units
+            if units not in self.compute_units:
+                raise UnknownNameError(
+                    "--compute-units",
+                    str(req.compute_units),
+                    self.compute_units + tuple(self.compute_unit_aliases),
+                )
+        return replace(req, precision=precision, placement=placement, compute_units=units)
+
+    def language_hint(self, language: str) -> str:
+        """Said after "unknown language": e.g. which other runtime has it."""
+        return ""
+
+    def check_voice(self, req: ModelRequest, name: str) -> None:
+        """Fails (``UnknownNameError`` / ``UserError``) when ``name`` cannot be a
+        built-in voice of the model ``req`` names; no download."""
+        from pocketcli.store.catalog import check_voice
+
+        check_voice(name, req.model_language)
+
+    # -- finding and loading --------------------------------------------------
+    def find_pack(self, req: ModelRequest) -> Path:
+        """The pack folder for ``req``: ``model_dir`` as given, else fetched or built."""
+        if req.model_dir is None:
+            raise OptionConflict(f"the {self.name} runtime needs --model-dir", "--model-dir")
+        return req.model_dir
+
+    def load(self, pack_dir: Path, req: ModelRequest) -> LoadedModel:
+        raise NotImplementedError
+
+    # -- voices ----------------------------------------------------------------
+    def default_voice(self, model: LoadedModel, req: ModelRequest) -> str | None:
+        """The voice to speak with when none is named (None: no voice prompt)."""
+        from pocketcli.store.catalog import catalog, native_voice
+
+        language = model.language or req.model_language
+        return native_voice(language) or catalog().default_voice
+
+    def voice_file(self, model: LoadedModel, req: ModelRequest, name: str) -> Path:
+        """The file of a built-in voice (fetched if needed)."""
+        raise UserError(f"the {self.name} runtime has no built-in voices; use a voice file")
+
+    def pack_voices(self, pack_dir: Path) -> tuple[str, ...]:
+        """Voice names a local pack carries (``voices/`` and ``constants_bin/``)."""
+        names = {
+            p.stem
+            for folder in ("voices", "constants_bin")
+            for p in (Path(pack_dir) / folder).glob("*.safetensors")
+        }
+        return tuple(sorted(names))
+
+    def fetch_voices(self, req: ModelRequest, names: tuple[str | None, ...]) -> None:
+        """Fetches built-in voices that do not come with the pack (``None``: the
+        language's default ones); a no-op where the pack carries its voices."""
+
+    def prepare_cloning(self, model: LoadedModel, req: ModelRequest) -> None:
+        """Fetches what cloning needs beyond the pack (e.g. an encoder), if anything."""
+
+
+_registered: dict[str, RuntimeSpec] = {}
+_plugins_loaded = False
+
+
+def register(spec: RuntimeSpec) -> RuntimeSpec:
+    """Adds (or replaces) a runtime; returns it, so it can decorate an instance."""
+    if not spec.name or spec.name != spec.name.lower() or spec.name == AUTO:
+        raise ValueError(f"a runtime needs a lower-case name other than 'auto': {spec.name!r}")
+    _registered[spec.name] = spec
+    return spec
+
+
+def _load_target(target: str) -> RuntimeSpec:
+    module, _, attr = target.partition(":")
+    obj = getattr(importlib.import_module(module), attr)
+    return obj() if callable(obj) and not isinstance(obj, RuntimeSpec) else obj
+
+
+def _ensure_loaded() -> None:
+    global _plugins_loaded
+    for name, target in BUILTIN.items():
+        if name not in _registered:
+            register(_load_target(target))
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            spec = entry.load()
+            spec = spec() if callable(spec) and not isinstance(spec, RuntimeSpec) else spec
+        except Exception as exc:  # a broken plug-in must not break the built-in runtimes
+            log.warning("runtime plug-in %s failed to load: %s", entry.value, exc)
+            continue
+        if isinstance(spec, RuntimeSpec) and spec.name not in BUILTIN:
+            register(spec)
+
+
+def names() -> tuple[str, ...]:
+    """Every registered runtime (built-ins first, then plug-ins)."""
+    _ensure_loaded()
+    return tuple(_registered)
+
+
+def builtin_names() -> tuple[str, ...]:
+    """The runtimes that ship with pockettts (no import needed)."""
+    return tuple(BUILTIN)
+
+
+def get(name: str) -> RuntimeSpec:
+    _ensure_loaded()
+    spec = _registered.get(name.lower())
+    if spec is None:
+        raise UnknownNameError("--runtime", name, (AUTO, *_registered))
+    return spec
+
+
+def choose(requested: str) -> RuntimeSpec:
+    """A named runtime, or for ``auto`` the highest-ranked one that runs here."""
+    if requested.lower() != AUTO:
+        return get(requested)
+    _ensure_loaded()
+    ranked = sorted(_registered.values(), key=lambda s: -s.auto_rank)
+    for spec in ranked:
+        if spec.auto_rank > 0 and spec.unavailable_reason() is None:
+            return spec
+    return get("onnx")
+
+
+def all_languages() -> tuple[str, ...]:
+    """Every language some runtime has, sorted (for completion)."""
+    return tuple(sorted({lang for name in names() for lang in get(name).languages()}))
+
+
+def all_precisions() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p for name in names() for p in get(name).precisions))
+
+
+def all_placements() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(p for name in names() for p in get(name).placements))
+
+
+def all_compute_units() -> tuple[str, ...]:
+    out: list[str] = []
+    for name in names():
+        spec = get(name)
+        out += [*spec.compute_units, *spec.compute_unit_aliases]
+    return tuple(dict.fromkeys(out))
+
+
+def request_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(ModelRequest))
+
+
+def _check_known(value: str | None, option: str, valid: tuple[str, ...]) -> None:
+    """A value some runtime takes (a typo is an error even where it would be ignored)."""
+    if value is not None and value not in valid:
+        raise UnknownNameError(option, value, valid)
+
+
+def _lower(value: str | None) -> str | None:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+__all__ = [
+    "AUTO",
+    "ENTRY_POINT_GROUP",
+    "LoadedModel",
+    "ModelRequest",
+    "OptionConflict",
+    "RuntimeSpec",
+    "RuntimeUnavailable",
+    "UnknownNameError",
+    "choose",
+    "get",
+    "names",
+    "register",
+]
