@@ -90,19 +90,8 @@ def sox_samples(blob: bytes) -> np.ndarray | None:
 
 
 def _speak(pack_dir: Path, voice_path: Path, output: str) -> bytes:
-    r = run(
-        "tts",
-        "Headers are checked field by field.",
-        "-o",
-        output,
-        "--model-dir",
-        str(pack_dir),
-        "--voice-file",
-        str(voice_path),
-        "--seed",
-        "2",
-        "-q",
-    )
+    model = ["--model-dir", str(pack_dir), "--voice-file", str(voice_path)]
+    r = run("tts", "Headers are checked field by field.", "-o", output, *model, "--seed", "2", "-q")
     assert r.returncode == 0, r.stderr
     return r.stdout
 
