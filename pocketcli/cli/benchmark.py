@@ -63,15 +63,6 @@ def _ratios(ours: dict, ref: dict) -> dict[str, float]:
     return out
 
 
-def _threads(runtime: str) -> int | None:
-    """Intra-op threads of our FlowLM and Mimi sessions (None: CoreML schedules itself)."""
-    if runtime != "onnx":
-        return None
-    from pocketcli.runtimes.onnx import default_threads
-
-    return default_threads()
-
-
 def _print_table(report, ratios: dict | None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -178,11 +169,13 @@ def benchmark_command(
     language_name = choice.model_language
     recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
+    threads: list[int | None] = [None]
 
     def load():
         tts = load_model(choice, quiet=quiet)
         chosen = choose_voice(tts, voice, voice_file)
         voice_path[0] = chosen.path
+        threads[0] = getattr(tts.runtime, "threads", None)
         return tts, chosen.state
 
     def progress(done: int, total: int) -> None:
@@ -225,7 +218,7 @@ def benchmark_command(
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,
         "temperature": temperature,
-        "threads": _threads(choice.runtime),
+        "threads": threads[0],  # our sessions' intra-op threads (None: not ONNX Runtime)
         "cpu_count": os.cpu_count(),
         "reference_text": "ours after normalisation" if compare_reference else None,
         "order": "alternating, phrase by phrase" if compare_reference else None,
