@@ -26,20 +26,29 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from oracle.reference import (  # noqa: E402
-    TOKENIZER_MODEL,
-    build_reference,
-    make_config,
-    synthetic_voice_audio,
-)
 
 
-def wall_seconds(command: list[str]) -> float:
+def wall_seconds(command: list[str], output: Path) -> float:
+    """Wall time of one run that must leave a WAV at ``output``.
+
+    pocket-tts sometimes aborts while the interpreter shuts down (a non-zero
+    status after the WAV is complete); that run still counts, with a note.
+    No WAV at all ends the benchmark with one line, not a traceback.
+    """
+    output.unlink(missing_ok=True)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if not output.is_file() or output.stat().st_size <= 44:
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        sys.exit(f"{Path(command[0]).name} wrote no audio (exit {done.returncode}): {last}")
+    if done.returncode != 0:
+        print(
+            f"note: {Path(command[0]).name} exited {done.returncode} after writing its WAV"
+            " (counted)",
+            file=sys.stderr,
+        )
+    return elapsed
 
 
 def main() -> None:
@@ -49,6 +58,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--text", default="Hello world.")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "tests"))
+    from oracle.reference import (
+        TOKENIZER_MODEL,
+        build_reference,
+        make_config,
+        synthetic_voice_audio,
+    )
+
     ours_cli, theirs_cli = shutil.which("pockettts"), shutil.which("pocket-tts")
     if ours_cli is None or theirs_cli is None:
         sys.exit("needs both `pockettts` and `pocket-tts` on PATH (pip install -e '.[test]')")
@@ -60,36 +77,16 @@ def main() -> None:
     voice = tmp / "voice.safetensors"
     ref.export_voice(ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000), voice)
 
-    commands = {}
+    ours_wav, theirs_wav = tmp / "ours.wav", tmp / "theirs.wav"
+    commands: dict[str, tuple[list[str], Path]] = {}
     for precision, quantize in (("fp32", []), ("int8", ["--quantize"])):
-        commands[f"pockettts tts {precision}"] = [
-            ours_cli,
-            "tts",
-            args.text,
-            "-o",
-            str(tmp / "ours.wav"),
-            "--model-dir",
-            str(tmp / "pack"),
-            "--voice-file",
-            str(voice),
-            "--precision",
-            precision,
-            "--no-normalize",
-        ]
-        commands[f"pocket-tts generate {precision}"] = [
-            theirs_cli,
-            "generate",
-            "--text",
-            args.text,
-            "--config",
-            str(tmp / "ref" / "config.yaml"),
-            "--voice",
-            str(voice),
-            "--output-path",
-            str(tmp / "theirs.wav"),
-            "-q",
-            *quantize,
-        ]
+        ours = [ours_cli, "tts", args.text, "-o", str(ours_wav), "--model-dir", str(tmp / "pack"),
+                "--voice-file", str(voice), "--precision", precision, "--no-normalize"]  # fmt: skip
+        theirs = [theirs_cli, "generate", "--text", args.text, "--config",
+                  str(tmp / "ref" / "config.yaml"), "--voice", str(voice), "--output-path",
+                  str(theirs_wav), "-q", *quantize]  # fmt: skip
+        commands[f"pockettts tts {precision}"] = (ours, ours_wav)
+        commands[f"pocket-tts generate {precision}"] = (theirs, theirs_wav)
     import torch
 
     from pocketcli.runtimes.onnx import default_threads
@@ -99,12 +96,12 @@ def main() -> None:
         f" pockettts threads per session {default_threads()}",
         flush=True,
     )
-    for command in commands.values():  # warm the page cache and byte-code caches
-        wall_seconds(command)
+    for command, output in commands.values():  # warm the page cache and byte-code caches
+        wall_seconds(command, output)
     times: dict[str, list[float]] = {label: [] for label in commands}
     for _ in range(args.repeats):
-        for label, command in commands.items():
-            times[label].append(wall_seconds(command))
+        for label, (command, output) in commands.items():
+            times[label].append(wall_seconds(command, output))
     median = {label: statistics.median(t) for label, t in times.items()}
     for label, seconds in median.items():
         print(f"{label:28s} {seconds:6.2f} s (median of {args.repeats})")

@@ -66,6 +66,13 @@ class SpeakOptions:
             raise OptionsError(
                 f"frames_after_eos must be from 0 to 1000, not {self.frames_after_eos!r}"
             )
+        for name in ("normalize", "output_chain"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionsError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        if self.peak_normalize is not None and not isinstance(self.peak_normalize, bool):
+            raise OptionsError(
+                f"peak_normalize must be True, False or None, not {self.peak_normalize!r}"
+            )
         if self.noise_clamp is not None and (
             isinstance(self.noise_clamp, bool)
             or not isinstance(self.noise_clamp, int | float)

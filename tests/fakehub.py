@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +37,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
 import numpy as np
+import tensorfiles
+from safetensors.numpy import load_file
 
 ROOT = Path(__file__).parent
 TINY = ROOT / "fixtures" / "tiny"
@@ -321,6 +324,12 @@ COREML = "FluidInference/pocket-tts-coreml"
 TEST_REPO = "pockettts-tests/tiny"
 TINY_REVISION = "0123456789abcdef0123456789abcdef01234567"
 TINY_CONFIG = f"hf://{TEST_REPO}/tiny.yaml@{TINY_REVISION}"
+# The same model with its weights in BF16, as Kyutai publishes checkpoints.
+TINY_BF16_CONFIG = f"hf://{TEST_REPO}/tiny_bf16.yaml@{TINY_REVISION}"
+# English voices served in the other published formats (the rest are Kyutai F32 states):
+BF16_STATE_VOICE = "jane"  # the fixture voice state with BF16 caches and an extra tensor
+TINY_PROMPT_VOICE = "cosette"  # an 'audio_prompt' [1, 20, 64] BF16 embedding (tiny width)
+REAL_PROMPT_VOICE = "fantine"  # Kyutai's real 2026-01 'audio_prompt' [1, 132, 1024]
 ENGLISH_TRAINED = (
     "alba",
     "anna",
@@ -351,14 +360,14 @@ def _random(seed: int, size: int) -> bytes:
     return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8).tobytes()
 
 
-def tiny_config(revision: str) -> bytes:
+def tiny_config(revision: str, weights: str = "tiny") -> bytes:
     """The committed tiny model's config, with hf:// sources on the fake Hub."""
     import yaml
 
     raw = yaml.safe_load((TINY / "config.yaml").read_text(encoding="utf-8"))
-    raw["weights_path"] = f"hf://{CLONING}/languages/tiny/model.safetensors@{revision}"
+    raw["weights_path"] = f"hf://{CLONING}/languages/{weights}/model.safetensors@{revision}"
     raw["weights_path_without_voice_cloning"] = (
-        f"hf://{NO_CLONING}/languages/tiny/model.safetensors@{revision}"
+        f"hf://{NO_CLONING}/languages/{weights}/model.safetensors@{revision}"
     )
     raw["flow_lm"]["lookup_table"]["tokenizer_path"] = (
         f"hf://{NO_CLONING}/languages/tiny/tokenizer.model@{revision}"
@@ -366,22 +375,67 @@ def tiny_config(revision: str) -> bytes:
     return yaml.safe_dump(raw, sort_keys=False).encode()
 
 
+def _safetensors_bytes(tensors: dict[str, tuple[str, tuple[int, ...], bytes]]) -> bytes:
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return tensorfiles.write(Path(tmp) / "x.safetensors", tensors).read_bytes()
+
+
+def bf16_checkpoint() -> bytes:
+    """The tiny model's weights as BF16, every tensor (Kyutai's released checkpoints are)."""
+    weights = load_file(str(TINY / "model.safetensors"))
+    return _safetensors_bytes({k: tensorfiles.encode(v, "BF16") for k, v in weights.items()})
+
+
+def bf16_voice_state() -> bytes:
+    """The fixture voice state with BF16 caches, plus a tensor no voice state has."""
+    state = load_file(str(TINY / "voice.safetensors"))
+    tensors = {
+        k: tensorfiles.encode(v, "BF16" if k.endswith("/cache") else "I64")
+        for k, v in state.items()
+    }
+    tensors["extra/notes"] = tensorfiles.encode(np.zeros(3, np.float32), "F32")
+    return _safetensors_bytes(tensors)
+
+
+def tiny_prompt_voice() -> bytes:
+    """A tiny-width 'audio_prompt' [1, 20, 64] in BF16, as Kyutai's 2026-01 voices are laid out."""
+    cond = np.random.default_rng(20).standard_normal((1, 20, 64)).astype(np.float32)
+    return _safetensors_bytes({"audio_prompt": tensorfiles.encode(cond, "BF16")})
+
+
 def add_kyutai(hub: FakeHub, languages: tuple[str, ...] = ("english",)) -> None:
-    """Kyutai's layout: ``languages/<lang>/{model.safetensors, tokenizer.*, embeddings/}``."""
+    """Kyutai's layout: ``languages/<lang>/{model.safetensors, tokenizer.*, embeddings/}``.
+
+    ``languages/tiny`` holds the fixture's float32 weights, ``languages/tiny_bf16`` and
+    every catalogue language the same weights in BF16 (as Kyutai publishes them).
+    """
     weights = (TINY / "model.safetensors").read_bytes()
+    bf16 = bf16_checkpoint()
     voice = (TINY / "voice.safetensors").read_bytes()
+    special = {
+        BF16_STATE_VOICE: bf16_voice_state(),
+        TINY_PROMPT_VOICE: tiny_prompt_voice(),
+        REAL_PROMPT_VOICE: (
+            ROOT / "data" / "voices-en-2026-01" / "fantine.safetensors"
+        ).read_bytes(),
+    }
     for repo in (CLONING, NO_CLONING):
         hub.add(repo, "languages/tiny/model.safetensors", weights)
+        hub.add(repo, "languages/tiny_bf16/model.safetensors", bf16)
         for lang in languages:
-            hub.add(repo, f"languages/{lang}/model.safetensors", weights)
+            hub.add(repo, f"languages/{lang}/model.safetensors", bf16)
     hub.add(NO_CLONING, "languages/tiny/tokenizer.model", TOKENIZER_MODEL.read_bytes())
     for lang in languages:
         hub.add(NO_CLONING, f"languages/{lang}/tokenizer.json", TOKENIZER_JSON.read_bytes())
         for i, name in enumerate(VOICES_26):
             # Distinct bytes per voice and language, alba being the real fixture state.
             data = voice if name == "alba" else voice + _random(i, 64) + lang.encode()
+            if lang == "english" and name in special:
+                data = special[name]
             hub.add(NO_CLONING, f"languages/{lang}/embeddings/{name}.safetensors", data)
     hub.add(TEST_REPO, "tiny.yaml", tiny_config(TINY_REVISION))
+    hub.add(TEST_REPO, "tiny_bf16.yaml", tiny_config(TINY_REVISION, "tiny_bf16"))
     hub.raw["tiny.yaml"] = tiny_config(TINY_REVISION)
 
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 import soundfile as sf
-from fakehub import TINY_CONFIG, FakeHub, add_kyutai, running, subprocess_env
+from fakehub import TINY_BF16_CONFIG, TINY_CONFIG, FakeHub, add_kyutai, running, subprocess_env
 from test_cli_tts import SCRIPT
 
 
@@ -46,6 +46,16 @@ def test_config_from_the_hub_is_built_once_then_works_offline(hub, tmp_path) -> 
     )
     assert again.returncode == 0, again.stderr
     assert hub.requests() == []
+
+
+def test_bf16_checkpoint_config_builds_and_speaks(hub, tmp_path) -> None:
+    out = tmp_path / "bf16.wav"
+    r = tts(
+        hub, tmp_path, "Kyutai's weights are BF16.", "--config", TINY_BF16_CONFIG, "-o", str(out)
+    )
+    assert r.returncode == 0, r.stderr
+    assert sf.info(out).frames > 0
+    assert hub.requests("tiny_bf16/model.safetensors")
 
 
 def test_builtin_voice_with_custom_weights_is_refused(hub, tmp_path) -> None:

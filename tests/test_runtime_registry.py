@@ -185,3 +185,20 @@ def test_no_code_outside_runtimes_and_store_branches_on_a_runtime_name() -> None
             if value in names
         ]
     assert offenders == [], "ask the runtime's RuntimeSpec instead:\n" + "\n".join(offenders)
+
+
+def test_coreml_tables_agree_between_the_runtime_and_the_catalogue() -> None:
+    """The runtime's unit table (what it loads) and catalog.json (what the store fetches)
+    name the same precisions, placements, defaults and models."""
+    from pocketcli.runtimes.coreml import units
+    from pocketcli.store.catalog import catalog
+
+    spec, cat = registry.get("coreml"), catalog().coreml
+    assert spec.precisions == units.PRECISIONS == tuple(cat.flowlm)
+    assert spec.placements == units.PLACEMENTS == tuple(cat.placements)
+    assert spec.default_precision == cat.default_precision
+    assert spec.default_placement == cat.default_placement
+    for placement in units.PLACEMENTS:
+        for precision in units.PRECISIONS:
+            loaded = {f"{m}.mlmodelc" for m in units.stage_models(placement, precision).values()}
+            assert loaded == set(cat.models(precision, placement)), (placement, precision)

@@ -11,11 +11,15 @@ import huggingface_hub.constants
 import numpy as np
 import pytest
 from fakehub import (
+    BF16_STATE_VOICE,
     CLONING,
     COREML,
     NO_CLONING,
+    REAL_PROMPT_VOICE,
     TINY,
+    TINY_BF16_CONFIG,
     TINY_CONFIG,
+    TINY_PROMPT_VOICE,
     TOKENIZER_MODEL,
     FakeHub,
     add_coreml,
@@ -269,9 +273,42 @@ def test_both_weights_refused_says_how_to_get_access(hub) -> None:
     assert "`hf auth login`" in text and "refused too" in text
 
 
+def test_bf16_checkpoint_and_voices_of_every_format_from_the_hub(hub) -> None:
+    """Kyutai publishes BF16 checkpoints and voices in several formats: download, build, speak."""
+    from safetensors.numpy import load_file
+    from tensorfiles import bf16_round
+
+    from pocketcli import PocketTTS
+    from pocketcli.voices.prompt import VoiceWarning
+    from pocketcli.voices.state import VoiceError
+
+    pack = store.resolve_onnx_pack(None, TINY_BF16_CONFIG, "fp32")
+    assert "/tiny_bf16/model.safetensors@" in PackManifest.read(pack).source["weights"]
+    constants = load_file(str(pack / "constants.safetensors"))
+    fixture = load_file(str(TINY / "model.safetensors"))
+    assert np.array_equal(constants["emb_std"], bf16_round(fixture["flow_lm.emb_std"]))
+    tts = PocketTTS.load(pack)
+
+    with pytest.warns(VoiceWarning, match="ignored 1 tensor.*extra/notes"):
+        state = tts.load_voice(store.resolve_voice("english", BF16_STATE_VOICE))
+    reference = load_file(str(TINY / "voice.safetensors"))
+    cache = reference["transformer.layers.0.self_attn/cache"]
+    assert np.array_equal(state.keys[0], bf16_round(cache[0, 0, : state.length]))
+    prompt = tts.load_voice(store.resolve_voice("english", TINY_PROMPT_VOICE))
+    assert prompt.conditioning is not None and prompt.conditioning.shape == (20, 64)
+    for voice in (state, prompt):
+        audio = tts.synthesize("Hello there.", voice, seed=1)
+        assert audio.size and np.isfinite(audio).all() and np.abs(audio).max() > 0
+    real = store.resolve_voice("english", REAL_PROMPT_VOICE)
+    with pytest.raises(VoiceError, match="1024 wide .* this model's d_model is 64") as info:
+        tts.load_voice(real)
+    one_line(info.value)
+
+
 def test_catalog_language_fetches_kyutai_files_at_pocket_tts_revisions(hub, tmp_path) -> None:
-    # The fake Hub serves the tiny checkpoint as "english", which the real english
-    # config refuses to build; what matters here is what was fetched, and from where.
+    # The fake Hub serves the tiny checkpoint (in BF16, as Kyutai does) as "english", which
+    # the real english config refuses to build once the file is read; what matters here
+    # is that reading passed, what was fetched, and from where.
     with pytest.raises(UserError, match="checkpoint lacks"):
         store.resolve_onnx_pack("english", None, "fp32")
     paths = [r.path for r in hub.requests("/resolve/")]

@@ -56,7 +56,7 @@ def test_only_the_valid_prefix_is_used(tmp_path) -> None:
         ("shape", "expected \\[2, 1, T, heads, head_dim\\]"),
         ("garbage", "not a readable safetensors"),
         ("missing", "not found"),
-        ("foreign", "unexpected tensor"),
+        ("foreign", "no Kyutai voice-state tensor in it \\(it holds: audio_prompt\\)"),
     ],
 )
 def test_broken_files_are_refused_with_a_reason(tmp_path, case, message) -> None:

@@ -12,9 +12,11 @@ except ImportError:  # typer < 0.29
     from click import exceptions as click_exceptions
 
 UsageError = click_exceptions.UsageError
+# click >= 8.2: bare `pockettts` raises this to show the help (a usage error, exit 2).
+NoArgsIsHelpError = getattr(click_exceptions, "NoArgsIsHelpError", ())
 BadParameter = click_exceptions.BadParameter
 ClickException = click_exceptions.ClickException
 Abort = typer.Abort
 Exit = typer.Exit
 
-__all__ = ["Abort", "BadParameter", "ClickException", "Exit", "UsageError"]
+__all__ = ["Abort", "BadParameter", "ClickException", "Exit", "NoArgsIsHelpError", "UsageError"]

@@ -163,7 +163,8 @@ def voice_file() -> Any:
         None,
         "--voice-file",
         metavar="FILE",
-        help="Voice file: .safetensors (Kyutai state) or .bin (FluidAudio).",
+        help="Voice file of any published format (see `pockettts inspect`); -v picks one"
+        " voice of a voices.bin.",
     )
 
 

@@ -13,7 +13,16 @@ import sys
 import typer
 
 from pocketcli import __version__
-from pocketcli.cli import benchmark, clone, completion, download, normalize, tts, voices
+from pocketcli.cli import (
+    benchmark,
+    clone,
+    completion,
+    download,
+    inspect,
+    normalize,
+    tts,
+    voices,
+)
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
@@ -22,7 +31,7 @@ from pocketcli.interrupts import Terminated, install_signal_handlers
 
 app = typer.Typer(
     name="pockettts",
-    help=(
+    help=help_text(
         "Speak text with Kyutai's Pocket TTS.\n\n"
         "Examples:\n\n"
         '  pockettts tts "Hello world." -o hello.wav --model-dir ./pack\n\n'
@@ -43,6 +52,7 @@ for _name, _help, _command in (
     ("download", download.HELP, download.download_command),
     ("voices", voices.HELP, voices.voices_command),
     ("clone", clone.HELP, clone.clone_command),
+    ("inspect", inspect.HELP, inspect.inspect_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
@@ -91,6 +101,20 @@ def run(argv: list[str] | None = None) -> None:
     raise SystemExit(result if isinstance(result, int) else 0)
 
 
+def _usage(exc: click.UsageError) -> None:
+    """A usage error is two lines: what is wrong, and where help is (exit 2)."""
+    if isinstance(exc, click.NoArgsIsHelpError):
+        exc.show()  # the help itself
+        raise SystemExit(2)
+    ctx = exc.ctx
+    command = ctx.command_path if ctx is not None else "pockettts"
+    message = " ".join(exc.format_message().split())  # one line, whatever the message
+    sys.stderr.write(f"pockettts: error: {message}\n")
+    sys.stderr.write(f"pockettts: hint: '{command} --help' lists the options and values\n")
+    sys.stderr.flush()
+    raise SystemExit(2)
+
+
 def _report(exc: BaseException, debug: bool) -> None:
     """Turns any exception into the right exit status and one line on stderr."""
     try:
@@ -98,8 +122,7 @@ def _report(exc: BaseException, debug: bool) -> None:
     except click.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except click.UsageError as exc:
-        exc.show()
-        raise SystemExit(2) from None
+        _usage(exc)
     except click.Abort:
         fail("interrupted", 130)
     except click.ClickException as exc:

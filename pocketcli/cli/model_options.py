@@ -102,8 +102,10 @@ def choose_voice(
         if save_voice is not None:
             tts.save_voice(state, save_voice, on_warning=on_warning)
         return ChosenVoice(state, clone_voice.stem, save_voice)
-    if voice_file is not None:
-        return ChosenVoice(tts.load_voice(voice_file), voice_file.stem, voice_file)
+    if voice_file is not None:  # -v picks a voice inside a container (voices.bin)
+        quiet = lambda _note: None  # noqa: E731 - no notices without a callback (-q)
+        state = tts.load_voice(voice_file, voice, on_warning=on_warning or quiet)
+        return ChosenVoice(state, voice or voice_file.stem, voice_file)
     name = voice or tts.default_voice_name()
     if name is None:
         return ChosenVoice(None, "none")  # custom weights or a bare pack: no prompt

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from safetensors import SafetensorError, safe_open
 
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UserError
+from pocketcli.tensorfile import TensorFile, TensorFileError
 
 Weights = dict[str, np.ndarray]
 
@@ -24,20 +24,43 @@ class CheckpointError(UserError, ValueError):
 
 
 def read_checkpoint(path: str | Path) -> Weights:
+    """Every tensor of a safetensors checkpoint as float32, read one tensor at a time.
+
+    F32, F16 and BF16 (Kyutai's released files), also mixed in one file, are
+    upcast exactly; F64 is rounded as torch's ``load_state_dict`` does. A
+    tensor of another dtype, or holding NaN or infinity, is a CheckpointError
+    naming it. Peak memory is the float32 weights plus one tensor's raw bytes.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    weights: Weights = {}
     try:
-        with safe_open(str(path), framework="numpy") as f:
-            weights = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise CheckpointError(f"{path} is not a readable safetensors file: {exc}") from exc
-    for key, value in weights.items():
-        if value.dtype != np.float32:
-            if not np.issubdtype(value.dtype, np.floating):
-                raise CheckpointError(f"{key} has dtype {value.dtype}, expected float32")
-            weights[key] = value.astype(np.float32)
+        with TensorFile(path) as f:
+            for name, info in f.tensors.items():
+                if not info.is_float:
+                    raise CheckpointError(
+                        f"{path}: tensor {name} has dtype {info.dtype}; a checkpoint holds"
+                        " float tensors (F32, F16 or BF16)"
+                    )
+                value = f.read(name)
+                if not np.isfinite(value).all():
+                    raise CheckpointError(f"{path}: tensor {name} holds NaN or infinite values")
+                weights[name] = value
+    except TensorFileError as exc:
+        raise CheckpointError(str(exc)) from None
     return weights
+
+
+def checkpoint_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
+    """Name -> shape from the header alone (no tensor is read)."""
+    with TensorFile(path) as f:
+        return {name: info.shape for name, info in f.tensors.items()}
+
+
+def fits_config(shapes: dict[str, tuple[int, ...]], cfg: ModelConfig) -> bool:
+    """True when every tensor the graphs need is present with the shape ``cfg`` implies."""
+    return all(shapes.get(key) == shape for key, shape in expected_shapes(cfg).items())
 
 
 def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:

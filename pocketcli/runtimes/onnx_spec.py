@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pocketcli.errors import OptionConflict, UserError
+from pocketcli.packs.manifest import PRECISIONS
 from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
 
 RECORDED_LANGUAGE = "language"  # the manifest's source field naming the pack's language
@@ -13,8 +14,8 @@ RECORDED_LANGUAGE = "language"  # the manifest's source field naming the pack's 
 class OnnxSpec(RuntimeSpec):
     name = "onnx"
     description = "ONNX Runtime on any OS: Kyutai's weights, built into a pack on first use"
-    precisions = ("fp32", "int8", "int4")
-    default_precision = "fp32"
+    precisions = PRECISIONS
+    default_precision = PRECISIONS[0]
     local_packs = True
     custom_configs = True
     builds_packs = True

@@ -1,11 +1,18 @@
-"""Voice files in the two formats users carry between tools, chosen by extension.
+"""Loading voice files of any published format, and saving the two we write.
+
+Reading: the format comes from the content (see ``formats``): Kyutai voice
+states (F32/BF16/F16), Kyutai's ``audio_prompt`` embeddings, the web demos'
+voices.bin and PTVB1 containers, ``.npy`` arrays and FluidAudio's raw
+``.bin``. Conditioning formats are prefilled (``bos_before_voice`` + the
+frames) through the loaded model.
+
+Writing, chosen by extension:
 
 - ``.safetensors``: Kyutai's voice state (the FlowLM KV cache; what
   ``pocket-tts export-voice`` writes). Loads in pocket-tts and back.
 - ``.bin``: FluidAudio's cloned voice: raw little-endian float32
   ``[frames, d_model]`` conditioning, row-major, no header, at most 125 frames
-  (10 s, the size of FluidAudio's fixed encoder input). Loading it prefills
-  ``bos_before_voice`` + the frames, so it needs the loaded model.
+  (10 s, the size of FluidAudio's fixed encoder input).
 
 Both are written atomically and every file read is checked (size, shape,
 dtype, finiteness, fit to the loaded model) before it is used.
@@ -21,14 +28,28 @@ import numpy as np
 
 from pocketcli.atomic import atomic_path
 from pocketcli.voices.cloning import voice_from_conditioning
+from pocketcli.voices.formats import (
+    BIN_MAX_FRAMES,
+    identify,
+    read_conditioning,
+    read_conditioning_bin,
+    read_state,
+)
 from pocketcli.voices.prompt import default_warn
-from pocketcli.voices.state import VoiceError, VoiceState, load_voice_state, save_voice_state
+from pocketcli.voices.state import VoiceError, VoiceState, ignored_notice, save_voice_state
 
 if TYPE_CHECKING:
     from pocketcli.runtimes.base import Runtime
 
 VOICE_SUFFIXES = (".safetensors", ".bin")
-BIN_MAX_FRAMES = 125
+__all__ = [
+    "BIN_MAX_FRAMES",
+    "check_voice_suffix",
+    "load_voice_file",
+    "read_conditioning_bin",
+    "save_voice_file",
+    "write_conditioning_bin",
+]
 
 
 def check_voice_suffix(path: str | Path) -> str:
@@ -42,23 +63,31 @@ def check_voice_suffix(path: str | Path) -> str:
     return suffix
 
 
-def load_voice_file(path: str | Path, runtime: Runtime) -> VoiceState:
-    """Reads either format and checks it fits the model ``runtime`` runs.
+def load_voice_file(
+    path: str | Path,
+    runtime: Runtime,
+    name: str | None = None,
+    on_notice: Callable[[str], None] | None = None,
+) -> VoiceState:
+    """Reads any voice format (found from the content) and checks it fits ``runtime``'s model.
 
-    ``.bin`` is FluidAudio's; any other name is read as a Kyutai voice state
-    (whose reader says so plainly when the file is not one).
+    ``name`` picks a voice in a container (voices.bin, PTVB1); a file holding
+    several voices needs one, and a wrong one lists the names. Conditioning
+    voices are prefilled through the model, like a cloned voice. Notices
+    (tensors ignored next to the known ones) go to ``on_notice``.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise VoiceError(f"voice file not found: {path}")
+    vf = identify(path)
+    entry = vf.pick(name)
     t = runtime.config.flow_lm.transformer
-    if path.suffix.lower() == ".bin":
-        return voice_from_conditioning(runtime, read_conditioning_bin(path, t.d_model))
-    voice = load_voice_state(path)
+    if entry.kind == "conditioning":
+        if vf.ignored and on_notice is not None:
+            on_notice(ignored_notice(vf.path, vf.ignored))
+        return voice_from_conditioning(runtime, read_conditioning(vf, entry, t.d_model))
+    voice = read_state(vf, entry, on_notice)
     try:
         voice.check_fits(t.num_layers, t.kv_heads, t.head_dim)
     except VoiceError as exc:
-        raise VoiceError(f"{path}: {exc}") from None
+        raise VoiceError(f"{vf.path}: {exc}") from None
     return voice
 
 
@@ -80,31 +109,6 @@ def save_voice_file(
             " .safetensors, or clone it again from audio"
         )
     write_conditioning_bin(voice.conditioning, path, on_warning)
-
-
-def read_conditioning_bin(path: str | Path, d_model: int) -> np.ndarray:
-    """FluidAudio's ``.bin``: float32 LE ``[frames, d_model]``, 0 < frames <= 125."""
-    path = Path(path)
-    if not path.is_file():
-        raise VoiceError(f"voice file not found: {path}")
-    size = path.stat().st_size
-    row = d_model * 4
-    if size == 0 or size % row:
-        raise VoiceError(
-            f"{path}: invalid voice file size {size} bytes: a .bin voice is a"
-            f" whole number of {d_model}-float frames ({row} bytes each)"
-            " for this model"
-        )
-    frames = size // row
-    if frames > BIN_MAX_FRAMES:
-        raise VoiceError(f"{path}: voice file too large: {frames} frames, at most {BIN_MAX_FRAMES}")
-    data = np.fromfile(path, dtype="<f4", count=frames * d_model)
-    if data.size != frames * d_model:
-        raise VoiceError(f"{path}: could not read {frames * d_model} floats")
-    cond = data.astype(np.float32).reshape(frames, d_model)
-    if not np.isfinite(cond).all():
-        raise VoiceError(f"{path}: the voice holds NaN or infinite values")
-    return cond
 
 
 def write_conditioning_bin(

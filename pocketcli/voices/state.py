@@ -3,24 +3,26 @@
 ``pocket-tts export-voice`` writes one safetensors file with, per attention
 layer ``transformer.layers.<i>.self_attn``: ``/cache`` float32
 ``[2, 1, T, kv_heads, head_dim]`` (keys after RoPE, then values), ``/offset``
-int64 ``[1]`` and ``/pad`` int64 ``[1]``. We read and write exactly that, so
-voices move between pockettts and Kyutai's tools in both directions.
+int64 ``[1]`` and ``/pad`` int64 ``[1]``. We write exactly that, and read it
+with caches in F32, BF16 or F16 (upcast exactly), so voices move between
+pockettts and Kyutai's tools in both directions.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from pocketcli.atomic import atomic_path
 from pocketcli.errors import UserError
+from pocketcli.tensorfile import TensorFile, TensorFileError
 
-_KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
+STATE_KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
 MAX_VOICE_FILE_BYTES = 1 << 30
 
 
@@ -65,22 +67,49 @@ class VoiceState:
             )
 
 
-def load_voice_state(path: str | Path) -> VoiceState:
+def ignored_notice(path: str | Path, names: list[str] | tuple[str, ...]) -> str:
+    shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+    return f"{path}: ignored {len(names)} tensor(s) that are no part of a voice: {shown}"
+
+
+def load_voice_state(
+    path: str | Path, on_notice: Callable[[str], None] | None = None
+) -> VoiceState:
+    """A Kyutai voice state (safetensors); caches in F32, BF16 or F16 come back float32.
+
+    Tensors with other names than a voice state's are ignored, and reported to
+    ``on_notice`` when given.
+    """
     path = Path(path)
     if not path.is_file():
         raise VoiceError(f"voice file not found: {path}")
     if path.stat().st_size > MAX_VOICE_FILE_BYTES:
         raise VoiceError(f"{path} is too large to be a voice state")
-    layers: dict[int, dict[str, np.ndarray]] = {}
     try:
-        with safe_open(str(path), framework="numpy") as f:
-            for key in f.keys():  # noqa: SIM118
-                m = _KEY.match(key)
-                if not m:
-                    raise VoiceError(f"{path}: unexpected tensor {key!r} in a voice state")
-                layers.setdefault(int(m.group(1)), {})[m.group(2)] = f.get_tensor(key)
-    except (SafetensorError, OSError) as exc:
-        raise VoiceError(f"{path} is not a readable safetensors voice state: {exc}") from exc
+        with TensorFile(path) as f:
+            ignored = [k for k in f.tensors if not STATE_KEY.match(k)]
+            tensors = {k: f.read(k) for k in f.tensors if STATE_KEY.match(k)}
+    except TensorFileError as exc:
+        raise VoiceError(str(exc)) from None
+    if not tensors:
+        shown = ", ".join(ignored[:3]) + (" ..." if len(ignored) > 3 else "")
+        raise VoiceError(
+            f"{path}: no Kyutai voice-state tensor in it (it holds: {shown or 'none'})"
+        )
+    if ignored and on_notice is not None:
+        on_notice(ignored_notice(path, ignored))
+    return state_from_tensors(tensors, path)
+
+
+def state_from_tensors(tensors: dict[str, np.ndarray], path: str | Path) -> VoiceState:
+    """Kyutai's per-layer ``cache``/``offset``/``pad`` (or legacy ``current_end``) tensors,
+    every one checked, to a VoiceState."""
+    layers: dict[int, dict[str, np.ndarray]] = {}
+    for key, value in tensors.items():
+        m = STATE_KEY.match(key)
+        if m is None:  # pragma: no cover - callers pass voice-state keys only
+            raise VoiceError(f"{path}: unexpected tensor {key!r} in a voice state")
+        layers.setdefault(int(m.group(1)), {})[m.group(2)] = value
     if not layers or sorted(layers) != list(range(len(layers))):
         raise VoiceError(f"{path}: layers must be numbered 0..N-1, found {sorted(layers)}")
     keys, values = [], []
@@ -95,14 +124,16 @@ def load_voice_state(path: str | Path) -> VoiceState:
                 " expected [2, 1, T, heads, head_dim]"
             )
         if not np.issubdtype(cache.dtype, np.floating):
-            raise VoiceError(f"{path}: layer {i} cache has dtype {cache.dtype}, expected float32")
+            raise VoiceError(
+                f"{path}: layer {i} cache has dtype {cache.dtype}, expected F32, BF16 or F16"
+            )
         if "offset" in entry:
-            offset = int(np.asarray(entry["offset"]).reshape(-1)[0])
+            offset = _scalar_int(entry["offset"], f"{path}: layer {i} offset")
         elif "current_end" in entry:
             offset = int(entry["current_end"].shape[0])
         else:
             raise VoiceError(f"{path}: layer {i} has no offset")
-        pad = int(np.asarray(entry.get("pad", np.zeros(1))).reshape(-1)[0])
+        pad = _scalar_int(entry.get("pad", np.zeros(1, np.int64)), f"{path}: layer {i} pad")
         if pad != 0:
             raise VoiceError(
                 f"{path}: layer {i} has left padding {pad}; batched states are not supported"
@@ -121,6 +152,13 @@ def load_voice_state(path: str | Path) -> VoiceState:
     if len(lengths) != 1 or len(shapes) != 1:
         raise VoiceError(f"{path}: layers disagree on length or shape")
     return VoiceState(tuple(keys), tuple(values))
+
+
+def _scalar_int(value: np.ndarray, what: str) -> int:
+    a = np.asarray(value)
+    if a.size != 1 or not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+        raise VoiceError(f"{what} must be one integer, got {a.dtype} {list(a.shape)}")
+    return int(a.reshape(-1)[0])
 
 
 def save_voice_state(state: VoiceState, path: str | Path) -> None:

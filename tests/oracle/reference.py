@@ -54,6 +54,7 @@ from pocket_tts.models.tts_model import TTSModel
 from pocket_tts.modules.layer_scale import LayerScale
 from pocket_tts.modules.mlp import LayerNorm as FlowLayerNorm
 from pocket_tts.modules.mlp import RMSNorm
+from pocket_tts.modules.stateful_module import init_states
 from pocket_tts.utils.config import CONFIGS_DIR, Config
 from torch import nn
 
@@ -453,6 +454,50 @@ class Reference:
         checkpoint = Path(full.pop("weights_path"))
         return cls(model, full, checkpoint, config_path)
 
+    def saved_as(self, dtype: str, out_dir: Path) -> Reference:
+        """This model's weights written as ``dtype`` safetensors and reloaded by the package.
+
+        ``dtype``: ``"bf16"`` (every tensor BF16, like Kyutai's released checkpoints) or
+        ``"fp16-mixed"`` (matrices F16, vectors F32). The file is loaded back through the
+        package's own ``TTSModel.load_model(config=...)`` (``load_state_dict`` upcasts to
+        float32), so the returned reference runs exactly the weights in the file.
+        """
+        if dtype not in _SAVE_DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_SAVE_DTYPES)}, got {dtype!r}")
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint = out_dir / "model.safetensors"
+        tensors = {
+            name: tensor.detach().to("cpu").to(_SAVE_DTYPES[dtype](tensor)).contiguous().clone()
+            for name, tensor in self.model.state_dict().items()
+        }
+        safetensors.torch.save_file(tensors, str(checkpoint))
+        config_path = out_dir / "config.yaml"
+        on_disk = copy.deepcopy(self.config)
+        on_disk["weights_path"] = str(checkpoint.resolve())
+        with open(config_path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(on_disk, f, sort_keys=False, allow_unicode=True)
+        reloaded = Reference.load(config_path)
+        reloaded.model.eval()
+        return reloaded
+
+    @torch.no_grad()
+    def voice_state_from_conditioning(
+        self, conditioning: np.ndarray
+    ) -> dict[str, dict[str, torch.Tensor]]:
+        """The package's state for a ``[frames, d_model]`` voice embedding (an
+        ``audio_prompt``): ``bos_before_voice`` (when the model has it) and the frames
+        prefilled by ``_run_flow_lm_and_increment_step(audio_conditioning=...)``, as
+        ``get_state_for_audio_prompt`` does after encoding a recording."""
+        cond = np.ascontiguousarray(conditioning, dtype=np.float32)
+        prompt = torch.from_numpy(cond).reshape(1, cond.shape[-2], cond.shape[-1])
+        flow_lm = self.model.flow_lm
+        if flow_lm.insert_bos_before_voice:
+            prompt = torch.cat([flow_lm.bos_before_voice, prompt], dim=1)
+        state = init_states(flow_lm, batch_size=1, sequence_length=prompt.shape[1])
+        self.model._run_flow_lm_and_increment_step(model_state=state, audio_conditioning=prompt)
+        return state
+
     def build_pack(self, out_dir: Path, precisions: tuple[str, ...] = ("fp32",)) -> Path:
         """Our torch-free pack built from this reference's checkpoint (what users do)."""
         from pocketcli.config import ModelConfig
@@ -612,6 +657,12 @@ class Reference:
                 )
             )
         return chunks
+
+
+_SAVE_DTYPES = {
+    "bf16": lambda _t: torch.bfloat16,
+    "fp16-mixed": lambda t: torch.float16 if t.ndim >= 2 else torch.float32,
+}
 
 
 def _stack(steps: list[_Call], attr: str, width: int) -> np.ndarray:

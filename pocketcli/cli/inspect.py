@@ -1,0 +1,186 @@
+"""``pockettts inspect FILE``: what a voice file or a checkpoint is, and which models it fits.
+
+Reads headers only (no tensor data), never the network; the models it fits are
+the Kyutai configs pockettts knows (``pockettts download --language ...``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pocketcli.store.catalog import catalog
+from pocketcli.tensorfile import TensorFile, TensorFileError, dtype_counts, looks_like_safetensors
+
+HELP = """Tell what FILE is: a voice file (its format, frames, width, dtype and the
+models it fits) or a Kyutai checkpoint (dtypes, parameters, the configs it fits).
+
+Voice formats are recognised from the content: Kyutai voice states (F32, BF16
+or F16 caches), Kyutai's 'audio_prompt' embeddings, the web demos' voices.bin
+and PTVB1 containers, .npy arrays and FluidAudio's raw .bin.
+
+Examples:
+
+  pockettts inspect cosette.safetensors
+
+  pockettts inspect voices.bin --json
+
+  pockettts inspect model.safetensors
+"""
+
+
+def _configs() -> list[tuple[str, Any]]:
+    from pocketcli.config import ModelConfig
+
+    return [
+        (name, ModelConfig.from_yaml(entry.config_path()))
+        for name, entry in sorted(catalog().kyutai.items())
+    ]
+
+
+def _fits_voice(entry, configs) -> list[str]:
+    """Configs whose shapes the voice fits (its numbers are only right for the weights
+    it was made with, which a file does not say)."""
+    out = []
+    for name, cfg in configs:
+        t = cfg.flow_lm.transformer
+        if entry.kind == "conditioning":
+            fits = entry.width == t.d_model
+        else:
+            fits = (entry.layers, entry.kv_heads, entry.head_dim) == (
+                t.num_layers,
+                t.kv_heads,
+                t.head_dim,
+            )
+        if fits:
+            out.append(name)
+    return out
+
+
+def describe_voice_file(path: Path) -> dict[str, Any]:
+    from pocketcli.voices.formats import identify, raw_bin_widths
+
+    vf = identify(path)
+    configs = _configs()
+    voices = []
+    for entry in vf.voices:
+        item: dict[str, Any] = {
+            "name": entry.name,
+            "kind": entry.kind,
+            "dtype": entry.dtype,
+        }
+        if entry.kind == "state":
+            item.update(
+                positions=entry.frames,
+                layers=entry.layers,
+                kv_heads=entry.kv_heads,
+                head_dim=entry.head_dim,
+            )
+        else:
+            item.update(frames=entry.frames, width=entry.width)
+        if vf.format == "fluidaudio-bin":
+            widths = sorted({cfg.flow_lm.transformer.d_model for _, cfg in configs})
+            by_width = dict(raw_bin_widths(path.stat().st_size, widths))
+            item["frames_by_width"] = by_width
+            item["fits"] = [n for n, c in configs if c.flow_lm.transformer.d_model in by_width]
+        elif entry.kind == "state" and entry.layers is None:
+            item["fits"] = None  # a PTVB1 entry: shapes known once it is read
+        else:
+            item["fits"] = _fits_voice(entry, configs)
+        voices.append(item)
+    return {
+        "file": str(path),
+        "kind": "voice",
+        "format": vf.format,
+        "description": vf.description,
+        "voices": voices,
+        "ignored_tensors": list(vf.ignored),
+    }
+
+
+def describe_checkpoint(path: Path, f: TensorFile) -> dict[str, Any]:
+    from pocketcli.packs.checkpoint import fits_config
+
+    shapes = {name: info.shape for name, info in f.tensors.items()}
+    layers = {
+        name.split(".")[3] for name in shapes if name.startswith("flow_lm.transformer.layers.")
+    }
+    linear = shapes.get("flow_lm.input_linear.weight")
+    return {
+        "file": str(path),
+        "kind": "checkpoint",
+        "format": "safetensors checkpoint (pocket-tts TTSModel.state_dict layout)",
+        "tensors": len(shapes),
+        "parameters": sum(info.size for info in f.tensors.values()),
+        "dtypes": dtype_counts(f.tensors),
+        "d_model": linear[0] if linear else None,
+        "flow_lm_layers": len(layers),
+        "fits": [name for name, cfg in _configs() if fits_config(shapes, cfg)],
+    }
+
+
+def describe(path: Path) -> dict[str, Any]:
+    from pocketcli.voices.state import VoiceError
+
+    if not path.is_file():
+        raise VoiceError(f"file not found: {path}")
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if looks_like_safetensors(head, size):
+        try:
+            with TensorFile(path) as f:
+                if any(name.startswith(("flow_lm.", "mimi.")) for name in f.tensors):
+                    return describe_checkpoint(path, f)
+        except TensorFileError as exc:
+            raise VoiceError(str(exc)) from None
+    return describe_voice_file(path)
+
+
+def _text(report: dict[str, Any]) -> list[str]:
+    if report["kind"] == "checkpoint":
+        mix = ", ".join(f"{d} x{n}" for d, n in report["dtypes"].items())
+        lines = [
+            f"{report['file']}: Kyutai checkpoint ({report['tensors']} tensors,"
+            f" {report['parameters'] / 1e6:.2f} M parameters)",
+            f"  dtypes: {mix}",
+            f"  FlowLM: d_model {report['d_model']}, {report['flow_lm_layers']} layers",
+            f"  fits configs: {', '.join(report['fits']) or 'none of the known ones'}",
+        ]
+        return lines
+    lines = [f"{report['file']}: {report['description']}"]
+    for v in report["voices"]:
+        label = f"  voice {v['name']!r}: " if v["name"] else "  "
+        if v["kind"] == "state":
+            shape = (
+                f"{v['positions']} positions, {v['layers']} layers x {v['kv_heads']} KV heads"
+                f" x {v['head_dim']}"
+                if v.get("layers") is not None
+                else "KV-cache state"
+            )
+        elif "frames_by_width" in v:
+            options = ", ".join(f"{f} frames of width {w}" for w, f in v["frames_by_width"].items())
+            shape = f"raw float32: {options or 'no known width'}"
+        else:
+            shape = f"{v['frames']} frames, width {v['width']}"
+        fits = v["fits"]
+        where = "unknown until loaded" if fits is None else ", ".join(fits) or "no known model"
+        lines.append(f"{label}{shape}, {v['dtype']}; fits by shape: {where}")
+    if report["ignored_tensors"]:
+        lines.append(f"  ignored tensors: {', '.join(report['ignored_tensors'])}")
+    return lines
+
+
+def inspect_command(
+    file: Path = typer.Argument(..., help="A voice file or a checkpoint."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of text."),
+) -> None:
+    report = describe(file)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    for line in _text(report):
+        typer.echo(line)
