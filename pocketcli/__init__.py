@@ -1,7 +1,8 @@
 """pockettts: Kyutai Pocket TTS on ONNX Runtime and CoreML.
 
-``PocketTTS`` is imported on first use, so ``import pocketcli.text`` (or the
-CLI's ``--help``) does not load runtimes, the normaliser or ONNX Runtime.
+``PocketTTS`` (and the other names below) are imported on first use, so
+``import pocketcli.text`` (or the CLI's ``--help``) does not load runtimes,
+the normaliser or ONNX Runtime.
 """
 
 from __future__ import annotations
@@ -11,12 +12,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["PocketTTS", "__version__"]
+_EXPORTS = {
+    "PocketTTS": "pocketcli.api",
+    "SpeakOptions": "pocketcli.options",
+    "ModelRequest": "pocketcli.runtimes.registry",
+    "RuntimeSpec": "pocketcli.runtimes.registry",
+}
+__all__ = [*_EXPORTS, "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "PocketTTS":
-        from pocketcli.api import PocketTTS
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pocketcli' has no attribute {name!r}")
+    import importlib
 
-        return PocketTTS
-    raise AttributeError(f"module 'pocketcli' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

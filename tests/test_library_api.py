@@ -152,3 +152,35 @@ def test_open_checks_every_argument_before_any_download(kwargs, error, fragment)
 def test_open_is_case_insensitive(pack_dir) -> None:
     tts = PocketTTS.open(model_dir=pack_dir, runtime="ONNX", precision="Int8")
     assert tts.runtime.precision == "int8"
+
+
+@pytest.mark.parametrize(
+    "options, peak",
+    [
+        (SpeakOptions(), True),
+        (SpeakOptions(output_chain=False), False),
+        (SpeakOptions(output_chain=False, peak_normalize=True), True),  # FluidAudio's --no-deess
+        (SpeakOptions(peak_normalize=False), False),
+    ],
+)
+def test_peak_normalisation_follows_the_chain_unless_set(options, peak) -> None:
+    assert options.peak_normalized is peak
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("output_chain", "yes"),
+        ("peak_normalize", 1),
+        ("temperature", -0.1),
+        ("seed", -1),
+        ("max_tokens", 0),
+    ],
+)
+def test_speak_options_refuse_bad_values(field, value) -> None:
+    from pocketcli.options import OptionsError
+
+    with pytest.raises(OptionsError, match=field):
+        SpeakOptions(**{field: value})
+    with pytest.raises(TypeError, match="unknown speak option"):
+        SpeakOptions().with_(speed=1.0)

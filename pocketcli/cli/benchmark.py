@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,8 @@ FIGURES = [
     ("first_synth_ms", "first synthesis", "ms", False),
     ("ttft_ms_p50", "time to first audio p50", "ms", False),
     ("ttft_ms_p95", "time to first audio p95", "ms", False),
+    ("session_first_frame_ms_p50", "session: enqueue to first frame p50", "ms", False),
+    ("session_first_frame_ms_p95", "session: enqueue to first frame p95", "ms", False),
     ("synth_ms_p50", "synthesis p50", "ms", False),
     ("synth_ms_p95", "synthesis p95", "ms", False),
     ("agg_rtfx", "aggregate RTFx", "x", True),
@@ -74,7 +77,7 @@ def _print_table(report, ratios: dict | None) -> None:
         table.add_column(report.reference.get("label", "reference"), justify="right")
         table.add_column("ratio", justify="right")
     for key, label, unit, _ in FIGURES:
-        row = [label, f"{s[key]:.2f} {unit}"]
+        row = [label, f"{s[key]:.2f} {unit}" if s[key] is not None else "-"]
         if report.reference:
             ref = report.reference.get(key)
             row += [
@@ -168,11 +171,13 @@ def benchmark_command(
     language_name = choice.model_language
     recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
+    threads: list[int | None] = [None]
 
     def load():
         tts = load_model(choice, quiet=quiet)
         chosen = choose_voice(tts, voice, voice_file)
         voice_path[0] = chosen.path
+        threads[0] = getattr(tts.runtime, "threads", None)
         return tts, chosen.state
 
     def progress(done: int, total: int) -> None:
@@ -182,6 +187,20 @@ def benchmark_command(
             if done == total:
                 sys.stderr.write("\n")
 
+    reference = None
+    if compare_reference:
+        from pocketcli.bench.reference import ReferenceSide
+
+        assert model_dir is not None
+
+        def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
+            return ReferenceSide(
+                model_dir,
+                voice=voice_path[0],
+                temperature=temperature,
+                quantize=choice.precision == "int8",
+            )
+
     report = run_benchmark(
         load,
         phrases,
@@ -189,6 +208,7 @@ def benchmark_command(
         audio_dir=audio_dir,
         recognizer=recognizer,
         progress=progress,
+        reference=reference,
     )
     report.settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
@@ -200,19 +220,13 @@ def benchmark_command(
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,
         "temperature": temperature,
+        "threads": threads[0],  # our sessions' intra-op threads (None: not ONNX Runtime)
+        "cpu_count": os.cpu_count(),
+        "reference_text": "ours after normalisation" if compare_reference else None,
+        "order": "alternating, phrase by phrase" if compare_reference else None,
     }
     ratios = None
-    if compare_reference:
-        from pocketcli.bench.reference import run_reference
-
-        assert model_dir is not None
-        report.reference = run_reference(
-            model_dir,
-            phrases,
-            voice=voice_path[0],
-            temperature=temperature,
-            quantize=choice.precision == "int8",
-        )
+    if report.reference is not None:
         ratios = _ratios(report.summary.__dict__, report.reference)
         report.ratios = ratios
     if output_json is not None:
