@@ -115,6 +115,7 @@ def to_pcm16(audio: np.ndarray) -> np.ndarray:
 
 
 _NEEDS_SEEK = frozenset({"flac", "mp3"})
+_WAV_HEADER_SIZE = 44
 _UNKNOWN_SIZE = 0xFFFFFFFF  # "until EOF", read so by sox, ffmpeg, aplay and libsndfile
 
 
@@ -201,6 +202,7 @@ class AudioEncoder:
     ) -> None:
         self.format = fmt if isinstance(fmt, OutputFormat) else format_for(None, fmt)
         self._out = out
+        self._sample_rate = sample_rate
         self._flush = flush
         self._sound = None
         self._sink = _Sink(out)
@@ -229,6 +231,10 @@ class AudioEncoder:
                 ) from None
         elif self.format.name == "wav":
             self._write(wav_header(sample_rate, samples))
+        self._sizes_known = samples is not None
+        self._written = 0  # samples, for the WAV header of a seekable file
+        # Only a file written from its start and not streamed (stdout may be in append mode).
+        self._patchable = self._sink.seekable and not flush and self._out.tell() == _WAV_HEADER_SIZE
 
     def _raise_sink_error(self) -> None:
         if self._sink.error is not None:
@@ -256,12 +262,23 @@ class AudioEncoder:
             self._write(_clipped(block).astype("<f4").tobytes())
         else:
             self._write(to_pcm16(block).tobytes())
+        self._written += np.asarray(block).size
 
     def close(self) -> None:
         if self._sound is not None:
             sound, self._sound = self._sound, None
             sound.close()
             self._raise_sink_error()
+        if self.format.name == "wav" and not self._sizes_known and self._patchable:
+            # A file we opened can say its length: patch the sizes the header left open.
+            header = wav_header(self._sample_rate, self._written)
+            end = self._out.tell()
+            self._out.seek(4)
+            self._out.write(header[4:8])
+            self._out.seek(40)
+            self._out.write(header[40:44])
+            self._out.seek(end)
+            self._sizes_known = True
         if self._spool is not None:
             spool, self._spool = self._spool, None
             with spool:
