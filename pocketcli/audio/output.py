@@ -48,6 +48,7 @@ __all__ = [
     "FORMATS",
     "AudioEncoder",
     "AudioError",
+    "ByteCollector",
     "AudioFileWriter",
     "OutputFormat",
     "check_finite",
@@ -289,8 +290,8 @@ class AudioEncoder:
             self._out.flush()
 
 
-class _Chunks:
-    """A write-only sink collecting bytes for ``encode_stream``."""
+class ByteCollector:
+    """A write-only sink that hands out (``take``) what was written since the last call."""
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
@@ -314,7 +315,7 @@ def encode_stream(
     blocks: Iterable[np.ndarray], fmt: OutputFormat | str, sample_rate: int
 ) -> Iterator[bytes]:
     """The encoded bytes of ``blocks`` (float samples in [-1, 1]) as they are made."""
-    sink = _Chunks()
+    sink = ByteCollector()
     encoder = AudioEncoder(sink, fmt, sample_rate)  # type: ignore[arg-type]
     for block in blocks:
         check_finite(block)
