@@ -18,6 +18,7 @@ from pocketcli.cli.model_options import (
     check_voice_name,
     choose_voice,
     load_model,
+    names_voices_inside,
     notice,
     validate_choice,
 )
@@ -129,7 +130,9 @@ def tts_command(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
-    max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
+    max_tokens: int = typer.Option(
+        50, "--max-tokens", min=1, metavar="N", help="Tokens per text chunk."
+    ),
     no_normalize: bool = typer.Option(
         False,
         "--no-normalize",
@@ -248,6 +251,8 @@ tts_command = accept_fluidaudio_flags(tts_command, notice)
 def _voice_precedence(voice, voice_file, clone_voice, say) -> None:
     """FluidAudio's order: --clone-voice, then --voice-file, then --voice; one line
     says which of several wins, so nothing is ignored silently."""
+    if clone_voice is None and names_voices_inside(voice_file):
+        voice = None  # -v picks a voice inside the file: nothing is ignored
     given = [
         (flag, value)
         for flag, value in (

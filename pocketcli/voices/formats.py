@@ -111,6 +111,10 @@ class VoiceFile:
         for entry in self.voices:
             if entry.name == name:
                 return entry
+        # Names are case-insensitive, like every other value, unless that is ambiguous.
+        folded = [e for e in self.voices if e.name is not None and e.name.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0]
         raise VoiceError(f"{self.path} has no voice {name!r}; its voices: {listed}")
 
 
