@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -189,3 +191,25 @@ def test_bench_process_reports_a_crashed_command_in_one_line(tmp_path) -> None:
     assert bench.wall_seconds(writes_then_aborts, wav) > 0  # counted, not a traceback
     with pytest.raises(SystemExit, match="wrote no audio"):
         bench.wall_seconds([sys.executable, "-c", "import os; os.abort()"], wav)
+
+
+TYPE_NOISE = re.compile(rb"(-\S+|[A-Z]+) <(str|path|int|float|int range|float range|bool)>")
+
+
+@pytest.mark.parametrize("command", ["tts", "normalize", "benchmark", "corpus", "download",
+                                     "voices", "clone", "inspect", "completion"])  # fmt: skip
+def test_no_option_help_shows_a_python_type(command) -> None:
+    r = run(command, "--help")
+    assert r.returncode == 0, r.stderr
+    options = r.stdout.split(b"Options:")[1]
+    assert TYPE_NOISE.findall(options) == [], options.decode()
+
+
+def test_normalize_language_completes_and_values_ignore_case() -> None:
+    env = dict(os.environ, _POCKETTTS_COMPLETE="complete_bash", COMP_CWORD="3",
+               COMP_WORDS="pockettts normalize --language ital")  # fmt: skip
+    done = subprocess.run([SCRIPT], env=env, capture_output=True, timeout=60)
+    assert "italian" in done.stdout.decode().split(), done
+    r = run("normalize", "See www.example.com now.", "--urls", "DROP", "--emails", "Read")
+    assert r.returncode == 0, r.stderr
+    assert b"example" not in r.stdout

@@ -99,9 +99,11 @@ def _print_table(report, ratios: dict | None) -> None:
 
 
 def benchmark_command(
-    corpus: str = typer.Option("minimax-english", "--corpus", help="minimax-<language>."),
+    corpus: str = typer.Option(
+        "minimax-english", "--corpus", metavar="NAME", help="minimax-<language>."
+    ),
     corpus_path: Path | None = typer.Option(
-        None, "--corpus-path", help="Phrase file (# comments)."
+        None, "--corpus-path", metavar="FILE", help="Phrase file (# comments)."
     ),
     language: str | None = flags.language(),
     voice: str | None = flags.voice(),
@@ -112,18 +114,27 @@ def benchmark_command(
     placement: str | None = flags.placement(),
     model_dir: Path | None = flags.model_dir(),
     offline: bool = flags.offline(),
-    output_json: Path | None = typer.Option(None, "--output-json", help="Write the report."),
-    audio_dir: Path | None = typer.Option(None, "--audio-dir", help="Keep phrase_NNN.wav."),
+    output_json: Path | None = typer.Option(
+        None, "--output-json", metavar="FILE", help="Write the report."
+    ),
+    audio_dir: Path | None = typer.Option(
+        None, "--audio-dir", metavar="DIR", help="Keep phrase_NNN.wav."
+    ),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
     asr_backend: str = typer.Option(
         "auto",
         "--asr-backend",
+        metavar="NAME",
         callback=lambda v: v.lower(),
         autocompletion=lambda: list(ASR_BACKENDS),
         help=f"{', '.join(ASR_BACKENDS)}.",
     ),
-    asr_model: str | None = typer.Option(None, "--asr-model", help="faster-whisper model."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N phrases."),
+    asr_model: str | None = typer.Option(
+        None, "--asr-model", metavar="NAME", help="faster-whisper model."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="Only the first N phrases."
+    ),
     temperature: float | None = flags.temperature(),
     compare_reference: bool = typer.Option(
         False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
@@ -228,10 +239,18 @@ def benchmark_command(
 
 def corpus_command(
     languages: str = typer.Option(
-        ..., "--languages", "-l", help="Comma-separated MiniMax languages, or 'all'."
+        ...,
+        "--languages",
+        "-l",
+        metavar="LANGS",
+        help="Comma-separated MiniMax languages, or 'all'.",
     ),
-    revision: str | None = typer.Option(None, "--revision", help="Dataset revision."),
-    out_dir: Path | None = typer.Option(None, "--out-dir", help="Where to write <lang>.txt."),
+    revision: str | None = typer.Option(
+        None, "--revision", metavar="REV", help="Dataset revision."
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out-dir", metavar="DIR", help="Where to write <lang>.txt."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Only use the local HF cache."),
 ) -> None:
     from pocketcli.bench.corpus import MINIMAX_LANGUAGES

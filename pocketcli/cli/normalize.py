@@ -7,6 +7,7 @@ import sys
 import typer
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli import flags
 from pocketcli.cli.text_input import read_text
 
 # Spelled out here so `--help` does not import the normaliser (num2words is slow
@@ -31,6 +32,7 @@ _MODES = ("read", "drop")
 
 
 def _mode(value: str, flag: str) -> str:
+    value = value.strip().lower()
     if value not in _MODES:
         raise click.BadParameter(f"{value!r}; choose from {', '.join(_MODES)}", param_hint=flag)
     return value
@@ -42,6 +44,9 @@ def normalize_command(
         "english",
         "-l",
         "--language",
+        metavar="LANG",
+        callback=flags.lower,
+        autocompletion=flags.complete_language,
         help=f"Language (a model id works too, e.g. french_24l): {', '.join(LANGUAGES)}.",
     ),
     ssml: bool | None = typer.Option(
@@ -49,8 +54,10 @@ def normalize_command(
         "--ssml/--no-ssml",
         help="Read the text as SSML (default: when it starts with <speak>).",
     ),
-    urls: str = typer.Option("read", "--urls", help="read or drop URLs."),
-    emails: str = typer.Option("read", "--emails", help="read or drop e-mail addresses."),
+    urls: str = typer.Option("read", "--urls", metavar="MODE", help="read or drop URLs."),
+    emails: str = typer.Option(
+        "read", "--emails", metavar="MODE", help="read or drop e-mail addresses."
+    ),
 ) -> None:
     urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")
     words = read_text(text_arg, "TEXT")
