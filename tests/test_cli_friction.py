@@ -213,3 +213,19 @@ def test_normalize_language_completes_and_values_ignore_case() -> None:
     r = run("normalize", "See www.example.com now.", "--urls", "DROP", "--emails", "Read")
     assert r.returncode == 0, r.stderr
     assert b"example" not in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        (["tts", "Hi.", "-o", "a-file/x.wav"], "output file a-file/x.wav"),
+        (["tts", "Hi.", "--metrics", "a-file/deeper/m.json"], "metrics file a-file/deeper/m.json"),
+        (["clone", "in.wav", "-o", "a-file/v.safetensors"], "-o/--output a-file/v.safetensors"),
+    ],
+)
+def test_an_output_under_a_file_names_the_path_as_typed(pack_dir, tmp_path, args, shown) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    shutil.copy(ROOT / "tests" / "fixtures" / "tiny" / "clone_prompt_24k.wav", tmp_path / "in.wav")
+    r = run(*args, "--model-dir", str(pack_dir), cwd=tmp_path)
+    one_line(r, 1, f"cannot write {shown}: ".encode())
+    assert f"{tmp_path / 'a-file'} is a file, not a folder".encode() in r.stderr

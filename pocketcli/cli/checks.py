@@ -40,17 +40,24 @@ def _first_existing(p: Path) -> Path:
     return Path(".")
 
 
+def _not_creatable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be written to or created, or None."""
+    base = _first_existing(folder.absolute())
+    if not base.is_dir():
+        return f"{base} is a file, not a folder"
+    if not os.access(base, os.W_OK | os.X_OK):
+        return f"{base} is not writable"
+    return None
+
+
 def writable_dir(path: Path | str | None, what: str) -> None:
     """``path`` is a writable folder, or one that can be created."""
     if path is None:
         return
-    p = Path(path).absolute()
-    base = _first_existing(p)
-    if not base.is_dir():
-        raise PathError(f"cannot create {what} {path}: {base} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        action = "write to" if base == p else "create"
-        raise PathError(f"cannot {action} {what} {path}: {base} is not writable")
+    why = _not_creatable(Path(path))
+    if why is not None:
+        action = "write to" if Path(path).is_dir() else "create"
+        raise PathError(f"cannot {action} {what} {path}: {why}")
 
 
 def writable_file(path: Path | str | None, what: str) -> None:
@@ -70,4 +77,6 @@ def writable_file(path: Path | str | None, what: str) -> None:
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PathError(f"cannot write {what} {path}: {parent} is not writable")
         return
-    writable_dir(parent, f"the folder of {what}")
+    why = _not_creatable(parent)
+    if why is not None:
+        raise PathError(f"cannot write {what} {path}: {why}")
