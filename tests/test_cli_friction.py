@@ -229,3 +229,15 @@ def test_an_output_under_a_file_names_the_path_as_typed(pack_dir, tmp_path, args
     r = run(*args, "--model-dir", str(pack_dir), cwd=tmp_path)
     one_line(r, 1, f"cannot write {shown}: ".encode())
     assert f"{tmp_path / 'a-file'} is a file, not a folder".encode() in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["tts", "Hi.", "--language"], ["download", "--precision"], ["voices", "--nope"]]
+)
+def test_the_hint_of_a_usage_error_names_the_subcommands_help(args) -> None:
+    """'pockettts --help' does not list a subcommand's options: point at the one that does."""
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[1] == (
+        f"pockettts: hint: 'pockettts {args[0]} --help' lists the options and values".encode()
+    )
