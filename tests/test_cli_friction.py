@@ -241,3 +241,20 @@ def test_the_hint_of_a_usage_error_names_the_subcommands_help(args) -> None:
     assert r.stderr.splitlines()[1] == (
         f"pockettts: hint: 'pockettts {args[0]} --help' lists the options and values".encode()
     )
+
+
+def test_voices_of_a_pack_built_for_a_language_are_its_languages_voices(pack_dir, tmp_path):
+    """-v lola works with a pack `pockettts download` built for spanish: voices lists it."""
+    pack = tmp_path / "pack"
+    shutil.copytree(pack_dir, pack)
+    manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
+    manifest["source"]["language"] = "spanish"
+    (pack / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
+    r = run("voices", "--model-dir", str(pack), "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert "lola" in report["voices"] and "alba" in report["voices"]
+    assert report["language"] == "spanish"
+    bare = run("voices", "--model-dir", str(pack_dir))
+    assert bare.returncode == 0
+    assert b"carries no voices: use --voice-file or --clone-voice" in bare.stderr
