@@ -258,3 +258,12 @@ def test_voices_of_a_pack_built_for_a_language_are_its_languages_voices(pack_dir
     bare = run("voices", "--model-dir", str(pack_dir))
     assert bare.returncode == 0
     assert b"carries no voices: use --voice-file or --clone-voice" in bare.stderr
+
+
+@pytest.mark.parametrize("command", ["normalize", "clone", "tts", "benchmark", "download"])
+def test_help_shows_no_markup_escapes(command) -> None:
+    """Help is printed as written: a rich escape (\\[) would be copied into a shell."""
+    r = run(command, "--help")
+    assert r.returncode == 0, r.stderr
+    assert b"\\[" not in r.stdout, r.stdout.decode()
+    assert b"[[" not in r.stdout.splitlines()[0]  # an optional argument is bracketed once

@@ -15,7 +15,7 @@ from pocketcli.cli.text_input import read_text
 LANGUAGES = ("english", "french", "german", "italian", "portuguese", "spanish", "dutch")
 
 HELP = """Print TEXT (or standard input) as it would be spoken: numbers, dates, money,
-units, abbreviations and symbols in words, with pauses shown as \\[pause 0.50s].
+units, abbreviations and symbols in words, with pauses shown as [pause 0.50s].
 
 Examples:
 
@@ -25,7 +25,7 @@ Examples:
 
   pockettts normalize "<speak>Wait<break time='1s'/>now</speak>"
 
-  echo "Visit www.example.com \\[pause:1.5s] thanks" | pockettts normalize --urls drop
+  echo "Visit www.example.com [pause:1.5s] thanks" | pockettts normalize --urls drop
 """
 
 _MODES = ("read", "drop")
@@ -39,7 +39,7 @@ def _mode(value: str, flag: str) -> str:
 
 
 def normalize_command(
-    text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to read."),
+    text_arg: str | None = typer.Argument(None, metavar="TEXT", help="The text to read."),
     language: str = typer.Option(
         "english",
         "-l",
