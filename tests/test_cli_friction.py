@@ -267,3 +267,16 @@ def test_help_shows_no_markup_escapes(command) -> None:
     assert r.returncode == 0, r.stderr
     assert b"\\[" not in r.stdout, r.stdout.decode()
     assert b"[[" not in r.stdout.splitlines()[0]  # an optional argument is bracketed once
+
+
+def test_the_other_commands_values_ignore_case_too(pack_dir, voice_path, tmp_path) -> None:
+    r = run("completion", "BASH")
+    assert r.returncode == 0 and b"complete" in r.stdout, r.stderr
+    r = run("benchmark", "--corpus", "MiniMax-English", "--model-dir", str(pack_dir),
+            "--voice-file", str(voice_path), "--limit", "1", "--skip-asr", "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = run("corpus", "--languages", "Klingon,FRENCH", "--offline")
+    one_line(r, 2, b"'klingon';")  # FRENCH is known: only the typo is named
+    assert b"FRENCH" not in r.stderr
+    r = run("benchmark", "--corpus", "minimax-klingon", "--model-dir", str(pack_dir))
+    one_line(r, 2, b"minimax-klingon")  # an unknown value is a usage error

@@ -17,6 +17,8 @@ from pocketcli.cli.model_options import (
     load_model,
     validate_choice,
 )
+from pocketcli.cli.store_options import usage_error
+from pocketcli.errors import UnknownNameError
 
 HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
 
@@ -100,7 +102,11 @@ def _print_table(report, ratios: dict | None) -> None:
 
 def benchmark_command(
     corpus: str = typer.Option(
-        "minimax-english", "--corpus", metavar="NAME", help="minimax-<language>."
+        "minimax-english",
+        "--corpus",
+        metavar="NAME",
+        callback=flags.lower,
+        help="minimax-<language>.",
     ),
     corpus_path: Path | None = typer.Option(
         None, "--corpus-path", metavar="FILE", help="Phrase file (# comments)."
@@ -173,7 +179,10 @@ def benchmark_command(
     )
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
-    phrases = load_corpus(corpus, corpus_path)[:limit]
+    try:
+        phrases = load_corpus(corpus, corpus_path)[:limit]
+    except UnknownNameError as exc:
+        raise usage_error(exc) from None
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
     language_name = choice.model_language
@@ -243,6 +252,7 @@ def corpus_command(
         "--languages",
         "-l",
         metavar="LANGS",
+        callback=flags.lower,
         help="Comma-separated MiniMax languages, or 'all'.",
     ),
     revision: str | None = typer.Option(
