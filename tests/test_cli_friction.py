@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakehub import subprocess_env
 from test_cli_store_tts import hub  # noqa: F401 - the stand-in Hub fixture
@@ -280,3 +281,22 @@ def test_the_other_commands_values_ignore_case_too(pack_dir, voice_path, tmp_pat
     assert b"FRENCH" not in r.stderr
     r = run("benchmark", "--corpus", "minimax-klingon", "--model-dir", str(pack_dir))
     one_line(r, 2, b"minimax-klingon")  # an unknown value is a usage error
+
+
+def test_a_voice_file_of_no_voice_format_is_found_before_any_download(hub, tmp_path) -> None:  # noqa: F811
+    """Headers are cheap: a recording given as --voice-file (a common slip), or a
+    voices.bin without -v, is said before the model is fetched and built."""
+    import tensorfiles
+
+    wav = ROOT / "tests" / "fixtures" / "tiny" / "clone_prompt_24k.wav"
+    many = tmp_path / "voices.bin"
+    voices = {"a": np.zeros((2, 64), np.float32), "b": np.ones((3, 64), np.float32)}
+    many.write_bytes(tensorfiles.voices_bin(voices))
+    for args, fragment in (
+        (["tts", "Hi.", "--voice-file", str(wav)], b"looks like an audio recording"),
+        (["tts", "Hi.", "--voice-file", str(many)], b"holds 2 voices (a, b): choose one"),
+        (["tts", "Hi.", "--voice-file", str(many), "-v", "c"], b"no voice 'c'"),
+        (["benchmark", "--voice-file", str(wav), "--skip-asr"], b"looks like an audio"),
+    ):
+        one_line(on_hub(hub, tmp_path, *args, "--language", "english"), 1, fragment)
+        assert hub.requests() == []

@@ -163,7 +163,7 @@ def benchmark_command(
     except OptionsError as exc:
         raise click.UsageError(str(exc)) from None
     checks.readable_file(corpus_path, "corpus file")
-    checks.readable_file(voice_file, "voice file")
+    checks.voice_file(voice_file, voice)
     checks.writable_file(output_json, "--output-json file")
     checks.writable_dir(audio_dir, "--audio-dir folder")
     choice = validate_choice(

@@ -33,6 +33,20 @@ def readable_file(path: Path | str | None, what: str) -> None:
         raise PathError(f"{what} is not readable (permission denied): {path}")
 
 
+def voice_file(path: Path | str | None, name: str | None) -> None:
+    """``path`` is a readable voice file of a format pockettts reads (from its
+    headers: no model needed) and, when it holds voices by name, one of them is
+    ``name`` (or it holds only one)."""
+    readable_file(path, "voice file")
+    if path is None or str(path) == STDIO:
+        return
+    from pocketcli.voices.formats import identify
+
+    found = identify(path)
+    if any(entry.name is not None for entry in found.voices):
+        found.pick(name)
+
+
 def _first_existing(p: Path) -> Path:
     for parent in (p, *p.parents):
         if parent.exists():

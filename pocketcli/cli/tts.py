@@ -173,6 +173,8 @@ def tts_command(
     options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
     # Every path before any download, build or synthesis.
     checks.readable_file(voice_file, "voice file")
+    if clone_voice is None:  # else the voice file is ignored
+        checks.voice_file(voice_file, voice)
     checks.readable_file(clone_voice, "audio file")
     checks.readable_file(input_file, "input file")
     checks.writable_file(save_voice, "--save-voice file")
