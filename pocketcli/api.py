@@ -15,6 +15,7 @@ the model's raw audio).
 from __future__ import annotations
 
 import dataclasses
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +42,7 @@ from pocketcli.voices.state import VoiceState
 if TYPE_CHECKING:
     from pocketcli.config import ModelConfig
     from pocketcli.runtimes.coreml.predictor import PredictorFactory
+    from pocketcli.session import Session
 
 
 class PocketTTS:
@@ -63,6 +65,9 @@ class PocketTTS:
         self.tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
         self.rules = TextRules.from_config(self.config.text)
         self.language = language
+        # One generation at a time per loaded model: sessions (and the server) hold it
+        # while they run the runtime.
+        self.generation_lock = threading.Lock()
         # How the model was opened: what voice lookups ask the runtime's spec.
         self.spec = spec
         self.request = request or ModelRequest()
@@ -377,7 +382,32 @@ class PocketTTS:
         """
         voice = self._as_voice(voice)
         opts = (options or SpeakOptions()).with_(**overrides)
-        chunks = self.script(
+        chunks = self.script_for(text, opts, on_warning)
+        noise = self.noise_for(opts) if noise is None else noise
+        return self.frames_for(chunks, voice, opts, noise, on_chunk)
+
+    def frames_for(
+        self,
+        chunks: list[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+        on_chunk: Callable[[ChunkTrace], None] | None = None,
+    ) -> Iterator[Frame]:
+        """The frames ``stream`` yields for a text scripted into ``chunks`` (sessions
+        use it per text, with one noise source across texts)."""
+        frames = generate_frames(
+            self.runtime, chunks, voice, noise, self.settings_for(opts), on_chunk
+        )
+        if not opts.output_chain:
+            return frames
+        return _filtered(frames, OutputChain(self.sample_rate))
+
+    def script_for(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
+    ) -> list[ChunkPlan | Pause]:
+        """``script`` with the text options of ``opts``."""
+        return self.script(
             text,
             normalize=opts.normalize,
             ssml=opts.ssml,
@@ -385,19 +415,36 @@ class PocketTTS:
             frames_after_eos=opts.frames_after_eos,
             on_warning=on_warning,
         )
-        if noise is None:
-            temp = self.config.default_temperature if opts.temperature is None else opts.temperature
-            noise = GaussianNoise(temp, opts.seed)
-        settings = GenerationSettings(
-            eos_threshold=self.config.default_eos_threshold
-            if opts.eos_threshold is None
-            else opts.eos_threshold,
+
+    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+        """The seeded noise a synthesis with ``opts`` draws from."""
+        temp = self.config.default_temperature if opts.temperature is None else opts.temperature
+        return GaussianNoise(temp, opts.seed)
+
+    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+        eos = opts.eos_threshold
+        return GenerationSettings(
+            eos_threshold=self.config.default_eos_threshold if eos is None else eos,
             decode_steps=opts.decode_steps,
         )
-        frames = generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
-        if not opts.output_chain:
-            return frames
-        return _filtered(frames, OutputChain(self.sample_rate))
+
+    def session(
+        self,
+        voice: VoiceState | str | Path | None = None,
+        options: SpeakOptions | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+        **overrides: Any,
+    ) -> Session:
+        """A live session (FluidAudio's ``makeSession``): ``enqueue(text)`` from any
+        thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``.
+        ``voice`` is a voice state, or a built-in name or voice file (``voice(...)``)."""
+        from pocketcli.session import Session
+
+        opts = (options or SpeakOptions()).with_(**overrides)
+        if voice is not None and not isinstance(voice, VoiceState):
+            voice = self.voice(voice)
+        return Session(self, voice, opts, on_warning=on_warning)
 
     def synthesize(
         self,
@@ -425,8 +472,13 @@ _STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
 
 
 def _filtered(frames: Iterator[Frame], chain: OutputChain) -> Iterator[Frame]:
-    for frame in frames:
-        yield dataclasses.replace(frame, audio=chain.process(frame.audio))
+    try:
+        for frame in frames:
+            yield dataclasses.replace(frame, audio=chain.process(frame.audio))
+    finally:
+        close = getattr(frames, "close", None)
+        if close is not None:  # a stopped reader stops the engine (and its decoder thread)
+            close()
 
 
 def _is_voice_path(value: str | Path) -> bool:

@@ -71,6 +71,13 @@ def test_benchmark_report(pack_dir, voice_path, tmp_path) -> None:
         assert rate == 24_000 and len(wav) == p["frame_count"] * 1920
         assert np.abs(wav).max() == pytest.approx(1.0, abs=1e-4)
     assert summary["wer_macro"] is None and report["asr_backend"] is None
+    # Each phrase once more through one live session: enqueue -> first frame.
+    latencies = [p["session_first_frame_ms"] for p in phrases]
+    assert all(lat > 0 for lat in latencies)
+    for q in (50, 95):
+        expected = float(np.percentile(latencies, q))
+        assert summary[f"session_first_frame_ms_p{q}"] == pytest.approx(expected)
+    assert b"enqueue to first frame" in r.stderr
 
 
 def test_corpus_path_and_bad_options(pack_dir, tmp_path) -> None:

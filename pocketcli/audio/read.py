@@ -9,8 +9,10 @@ the first ``max_seconds`` are decoded, so a long file costs no memory.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import soundfile as sf
@@ -55,8 +57,30 @@ def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAud
     return decoded
 
 
-def _read_soundfile(path: Path, max_seconds: float | None) -> DecodedAudio:
-    with sf.SoundFile(str(path)) as f:
+def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -> DecodedAudio:
+    """Decodes a recording held in memory (an upload: it never touches the disk).
+
+    ``name`` only labels messages. The formats are soundfile's; M4A/AAC is not
+    read from memory.
+    """
+    label = Path(name)
+    try:
+        decoded = _read_soundfile(label, max_seconds, source=io.BytesIO(data))
+    except AudioReadError:
+        raise
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+        raise AudioReadError(
+            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({_first_line(exc)})"
+        ) from None
+    if decoded.samples.shape[0] == 0:
+        raise AudioReadError(f"{name} holds no audio samples")
+    return decoded
+
+
+def _read_soundfile(
+    path: Path, max_seconds: float | None, source: BinaryIO | None = None
+) -> DecodedAudio:
+    with sf.SoundFile(str(path) if source is None else source) as f:
         rate, channels, total = int(f.samplerate), int(f.channels), int(f.frames)
         _check_layout(path, rate, channels)
         limit = -1 if max_seconds is None else int(max_seconds * rate)

@@ -4,6 +4,9 @@ Figures (FluidAudio's definitions): cold_start_s (model and voice load),
 first_synth_ms (a warm-up phrase), per phrase ttft_ms (first 80 ms frame) and
 synth_ms, agg_rtfx = sum(audio) / sum(synth), peak_rss_mb, per-stage ms,
 frame_count, chunk_count, finished_on_eos, and WER/CER when a recogniser runs.
+Each phrase is then spoken once more through one live session (``PocketTTS.session``),
+for session_first_frame_ms: from ``enqueue(text)`` to its first frame, with the
+voice already prepared and the session idle (a chat reply's latency).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class PhraseResult:
     frame_count: int
     chunk_count: int
     finished_on_eos: bool
+    session_first_frame_ms: float | None = None
     asr_hypothesis: str | None = None
     wer: float | None = None
     cer: float | None = None
@@ -60,6 +64,8 @@ class Summary:
     frames: int
     chunks: int
     finished_on_eos: int
+    session_first_frame_ms_p50: float | None = None
+    session_first_frame_ms_p95: float | None = None
     wer_macro: float | None = None
     cer_macro: float | None = None
 
@@ -116,11 +122,24 @@ def _speak(tts, text: str, voice, options: SpeakOptions) -> tuple[np.ndarray, fl
     return audio, first or total, total, traces
 
 
+def _session_first_frame(session, text: str) -> float:
+    """Seconds from ``enqueue(text)`` to its first frame (its other frames are read too,
+    so the session is idle again for the next phrase)."""
+    start = time.perf_counter()
+    session.enqueue(text)
+    first = None
+    for _ in session.until_idle():
+        if first is None:
+            first = time.perf_counter() - start
+    return first if first is not None else time.perf_counter() - start
+
+
 def run_benchmark(
     load: Callable[[], tuple[Any, Any]],
     phrases: Sequence[str],
     *,
     options: SpeakOptions | None = None,
+    session_latency: bool = True,
     audio_dir: Path | None = None,
     recognizer: Recognizer | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -129,9 +148,6 @@ def run_benchmark(
 
     Phrases are streamed as FluidAudio's benchmark does: raw model audio, no
     output chain (``options`` default to ``SpeakOptions(output_chain=False)``)."""
-    from pocketcli.audio.postprocess import peak_normalize
-    from pocketcli.audio.wav import write_wav
-
     options = options or SpeakOptions(output_chain=False)
     start = time.perf_counter()
     tts, voice = load()
@@ -144,29 +160,17 @@ def run_benchmark(
 
     results: list[PhraseResult] = []
     audios: list[np.ndarray] = []
-    for i, text in enumerate(phrases):
-        audio, ttft, total, traces = _speak(tts, text, voice, options)
-        seconds = len(audio) / tts.sample_rate
-        results.append(
-            PhraseResult(
-                index=i,
-                text=text,
-                ttft_ms=1000 * ttft,
-                synth_ms=1000 * total,
-                audio_s=seconds,
-                rtfx=seconds / total if total > 0 else 0.0,
-                frame_count=sum(t.frames for t in traces),
-                chunk_count=len(traces),
-                finished_on_eos=all(t.finished_on_eos for t in traces),
-            )
-        )
-        if audio_dir is not None:
-            audio_dir.mkdir(parents=True, exist_ok=True)
-            write_wav(audio_dir / f"phrase_{i:03d}.wav", peak_normalize(audio), tts.sample_rate)
-        if recognizer is not None:
-            audios.append(audio)
-        if progress is not None:
-            progress(i + 1, len(phrases))
+    session = tts.session(voice, options) if session_latency else None
+    try:
+        for i, text in enumerate(phrases):
+            results.append(_phrase(tts, i, text, voice, options, session, audio_dir, audios))
+            if recognizer is None:
+                audios.clear()
+            if progress is not None:
+                progress(i + 1, len(phrases))
+    finally:
+        if session is not None:
+            session.cancel()
     stages = timed.per_call_ms()
     rss = peak_rss_mb()
 
@@ -179,6 +183,7 @@ def run_benchmark(
             result.cer = cer(result.text, hypothesis, language)
 
     synth = [r.synth_ms for r in results]
+    latencies = [r.session_first_frame_ms for r in results if r.session_first_frame_ms is not None]
     ttfts = [r.ttft_ms for r in results]
     total_audio = sum(r.audio_s for r in results)
     summary = Summary(
@@ -195,6 +200,8 @@ def run_benchmark(
         frames=sum(r.frame_count for r in results),
         chunks=sum(r.chunk_count for r in results),
         finished_on_eos=sum(r.finished_on_eos for r in results),
+        session_first_frame_ms_p50=percentile(latencies, 50) if latencies else None,
+        session_first_frame_ms_p95=percentile(latencies, 95) if latencies else None,
         wer_macro=statistics.fmean(r.wer for r in results) if recognizer and results else None,
         cer_macro=statistics.fmean(r.cer for r in results) if recognizer and results else None,
     )
@@ -204,3 +211,32 @@ def run_benchmark(
         phrases=results,
         asr_backend=recognizer.name if recognizer else None,
     )
+
+
+def _phrase(
+    tts, i: int, text: str, voice, options: SpeakOptions, session, audio_dir, audios
+) -> PhraseResult:
+    """One phrase: streamed (time to first audio, synthesis), then through the session."""
+    from pocketcli.audio.postprocess import peak_normalize
+    from pocketcli.audio.wav import write_wav
+
+    audio, ttft, total, traces = _speak(tts, text, voice, options)
+    seconds = len(audio) / tts.sample_rate
+    result = PhraseResult(
+        index=i,
+        text=text,
+        ttft_ms=1000 * ttft,
+        synth_ms=1000 * total,
+        audio_s=seconds,
+        rtfx=seconds / total if total > 0 else 0.0,
+        frame_count=sum(t.frames for t in traces),
+        chunk_count=len(traces),
+        finished_on_eos=all(t.finished_on_eos for t in traces),
+    )
+    if session is not None:
+        result.session_first_frame_ms = 1000 * _session_first_frame(session, text)
+    if audio_dir is not None:
+        audio_dir.mkdir(parents=True, exist_ok=True)
+        write_wav(audio_dir / f"phrase_{i:03d}.wav", peak_normalize(audio), tts.sample_rate)
+    audios.append(audio)
+    return result

@@ -47,6 +47,8 @@ FIGURES = [
     ("first_synth_ms", "first synthesis", "ms", False),
     ("ttft_ms_p50", "time to first audio p50", "ms", False),
     ("ttft_ms_p95", "time to first audio p95", "ms", False),
+    ("session_first_frame_ms_p50", "session: enqueue to first frame p50", "ms", False),
+    ("session_first_frame_ms_p95", "session: enqueue to first frame p95", "ms", False),
     ("synth_ms_p50", "synthesis p50", "ms", False),
     ("synth_ms_p95", "synthesis p95", "ms", False),
     ("agg_rtfx", "aggregate RTFx", "x", True),
@@ -76,7 +78,7 @@ def _print_table(report, ratios: dict | None) -> None:
         table.add_column(report.reference.get("label", "reference"), justify="right")
         table.add_column("ratio", justify="right")
     for key, label, unit, _ in FIGURES:
-        row = [label, f"{s[key]:.2f} {unit}"]
+        row = [label, f"{s[key]:.2f} {unit}" if s[key] is not None else "-"]
         if report.reference:
             ref = report.reference.get(key)
             row += [

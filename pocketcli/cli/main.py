@@ -20,6 +20,7 @@ from pocketcli.cli import (
     download,
     inspect,
     normalize,
+    serve,
     tts,
     voices,
 )
@@ -53,6 +54,7 @@ for _name, _help, _command in (
     ("voices", voices.HELP, voices.voices_command),
     ("clone", clone.HELP, clone.clone_command),
     ("inspect", inspect.HELP, inspect.inspect_command),
+    ("serve", serve.HELP, serve.serve_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 

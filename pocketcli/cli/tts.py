@@ -49,6 +49,10 @@ Examples:
 
   echo "Streamed." | pockettts tts -o - | aplay
 
+  pockettts tts "Straight to the speakers." --play
+
+  tail -f chat.log | pockettts tts --follow --play       (each line as it comes)
+
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
 """
 
@@ -142,6 +146,18 @@ def tts_command(
         None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."
     ),
     quiet: bool = flags.quiet("No timing summary or notices on stderr."),
+    play: bool = typer.Option(
+        False, "--play", help="Play on the sound device as it is generated (-o: also a file)."
+    ),
+    device: str | None = typer.Option(
+        None,
+        "--device",
+        metavar="DEVICE",
+        help="With --play: output device, by number or part of its name.",
+    ),
+    follow: bool = typer.Option(
+        False, "--follow", help="Speak standard input line by line (or sentence) as it arrives."
+    ),
 ) -> None:
     started = time.perf_counter()
     if backend.lower() not in BACKENDS:
@@ -169,6 +185,17 @@ def tts_command(
             raise click.UsageError("--metrics reports one utterance: drop it with --input-file")
     elif output_dir is not None:
         raise click.UsageError("--output-dir goes with --input-file")
+    from pocketcli.cli.live import prepare_live
+
+    live = prepare_live(
+        play=play,
+        device=device,
+        follow=follow,
+        text_given=text_arg is not None or text is not None,
+        batch=input_file is not None,
+        output=output,
+        default_output=DEFAULT_OUTPUT,
+    )
     output = output or DEFAULT_OUTPUT
     options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
     # Every path before any download, build or synthesis.
@@ -181,8 +208,8 @@ def tts_command(
     checks.writable_file(metrics, "metrics file")
     checks.writable_dir(output_dir, "output folder")
     if input_file is None:
-        checks.writable_file(output, "output file")
-    words = _read_text(text_arg, text, input_file)
+        checks.writable_file(output if live is None else live.output, "output file")
+    words = None if follow else _read_text(text_arg, text, input_file)
     choice = validate_choice(
         model_dir,
         language,
@@ -207,6 +234,24 @@ def tts_command(
     voice_state, voice_name = chosen.state, chosen.name
     timing.load = time.perf_counter() - t0
     warn = None if quiet else _warn
+
+    if live is not None:
+        from pocketcli.cli.live import run_live
+
+        run_live(
+            live,
+            tts,
+            voice_state,
+            options,
+            words=words,
+            quiet=quiet,
+            on_warning=warn,
+            timing=timing,
+        )
+        if metrics is not None:
+            total = time.perf_counter() - started
+            _write_metrics(metrics, words or "", voice_name, live.output or "", timing, total)
+        return
 
     if batch_data is not None:
         from pocketcli.cli.batch_run import run_batch

@@ -1,0 +1,232 @@
+"""``pockettts tts --play / --device / --follow``: speech while it is being generated.
+
+Everything goes through one ``Session``: the text (or, with ``--follow``,
+each line or sentence of standard input as it completes) is enqueued, and
+each frame goes, as it comes, to the sound device (``--play``) and/or to a
+WAV stream on stdout (``-o -``), through the causal part of the output chain.
+A file named with ``-o`` is written at the end exactly as plain ``tts``
+writes it (the whole chain, peak normalising included).
+
+End of input ends the run normally (exit 0); Ctrl-C cancels the session,
+stops playback, leaves what was already written to stdout a complete
+stream, and exits 130.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pocketcli.cli import clickcompat as click
+
+if TYPE_CHECKING:  # the rest is imported when a live flag is given (usage errors stay fast)
+    import numpy as np
+
+    from pocketcli.audio.playback import AudioSink
+    from pocketcli.options import SpeakOptions
+    from pocketcli.session import Session
+
+# In a line still being typed, a sentence is complete at its end mark and a space.
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|(?<=[\u3002\uff01\uff1f])")
+_READ_SIZE = 65536
+
+
+@dataclass(frozen=True)
+class LiveRequest:
+    play: bool
+    device: int | str | None
+    follow: bool
+    output: str | None  # None: no file; "-": WAV on stdout; else a path
+
+
+def prepare_live(
+    *,
+    play: bool,
+    device: str | None,
+    follow: bool,
+    text_given: bool,
+    batch: bool,
+    output: str | None,
+    default_output: str,
+) -> LiveRequest | None:
+    """Checks the live flags before anything is loaded; None when none is given.
+    ``output`` is ``-o`` (None: not given; then --play writes no file)."""
+    if not (play or follow or device is not None):
+        return None
+    if device is not None and not play:
+        raise click.UsageError("--device goes with --play")
+    if batch:
+        raise click.UsageError("--play and --follow speak one text stream: drop --input-file")
+    if follow and text_given:
+        raise click.UsageError("--follow reads standard input as it arrives: drop TEXT/--text")
+    if follow and (sys.stdin is None or sys.stdin.closed):
+        raise click.UsageError("--follow needs text on standard input")
+    from pocketcli.audio.playback import check_output_device, parse_device
+
+    chosen = parse_device(device)
+    if play:
+        check_output_device(chosen)
+    if output is None and not play:
+        output = default_output
+    return LiveRequest(play, chosen, follow, output)
+
+
+def run_live(
+    request: LiveRequest,
+    tts: Any,
+    voice: Any,
+    options: SpeakOptions,
+    *,
+    words: str | None,
+    quiet: bool,
+    on_warning: Callable[[str], None] | None,
+    timing: Any,
+) -> None:
+    """Speaks ``words`` (or standard input, with ``follow``); fills ``timing``'s
+    ``synthesis`` and ``audio`` seconds (a ``tts.Timing``)."""
+    from pocketcli.audio.playback import PortAudioSink
+    from pocketcli.session import play_session
+
+    sinks: list[AudioSink] = []
+    recorded: list[np.ndarray] | None = None
+    session = tts.session(voice, options, on_warning=on_warning)
+    try:
+        if request.follow:
+            _StdinReader(session, on_warning).start()
+        else:
+            assert words is not None
+            _enqueue_checked(session, words)
+            session.finish()
+        if request.play:
+            sinks.append(PortAudioSink(tts.sample_rate, request.device))
+        if request.output == "-":
+            sinks.append(_WavPipe(tts.sample_rate))
+        elif request.output is not None:
+            recorded = []
+        figures = play_session(session, sinks, record=recorded)
+        for sink in sinks:
+            sink.close()
+    except BaseException:
+        session.cancel()
+        for sink in sinks:
+            sink.abort()
+        raise
+    if recorded is not None and request.output is not None:
+        _write_file(Path(request.output), recorded, tts.sample_rate, options.peak_normalized)
+    timing.synthesis = figures["synthesis"]
+    timing.audio = figures["audio"] / tts.sample_rate
+    if not quiet:
+        where = ["speakers"] if request.play else []
+        if request.output is not None:
+            where.append("stdout" if request.output == "-" else request.output)
+        sys.stderr.write(
+            f"load {timing.load:.3f} s, first audio {figures['first_audio']:.3f} s, "
+            f"audio {timing.audio:.3f} s, total {timing.synthesis:.3f} s -> "
+            f"{' and '.join(where)}\n"
+        )
+
+
+def _enqueue_checked(session: Session, text: str) -> None:
+    from pocketcli.normalize import MarkupError
+    from pocketcli.text import EmptyTextError
+
+    try:
+        session.enqueue(text)
+    except (MarkupError, EmptyTextError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _write_file(path: Path, frames: list[np.ndarray], sample_rate: int, normalize: bool) -> None:
+    """The frames as plain ``tts`` writes them (``synthesize``: the stream's frames,
+    peak-normalised as a whole)."""
+    import numpy as np
+
+    from pocketcli.audio.postprocess import peak_normalize
+    from pocketcli.audio.wav import write_wav
+
+    audio = np.concatenate(frames) if frames else np.zeros(0, np.float32)
+    if normalize:
+        audio = peak_normalize(audio)
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_wav(path, audio, sample_rate)
+
+
+class _WavPipe:
+    """A WAV stream on stdout as an ``AudioSink`` (each write is flushed)."""
+
+    def __init__(self, sample_rate: int) -> None:
+        from pocketcli.audio.wav import WavStream
+
+        self._stream = WavStream(sys.stdout.buffer, sample_rate)
+
+    def write(self, audio: np.ndarray) -> None:
+        self._stream.write(audio)
+
+    def flush(self) -> None:
+        sys.stdout.buffer.flush()
+
+    def close(self) -> None:
+        sys.stdout.buffer.flush()
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):  # a closed pipe: nothing more to say
+            sys.stdout.buffer.flush()
+
+
+def split_ready(pending: str) -> tuple[list[str], str]:
+    """Complete lines, and complete sentences of the line still being written;
+    returns them and the unfinished rest."""
+    *lines, rest = pending.split("\n")
+    ends = list(_SENTENCE_END.finditer(rest))
+    if ends:
+        cut = ends[-1].end()
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    return [line for line in lines if line.strip()], rest
+
+
+class _StdinReader(threading.Thread):
+    """Reads standard input as it arrives and enqueues what is complete."""
+
+    def __init__(self, session: Session, on_warning: Callable[[str], None] | None) -> None:
+        super().__init__(name="pockettts-stdin", daemon=True)
+        self._session = session
+        self._warn = on_warning or (lambda message: None)
+
+    def run(self) -> None:
+        from pocketcli.session import SessionClosed
+
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending = ""
+        try:
+            fd = sys.stdin.fileno()
+            while data := os.read(fd, _READ_SIZE):
+                pending += decoder.decode(data).replace("\x00", "")
+                ready, pending = split_ready(pending)
+                for text in ready:
+                    self._say(text)
+            self._say(pending + decoder.decode(b"", final=True))
+        except SessionClosed:
+            return
+        except OSError as exc:
+            self._warn(f"stopped reading standard input: {exc.strerror or exc}")
+        self._session.finish()
+
+    def _say(self, text: str) -> None:
+        from pocketcli.session import SessionClosed
+
+        try:
+            self._session.enqueue(text)
+        except SessionClosed:
+            raise
+        except ValueError as exc:  # MarkupError, EmptyTextError: this line only
+            self._warn(f"skipped {text.strip()[:40]!r}: {exc}")

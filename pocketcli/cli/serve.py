@@ -1,0 +1,132 @@
+"""``pockettts serve``: the model behind HTTP (OpenAI's speech API, pocket-tts's /tts, a page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import checks, flags
+from pocketcli.cli import clickcompat as click
+
+HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
+and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
+
+Examples:
+
+  pockettts serve                                   (english, http://127.0.0.1:8000)
+
+  pockettts serve --language spanish --precision int8 --voice lola
+
+  pockettts serve --voice-dir ./voices --api-key "$KEY" --host 0.0.0.0
+
+  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
+    -d '{"model": "tts-1", "input": "Hello.", "voice": "alba", "response_format": "wav"}' -o hi.wav
+"""
+
+
+def serve_command(
+    host: str = typer.Option(
+        "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
+    ),
+    port: int = typer.Option(
+        8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
+    ),
+    language: str | None = flags.language(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    voice_file: Path | None = flags.voice_file(),
+    voice_dir: Path | None = typer.Option(
+        None, "--voice-dir", metavar="DIR", help="Folder of voice files requests may name."
+    ),
+    model_dir: Path | None = flags.model_dir(),
+    config: str | None = flags.config(),
+    offline: bool = flags.offline(),
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        metavar="KEY",
+        envvar="POCKETTTS_API_KEY",
+        show_envvar=True,
+        help="Require this key (Authorization: Bearer KEY, or X-API-Key).",
+    ),
+    cors_origin: list[str] | None = typer.Option(
+        None,
+        "--cors-origin",
+        metavar="ORIGIN",
+        help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
+    ),
+    max_queue: int = typer.Option(
+        4, "--max-queue", metavar="N", min=0, help="Requests waiting for the model; more get 503."
+    ),
+    max_chars: int = typer.Option(
+        4096, "--max-chars", metavar="N", min=1, help="Text per request."
+    ),
+    max_upload_mb: float = typer.Option(
+        10.0, "--max-upload-mb", metavar="MB", min=0.01, help="Size of a recording to clone."
+    ),
+    max_clone_seconds: float = typer.Option(
+        60.0, "--max-clone-seconds", metavar="S", min=1.0, help="Length of a recording to clone."
+    ),
+    request_timeout: float = typer.Option(
+        300.0,
+        "--request-timeout",
+        metavar="S",
+        min=1.0,
+        help="Seconds per request, queue wait included.",
+    ),
+    shutdown_timeout: float = typer.Option(
+        10.0,
+        "--shutdown-timeout",
+        metavar="S",
+        min=0.0,
+        help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
+    ),
+    log_level: str = typer.Option(
+        "info", "--log-level", metavar="LEVEL", help="debug, info, warning or error."
+    ),
+) -> None:
+    from pocketcli.serve import require_extra
+
+    require_extra()
+    from pocketcli.cli.model_options import check_voice_name, validate_choice
+    from pocketcli.serve.limits import Limits, ServeSettings
+
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        raise click.BadParameter(
+            f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
+        )
+    checks.readable_file(voice_file, "voice file")
+    if voice_dir is not None and not voice_dir.is_dir():
+        raise checks.PathError(f"voice folder not found: {voice_dir}")
+    if voice is not None and voice_file is not None:
+        raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
+    choice = validate_choice(
+        model_dir, language, config, runtime, precision, offline=offline, quiet=True
+    )
+    check_voice_name(choice, voice)
+    settings = ServeSettings(
+        limits=Limits(
+            max_chars=max_chars,
+            max_upload_bytes=int(max_upload_mb * 2**20),
+            max_clone_seconds=max_clone_seconds,
+            max_queue=max_queue,
+            request_seconds=request_timeout,
+        ),
+        api_key=api_key or None,
+        voice_dir=voice_dir,
+        shutdown_seconds=shutdown_timeout,
+        cors_origins=tuple(cors_origin or ()),
+    )
+    from pocketcli.serve import logs
+    from pocketcli.serve.backend import load_backend
+    from pocketcli.serve.server import run
+
+    if not api_key and host not in ("127.0.0.1", "localhost", "::1"):
+        logs.configure(log_level.lower())
+        logs.logger().warning(
+            "listening beyond this machine without --api-key: anyone who reaches it can use it",
+            extra={"host": host},
+        )
+    run(lambda: load_backend(choice, voice, voice_file), settings, host, port, log_level.lower())

@@ -1,0 +1,35 @@
+"""``pockettts serve``: the model behind HTTP, as OpenAI's and pocket-tts's clients call it.
+
+- ``app.create_app`` builds the ASGI app (FastAPI): OpenAI's ``/v1/audio/speech``
+  and ``/v1/models``, pocket-tts's ``/tts`` form, cloned voices (``/v1/voices``),
+  health, metrics and the web page at ``/``.
+- ``backend`` is the one place that talks to the library (load, voices, frames).
+- ``scheduler`` runs one generation at a time per loaded model behind a bounded
+  queue; ``limits``, ``voices``, ``encoding``, ``metrics``, ``logs`` do what they say.
+- ``server.run`` binds the socket and runs uvicorn with a graceful shutdown.
+
+FastAPI, uvicorn, python-multipart and prometheus-client come with the
+optional ``serve`` extra; ``require_extra`` says what to install without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from pocketcli.errors import UserError
+
+EXTRA = "pip install 'pockettts[serve]'"
+_MODULES = ("fastapi", "uvicorn", "python_multipart", "prometheus_client")
+
+
+def require_extra() -> None:
+    """One line naming the extra when a server dependency is missing."""
+    missing = []
+    for module in _MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        names = ", ".join(m.replace("_", "-") for m in missing)
+        raise UserError(f"the server needs {names}: install them with {EXTRA}")

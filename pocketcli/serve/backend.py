@@ -1,0 +1,119 @@
+"""The one place the server talks to the library: open a model, find voices, make frames.
+
+Everything here runs on worker threads (loading, voice files, generation);
+the request handlers never call the library directly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pocketcli.options import SpeakOptions
+
+if TYPE_CHECKING:
+    from pocketcli.api import PocketTTS
+    from pocketcli.runtimes.registry import ModelRequest
+    from pocketcli.voices.state import VoiceState
+
+
+@dataclass
+class Backend:
+    """An opened model with its default voice."""
+
+    tts: PocketTTS
+    default_voice: VoiceState | None
+    default_voice_name: str
+    _builtin_cache: dict[str, VoiceState] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def sample_rate(self) -> int:
+        return self.tts.sample_rate
+
+    @property
+    def language(self) -> str | None:
+        """The pack's language (None: it does not say, e.g. a custom config)."""
+        return self.tts.pack_language
+
+    # -- generation ---------------------------------------------------------
+    def frames(
+        self,
+        text: str,
+        voice: VoiceState | None,
+        options: SpeakOptions,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """Audio frames as they are generated (with ``options.output_chain``, through
+        the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
+        # The model's lock, shared with sessions: one generation at a time per model.
+        with (
+            self.tts.generation_lock,
+            closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames,
+        ):
+            for frame in frames:
+                yield frame.audio
+
+    def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
+        with self.tts.generation_lock:
+            return self.tts.clone_voice(samples, sample_rate, on_warning=on_warning)
+
+    @property
+    def cloning_unavailable(self) -> str | None:
+        if self.tts.supports_voice_cloning:
+            return None
+        from pocketcli.voices.cloning import unavailable_message
+
+        return unavailable_message(self.tts.runtime.cloning_unavailable_reason or "")
+
+    def load_voice_file(self, path: Path) -> VoiceState:
+        return self.tts.load_voice(path)
+
+    # -- built-in voices ----------------------------------------------------
+    def builtin_names(self) -> tuple[str, ...]:
+        """Names a request may use: the pack's own voice files, and the catalogue's
+        voices for the model's language (fetched at pinned revisions on first use)."""
+        spec, request = self.tts.spec, self.tts.request
+        if spec is None:
+            return ()
+        names: set[str] = set()
+        if request.model_dir is not None and self.tts.pack_dir is not None:
+            names.update(spec.pack_voices(self.tts.pack_dir))
+        if self.language is not None and request.config is None:
+            names.update(spec.voices(self.language))
+        return tuple(sorted(names))
+
+    def builtin_voice(self, name: str) -> VoiceState:
+        """A built-in voice by (canonical) name, one of ``builtin_names()``: loaded once."""
+        with self._lock:
+            cached = self._builtin_cache.get(name)
+        if cached is not None:
+            return cached
+        state = self.tts.voice(name)
+        with self._lock:
+            self._builtin_cache[name] = state
+        return state
+
+
+def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | None) -> Backend:
+    """Opens the model and its default voice: a voice file, else a built-in name,
+    else the model's own default (as ``pockettts tts`` chooses)."""
+    from dataclasses import replace
+
+    from pocketcli.api import PocketTTS
+    from pocketcli.store.catalog import canonical_voice
+
+    tts = PocketTTS.from_request(replace(request, progress=False))
+    if voice_file is not None:
+        return Backend(tts, tts.load_voice(voice_file), voice_file.stem)
+    name = voice or tts.default_voice_name()
+    if name is None:  # custom weights or a bare pack: no voice prompt
+        return Backend(tts, None, "none")
+    name = canonical_voice(name)
+    return Backend(tts, tts.voice(name), name)

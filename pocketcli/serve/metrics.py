@@ -1,0 +1,59 @@
+"""Prometheus metrics of one server (its own registry, so apps in one process stay apart)."""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401  (re-exported)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_RTFX = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "pockettts_requests", "HTTP requests answered", ["endpoint", "status"], registry=r
+        )
+        self.outcomes = Counter(
+            "pockettts_generations",
+            "Generations by how they ended (done, disconnected, deadline, shutdown, error)",
+            ["outcome"],
+            registry=r,
+        )
+        self.queue_depth = Gauge("pockettts_queue_depth", "Jobs waiting for the model", registry=r)
+        self.active = Gauge("pockettts_active_jobs", "Jobs running on the model now", registry=r)
+        self.ready = Gauge("pockettts_ready", "1 once the model is loaded", registry=r)
+        self.queue_wait = Histogram(
+            "pockettts_queue_wait_seconds",
+            "Time from acceptance to start",
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.ttfa = Histogram(
+            "pockettts_time_to_first_audio_seconds",
+            "Time from acceptance to the first audio frame (queue wait included)",
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.ttfb = Histogram(
+            "pockettts_time_to_first_byte_seconds",
+            "Time from the request's arrival at its handler to its first audio bytes",
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.rtfx = Histogram(
+            "pockettts_rtfx",
+            "Audio seconds per second of generation, per request",
+            buckets=_RTFX,
+            registry=r,
+        )
+        self.audio_seconds = Counter(
+            "pockettts_audio_seconds", "Seconds of audio generated", registry=r
+        )
+        self.generation_seconds = Counter(
+            "pockettts_generation_seconds", "Seconds the model spent generating", registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,211 @@
+"""Which voice a request means, without ever letting a request name a path or a URL.
+
+A ``voice`` (or pocket-tts's ``voice_url``) is looked up, in order, as:
+
+1. empty: the server's default voice;
+2. a cloned voice's id (``clone-<hash>``, returned by ``POST /v1/voices``);
+3. a file of the server's voice folder (``--voice-dir``), by its stem: the
+   folder is listed and the name compared with the entries, so no path is
+   ever built from the request (``../x`` or ``/etc/passwd`` match nothing);
+4. a built-in voice (the pack's voice files, the catalog's voices);
+5. the ``hf://`` address of a built-in voice's recording (as pocket-tts's web
+   page suggests) or of its pinned voice state: that built-in voice;
+6. one of OpenAI's voice names (alloy, nova, ...): the default voice.
+
+Anything else, any other URL included, is refused: the server fetches nothing
+a request names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pocketcli.serve.backend import Backend
+
+if TYPE_CHECKING:
+    from pocketcli.voices.state import VoiceState
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+CLONE_PREFIX = "clone-"
+VOICE_SUFFIXES = (".safetensors", ".bin")
+OPENAI_VOICES = (
+    "alloy",
+    "ash",
+    "ballad",
+    "coral",
+    "echo",
+    "fable",
+    "nova",
+    "onyx",
+    "sage",
+    "shimmer",
+    "verse",
+    "marin",
+    "cedar",
+)
+
+
+class VoiceNotFound(LookupError):
+    """The request names no voice this server has (the message says which exist)."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    state: VoiceState | None
+    name: str
+    source: str  # default, cloned, folder, builtin, openai
+
+
+class VoiceBook:
+    """The voices one server offers; thread-safe (voices load on worker threads)."""
+
+    def __init__(self, backend: Backend, voice_dir: Path | None, max_cloned: int = 32) -> None:
+        self.backend = backend
+        self.voice_dir = voice_dir.resolve() if voice_dir is not None else None
+        self.max_cloned = max_cloned
+        self._cloned: OrderedDict[str, VoiceState] = OrderedDict()
+        self._folder: dict[str, tuple[tuple[int, int], VoiceState]] = {}
+        self._lock = threading.Lock()
+
+    # -- lookup -------------------------------------------------------------
+    def resolve(self, name: str | None) -> Resolved:
+        name = (name or "").strip()
+        if not name:
+            return Resolved(self.backend.default_voice, self.backend.default_voice_name, "default")
+        if name.startswith(CLONE_PREFIX):
+            with self._lock:
+                state = self._cloned.get(name)
+                if state is not None:
+                    self._cloned.move_to_end(name)
+            if state is None:
+                raise VoiceNotFound(
+                    f"no cloned voice {name!r} on this server (ids are kept in memory, "
+                    f"the last {self.max_cloned}): upload the recording again to POST /v1/voices"
+                )
+            return Resolved(state, name, "cloned")
+        if NAME.fullmatch(name) and ".." not in name:
+            found = self._folder_voice(name)
+            if found is not None:
+                return Resolved(found, name, "folder")
+            builtin = self._builtin_name(name)
+            if builtin is not None:
+                return Resolved(self.backend.builtin_voice(builtin), builtin, "builtin")
+            if name.lower() in OPENAI_VOICES:
+                return Resolved(
+                    self.backend.default_voice, self.backend.default_voice_name, "openai"
+                )
+        pinned = self._pinned(name)
+        if pinned is not None:
+            return Resolved(self.backend.builtin_voice(pinned), pinned, "builtin")
+        raise VoiceNotFound(self._unknown_message(name))
+
+    def _builtin_name(self, name: str) -> str | None:
+        from pocketcli.store.catalog import canonical_voice
+
+        names = self.backend.builtin_names()
+        canonical = canonical_voice(name)
+        return canonical if canonical in names else None
+
+    def _pinned(self, url: str) -> str | None:
+        """The built-in voice whose recording or voice state is at this hf:// address."""
+        if not url.startswith("hf://"):
+            return None
+        from pocketcli.store.catalog import catalog
+
+        names = self.backend.builtin_names()
+        cat = catalog()
+        language = self.backend.language or "english"
+        for name in names:
+            info = cat.voices.get(name)
+            if info is not None and info.audio == url:
+                return name
+            if url == cat.voice_state.format(language=language, voice=name):
+                return name
+        return None
+
+    def _folder_entries(self) -> dict[str, Path]:
+        """Voice files directly in the folder, by stem (symlinks out of it are skipped)."""
+        if self.voice_dir is None:
+            return {}
+        entries: dict[str, Path] = {}
+        try:
+            with os.scandir(self.voice_dir) as it:
+                for entry in it:
+                    stem, suffix = os.path.splitext(entry.name)
+                    if suffix.lower() not in VOICE_SUFFIXES or not entry.is_file():
+                        continue
+                    real = Path(entry.path).resolve()
+                    if real.parent != self.voice_dir and self.voice_dir not in real.parents:
+                        continue
+                    entries.setdefault(stem, Path(entry.path))
+        except OSError:
+            return {}
+        return entries
+
+    def _folder_voice(self, name: str) -> VoiceState | None:
+        path = self._folder_entries().get(name)
+        if path is None:
+            return None
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            cached = self._folder.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = self.backend.load_voice_file(path)
+        with self._lock:
+            self._folder[name] = (key, state)
+        return state
+
+    def _unknown_message(self, name: str) -> str:
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        have = [*self._folder_entries(), *self.backend.builtin_names()]
+        listed = ", ".join(sorted(set(have))[:40]) or "none besides the default"
+        if "://" in name or "/" in name or "\\" in name:
+            return (
+                f"voice {shown!r} is not one of this server's voices: it fetches no URL and "
+                f"reads no path a request names; its voices: {listed}, or a cloned voice's id"
+            )
+        return f"unknown voice {shown!r}; this server's voices: {listed}, or a cloned voice's id"
+
+    # -- listing ------------------------------------------------------------
+    def listing(self) -> list[dict[str, str]]:
+        out = [{"id": self.backend.default_voice_name, "object": "voice", "source": "default"}]
+        seen = {self.backend.default_voice_name}
+        for name in sorted(self._folder_entries()):
+            if name not in seen:
+                out.append({"id": name, "object": "voice", "source": "folder"})
+                seen.add(name)
+        for name in self.backend.builtin_names():
+            if name not in seen:
+                out.append({"id": name, "object": "voice", "source": "builtin"})
+                seen.add(name)
+        return out
+
+    # -- cloned voices --------------------------------------------------------
+    @staticmethod
+    def clone_id(data: bytes) -> str:
+        """Same recording, same id: a repeated upload is a cache hit."""
+        return CLONE_PREFIX + hashlib.sha256(data).hexdigest()[:24]
+
+    def cloned(self, voice_id: str) -> VoiceState | None:
+        with self._lock:
+            return self._cloned.get(voice_id)
+
+    def keep_cloned(self, voice_id: str, state: VoiceState) -> None:
+        with self._lock:
+            self._cloned[voice_id] = state
+            self._cloned.move_to_end(voice_id)
+            while len(self._cloned) > self.max_cloned:
+                self._cloned.popitem(last=False)
+
+    def forget_cloned(self, voice_id: str) -> bool:
+        with self._lock:
+            return self._cloned.pop(voice_id, None) is not None
