@@ -442,9 +442,7 @@ class PocketTTS:
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
-        if voice is not None and not isinstance(voice, VoiceState):
-            voice = self.voice(voice)
-        return Session(self, voice, opts, on_warning=on_warning)
+        return Session(self, self._as_voice(voice), opts, on_warning=on_warning)
 
     def synthesize(
         self,
