@@ -198,7 +198,7 @@ TYPE_NOISE = re.compile(rb"(-\S+|[A-Z]+) <(str|path|int|float|int range|float ra
 
 
 @pytest.mark.parametrize("command", ["tts", "normalize", "benchmark", "corpus", "download",
-                                     "voices", "clone", "inspect", "completion"])  # fmt: skip
+                                     "voices", "clone", "inspect", "completion", "serve"])  # fmt: skip
 def test_no_option_help_shows_a_python_type(command) -> None:
     r = run(command, "--help")
     assert r.returncode == 0, r.stderr
