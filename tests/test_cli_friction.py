@@ -197,8 +197,11 @@ def test_bench_process_reports_a_crashed_command_in_one_line(tmp_path) -> None:
 TYPE_NOISE = re.compile(rb"(-\S+|[A-Z]+) <(str|path|int|float|int range|float range|bool)>")
 
 
-@pytest.mark.parametrize("command", ["tts", "normalize", "benchmark", "corpus", "download",
-                                     "voices", "clone", "inspect", "completion", "serve"])  # fmt: skip
+COMMANDS = ["tts", "normalize", "benchmark", "corpus", "download", "voices", "clone", "inspect",
+            "completion", "serve"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 def test_no_option_help_shows_a_python_type(command) -> None:
     r = run(command, "--help")
     assert r.returncode == 0, r.stderr
