@@ -303,3 +303,12 @@ def test_a_voice_file_of_no_voice_format_is_found_before_any_download(hub, tmp_p
     ):
         one_line(on_hub(hub, tmp_path, *args, "--language", "english"), 1, fragment)
         assert hub.requests() == []
+
+
+def test_a_voice_file_given_as_a_recording_is_found_before_any_download(hub, tmp_path) -> None:  # noqa: F811
+    voice = ROOT / "tests" / "fixtures" / "tiny" / "voice.safetensors"
+    for args in (["tts", "Hi.", "--clone-voice", str(voice)],
+                 ["clone", str(voice), "-o", str(tmp_path / "v.safetensors")]):  # fmt: skip
+        r = on_hub(hub, tmp_path, *args, "--language", "english")
+        one_line(r, 1, b"not a recording; a voice file is used with --voice-file")
+        assert hub.requests() == []

@@ -33,6 +33,25 @@ def readable_file(path: Path | str | None, what: str) -> None:
         raise PathError(f"{what} is not readable (permission denied): {path}")
 
 
+def recording(path: Path | str | None) -> None:
+    """``path`` is a readable file that is no voice or model file (tensors are
+    told from the first bytes): a recording to clone."""
+    readable_file(path, "audio file")
+    if path is None or str(path) == STDIO:
+        return
+    from pocketcli.tensorfile import looks_like_safetensors
+
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if looks_like_safetensors(head, Path(path).stat().st_size) or head.startswith(
+        (b"PTVB1", b"\x93NUMPY")
+    ):
+        raise PathError(
+            f"{path} holds tensors (a voice or model file), not a recording;"
+            " a voice file is used with --voice-file"
+        )
+
+
 def voice_file(path: Path | str | None, name: str | None) -> None:
     """``path`` is a readable voice file of a format pockettts reads (from its
     headers: no model needed) and, when it holds voices by name, one of them is

@@ -63,7 +63,7 @@ def clone_command(
         check_voice_suffix(output)
     except VoiceError as exc:
         raise click.BadParameter(str(exc), param_hint="-o/--output") from None
-    checks.readable_file(audio, "audio file")
+    checks.recording(audio)
     checks.writable_file(output, "-o/--output")
     choice = validate_choice(
         model_dir,

@@ -202,7 +202,7 @@ def tts_command(
     checks.readable_file(voice_file, "voice file")
     if clone_voice is None:  # else the voice file is ignored
         checks.voice_file(voice_file, voice)
-    checks.readable_file(clone_voice, "audio file")
+    checks.recording(clone_voice)
     checks.readable_file(input_file, "input file")
     checks.writable_file(save_voice, "--save-voice file")
     checks.writable_file(metrics, "metrics file")
