@@ -346,3 +346,14 @@ def test_inspect_a_folder_says_so_and_help_names_file(tmp_path) -> None:
     assert f"is a folder, not a file: {tmp_path}" in r.stderr
     usage = run("inspect", "--help").stdout
     assert "FILE" in usage.splitlines()[0] and "file" not in usage.splitlines()[0]
+
+
+def test_a_fluidaudio_bin_of_another_width_points_at_inspect(tts, tmp_path) -> None:
+    """FluidAudio's .bin has no header: a 1024-wide voice on a 64-wide model reads as
+    2000 frames, so the error says where to learn its width instead of only 'too large'."""
+    path = tmp_path / "cosette.bin"
+    load_file(str(REAL_VOICES / "cosette.safetensors"))["audio_prompt"][0].tofile(path)
+    with pytest.raises(VoiceError, match="pockettts inspect") as info:
+        tts.load_voice(path)
+    one_line(info.value)
+    assert "width 1024" in run("inspect", str(path)).stdout
