@@ -126,7 +126,7 @@ def describe(path: Path) -> dict[str, Any]:
     from pocketcli.cli.checks import readable_file
     from pocketcli.voices.state import VoiceError
 
-    readable_file(path, "file")
+    readable_file(path, "input")
     size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(16)
