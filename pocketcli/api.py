@@ -419,7 +419,7 @@ class PocketTTS:
     def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
         """The seeded noise a synthesis with ``opts`` draws from."""
         temp = self.config.default_temperature if opts.temperature is None else opts.temperature
-        return GaussianNoise(temp, opts.seed)
+        return GaussianNoise(temp, opts.seed, opts.noise_clamp)
 
     def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
         eos = opts.eos_threshold

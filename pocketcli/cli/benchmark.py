@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -190,11 +191,13 @@ def benchmark_command(
     language_name = choice.model_language
     recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
+    threads: list[int | None] = [None]
 
     def load():
         tts = load_model(choice, quiet=quiet)
         chosen = choose_voice(tts, voice, voice_file)
         voice_path[0] = chosen.path
+        threads[0] = getattr(tts.runtime, "threads", None)
         return tts, chosen.state
 
     def progress(done: int, total: int) -> None:
@@ -204,6 +207,20 @@ def benchmark_command(
             if done == total:
                 sys.stderr.write("\n")
 
+    reference = None
+    if compare_reference:
+        from pocketcli.bench.reference import ReferenceSide
+
+        assert model_dir is not None
+
+        def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
+            return ReferenceSide(
+                model_dir,
+                voice=voice_path[0],
+                temperature=temperature,
+                quantize=choice.precision == "int8",
+            )
+
     report = run_benchmark(
         load,
         phrases,
@@ -211,6 +228,7 @@ def benchmark_command(
         audio_dir=audio_dir,
         recognizer=recognizer,
         progress=progress,
+        reference=reference,
     )
     report.settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
@@ -222,19 +240,13 @@ def benchmark_command(
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,
         "temperature": temperature,
+        "threads": threads[0],  # our sessions' intra-op threads (None: not ONNX Runtime)
+        "cpu_count": os.cpu_count(),
+        "reference_text": "ours after normalisation" if compare_reference else None,
+        "order": "alternating, phrase by phrase" if compare_reference else None,
     }
     ratios = None
-    if compare_reference:
-        from pocketcli.bench.reference import run_reference
-
-        assert model_dir is not None
-        report.reference = run_reference(
-            model_dir,
-            phrases,
-            voice=voice_path[0],
-            temperature=temperature,
-            quantize=choice.precision == "int8",
-        )
+    if report.reference is not None:
         ratios = _ratios(report.summary.__dict__, report.reference)
         report.ratios = ratios
     if output_json is not None:

@@ -185,3 +185,12 @@ def seed() -> Any:
     return typer.Option(
         None, "--seed", metavar="N", help="Seed for the noise: same seed, same audio."
     )
+
+
+def noise_clamp() -> Any:
+    return typer.Option(
+        None,
+        "--noise-clamp",
+        metavar="X",
+        help="Truncate the sampling noise to +-X (pocket-tts's noise_clamp; default: none).",
+    )

@@ -106,6 +106,7 @@ def tts_command(
     ),
     temperature: float | None = flags.temperature(),
     seed: int | None = flags.seed(),
+    noise_clamp: float | None = flags.noise_clamp(),
     runtime: str = flags.runtime(),
     precision: str | None = flags.precision(),
     compute_units: str | None = flags.compute_units(),
@@ -198,6 +199,7 @@ def tts_command(
     )
     output = output or DEFAULT_OUTPUT
     options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
+    options = _with_noise_clamp(options, noise_clamp)
     # Every path before any download, build or synthesis.
     checks.readable_file(voice_file, "voice file")
     if clone_voice is None:  # else the voice file is ignored
@@ -312,6 +314,15 @@ def _voice_precedence(voice, voice_file, clone_voice, say) -> None:
     if len(given) > 1:
         ignored = " and ".join(flag for flag, _ in given[1:])
         say(f"{given[0][0]} wins over {ignored} (FluidAudio's order); {ignored} ignored")
+
+
+def _with_noise_clamp(options, noise_clamp: float | None):
+    from pocketcli.options import OptionsError
+
+    try:
+        return options.with_(noise_clamp=noise_clamp)
+    except OptionsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--noise-clamp") from None
 
 
 def _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess):
