@@ -217,6 +217,15 @@ class PocketTTS:
 
         return self._spec().voice_file(self._loaded(), self.request, canonical_voice(name))
 
+    def _as_voice(self, voice: VoiceState | str | Path | None) -> VoiceState | None:
+        if voice is None or isinstance(voice, VoiceState):
+            return voice
+        if isinstance(voice, str | Path):
+            return self.voice(voice)
+        raise TypeError(
+            f"voice must be a VoiceState, a built-in voice name or a voice file, not {voice!r}"
+        )
+
     def default_voice_name(self) -> str | None:
         """The voice ``pockettts tts`` speaks with when none is named: the
         language's own (pocket-tts's choice), else alba; None for models without
@@ -377,7 +386,7 @@ class PocketTTS:
     def stream(
         self,
         text: str,
-        voice: VoiceState | None = None,
+        voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
         *,
         noise: NoiseSource | None = None,
@@ -397,8 +406,10 @@ class PocketTTS:
         peak normalisation needs the whole utterance, so a stream cannot have
         it (``pocketcli.audio.postprocess.peak_normalize`` on the joined
         frames gives ``synthesize``'s result). ``output_chain=False`` yields
-        the model's raw audio.
+        the model's raw audio. ``voice`` may also be what ``voice()`` takes
+        (a built-in name or a voice file).
         """
+        voice = self._as_voice(voice)
         opts = (options or SpeakOptions()).with_(**overrides)
         # Planned lazily: a long text is never held as one list of chunks.
         chunks = self._script(
@@ -463,14 +474,12 @@ class PocketTTS:
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
-        if voice is not None and not isinstance(voice, VoiceState):
-            voice = self.voice(voice)
-        return Session(self, voice, opts, on_warning=on_warning)
+        return Session(self, self._as_voice(voice), opts, on_warning=on_warning)
 
     def synthesize(
         self,
         text: str,
-        voice: VoiceState | None = None,
+        voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
         **kwargs: Any,
     ) -> np.ndarray:

@@ -99,7 +99,7 @@ def test_corpus_path_and_bad_options(pack_dir, tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert [p["text"] for p in json.loads(out.read_text())["phrases"]] == ["First.", "Second one."]
     bad = run("benchmark", "--model-dir", str(pack_dir), "--corpus", "minimax-klingon")
-    assert bad.returncode == 1 and b"unknown corpus" in bad.stderr
+    assert bad.returncode == 2 and b"'minimax-klingon'" in bad.stderr  # an unknown value
     assert b"english" in bad.stderr and b"--languages klingon" not in bad.stderr
     bad = run("corpus", "--languages", "klingon")
     assert bad.returncode == 2 and b"english" in bad.stderr

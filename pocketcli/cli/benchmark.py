@@ -18,6 +18,8 @@ from pocketcli.cli.model_options import (
     load_model,
     validate_choice,
 )
+from pocketcli.cli.store_options import usage_error
+from pocketcli.errors import UnknownNameError
 
 HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
 
@@ -102,9 +104,15 @@ def _print_table(report, ratios: dict | None) -> None:
 
 
 def benchmark_command(
-    corpus: str = typer.Option("minimax-english", "--corpus", help="minimax-<language>."),
+    corpus: str = typer.Option(
+        "minimax-english",
+        "--corpus",
+        metavar="NAME",
+        callback=flags.lower,
+        help="minimax-<language>.",
+    ),
     corpus_path: Path | None = typer.Option(
-        None, "--corpus-path", help="Phrase file (# comments)."
+        None, "--corpus-path", metavar="FILE", help="Phrase file (# comments)."
     ),
     language: str | None = flags.language(),
     voice: str | None = flags.voice(),
@@ -115,18 +123,27 @@ def benchmark_command(
     placement: str | None = flags.placement(),
     model_dir: Path | None = flags.model_dir(),
     offline: bool = flags.offline(),
-    output_json: Path | None = typer.Option(None, "--output-json", help="Write the report."),
-    audio_dir: Path | None = typer.Option(None, "--audio-dir", help="Keep phrase_NNN.wav."),
+    output_json: Path | None = typer.Option(
+        None, "--output-json", metavar="FILE", help="Write the report."
+    ),
+    audio_dir: Path | None = typer.Option(
+        None, "--audio-dir", metavar="DIR", help="Keep phrase_NNN.wav."
+    ),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
     asr_backend: str = typer.Option(
         "auto",
         "--asr-backend",
+        metavar="NAME",
         callback=lambda v: v.lower(),
         autocompletion=lambda: list(ASR_BACKENDS),
         help=f"{', '.join(ASR_BACKENDS)}.",
     ),
-    asr_model: str | None = typer.Option(None, "--asr-model", help="faster-whisper model."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N phrases."),
+    asr_model: str | None = typer.Option(
+        None, "--asr-model", metavar="NAME", help="faster-whisper model."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="Only the first N phrases."
+    ),
     temperature: float | None = flags.temperature(),
     compare_reference: bool = typer.Option(
         False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
@@ -149,7 +166,7 @@ def benchmark_command(
     except OptionsError as exc:
         raise click.UsageError(str(exc)) from None
     checks.readable_file(corpus_path, "corpus file")
-    checks.readable_file(voice_file, "voice file")
+    checks.voice_file(voice_file, voice)
     checks.writable_file(output_json, "--output-json file")
     checks.writable_dir(audio_dir, "--audio-dir folder")
     choice = validate_choice(
@@ -165,7 +182,10 @@ def benchmark_command(
     )
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
-    phrases = load_corpus(corpus, corpus_path)[:limit]
+    try:
+        phrases = load_corpus(corpus, corpus_path)[:limit]
+    except UnknownNameError as exc:
+        raise usage_error(exc) from None
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
     language_name = choice.model_language
@@ -242,10 +262,19 @@ def benchmark_command(
 
 def corpus_command(
     languages: str = typer.Option(
-        ..., "--languages", "-l", help="Comma-separated MiniMax languages, or 'all'."
+        ...,
+        "--languages",
+        "-l",
+        metavar="LANGS",
+        callback=flags.lower,
+        help="Comma-separated MiniMax languages, or 'all'.",
     ),
-    revision: str | None = typer.Option(None, "--revision", help="Dataset revision."),
-    out_dir: Path | None = typer.Option(None, "--out-dir", help="Where to write <lang>.txt."),
+    revision: str | None = typer.Option(
+        None, "--revision", metavar="REV", help="Dataset revision."
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out-dir", metavar="DIR", help="Where to write <lang>.txt."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Only use the local HF cache."),
 ) -> None:
     from pocketcli.bench.corpus import MINIMAX_LANGUAGES

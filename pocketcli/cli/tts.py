@@ -18,6 +18,7 @@ from pocketcli.cli.model_options import (
     check_voice_name,
     choose_voice,
     load_model,
+    names_voices_inside,
     notice,
     validate_choice,
 )
@@ -142,7 +143,9 @@ def tts_command(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
-    max_tokens: int = typer.Option(50, "--max-tokens", min=1, help="Tokens per text chunk."),
+    max_tokens: int = typer.Option(
+        50, "--max-tokens", min=1, metavar="N", help="Tokens per text chunk."
+    ),
     no_normalize: bool = typer.Option(
         False,
         "--no-normalize",
@@ -208,7 +211,9 @@ def tts_command(
     out_format = _check_output(output, audio_format, force)
     # Every path before any download, build or synthesis.
     checks.readable_file(voice_file, "voice file")
-    checks.readable_file(clone_voice, "audio file")
+    if clone_voice is None:  # else the voice file is ignored
+        checks.voice_file(voice_file, voice)
+    checks.recording(clone_voice)
     checks.readable_file(input_file, "input file")
     checks.writable_file(save_voice, "--save-voice file")
     checks.writable_file(metrics, "metrics file")
@@ -304,6 +309,8 @@ tts_command = accept_fluidaudio_flags(tts_command, notice)
 def _voice_precedence(voice, voice_file, clone_voice, say) -> None:
     """FluidAudio's order: --clone-voice, then --voice-file, then --voice; one line
     says which of several wins, so nothing is ignored silently."""
+    if clone_voice is None and names_voices_inside(voice_file):
+        voice = None  # -v picks a voice inside the file: nothing is ignored
     given = [
         (flag, value)
         for flag, value in (
