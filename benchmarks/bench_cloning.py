@@ -4,9 +4,13 @@ Full-size english architecture with random weights (the real weights cannot
 be downloaded here). Both sides get the same 24 kHz prompt (the alba source
 recording, resampled by pocket-tts) and do the same work: end_on_pause, Mimi
 encoder, speaker projection, FlowLM prefill of bos_before_voice + frames.
-pocket-tts runs on its default single intra-op thread, ours on one thread per
-session. Prints the first call (ours loads the encoder graph then), then min
-and median of the repeats, our split encoder/prefill, and the ratio.
+pocket-tts runs with torch's default intra-op threads, ours with
+``default_threads()`` per session (the encoder and the FlowLM: 2 on a machine
+with 2 or more cores; POCKETTTS_THREADS overrides); both counts and the
+machine's cores are printed. After each side's first call (ours loads the
+encoder graph then) the two sides alternate call by call. Prints the first
+call, then min and median of the repeats, our split encoder/prefill, and
+the ratio.
 
     pip install -e '.[test]'
     python benchmarks/bench_cloning.py [--repeats 5] [--seconds 10 30]
@@ -15,6 +19,7 @@ and median of the repeats, our split encoder/prefill, and the ratio.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -84,7 +89,13 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
     samples, rate = sf.read(ALBA, dtype="float32")
     alba = convert_audio(torch.from_numpy(samples)[None], rate, 24_000, 1)[0].numpy()
     tts = PocketTTS.load(tmp / "pack")
-    print(f"torch threads {torch.get_num_threads()}, ours 1 per session", flush=True)
+    from pocketcli.runtimes.onnx import default_threads
+
+    print(
+        f"cores {os.cpu_count()}, torch threads {torch.get_num_threads()},"
+        f" pockettts threads per session {default_threads()}",
+        flush=True,
+    )
     for seconds in args.seconds:
         compare(ref, tts, np.resize(alba, int(seconds * 24_000)), args.repeats)
 

@@ -2,11 +2,17 @@
 
 Full-size english architecture with random weights (the real weights cannot
 be downloaded here), a 3 s cloned voice, one chunk of 100 frames (EOS fires
-at frame 6 on random weights; frames_after_eos=94 makes exactly 100). Each
-side runs in its default threading: pocket-tts with its LM and Mimi threads
-on one intra-op thread, pockettts with one thread per session and the Mimi
-decoder overlapped with the FlowLM. Prints ms per frame, real-time factor
-(RTFx = audio seconds / wall seconds) and time to first audio, and ratios.
+at frame 6 on random weights; frames_after_eos=94 makes exactly 100). Both
+sides get the same raw text (ours with normalisation off). Each side runs in
+its default threading: pocket-tts with torch's intra-op threads (printed),
+pockettts with ``default_threads()`` intra-op threads per FlowLM and Mimi
+session (2 on a machine with 2 or more cores; POCKETTTS_THREADS overrides),
+one for the text lookup and the flow head, and the Mimi decoder overlapped
+with the FlowLM. After one warm-up run each, the sides alternate run by run
+(``--repeats`` rounds), so both see the same machine load. Prints the
+threads and the machine's core count, then ms per frame, real-time factor
+(RTFx = audio seconds / wall seconds), time to first audio (medians), and
+ratios.
 
     pip install -e '.[test]'
     python benchmarks/bench_engine.py [--repeats 3] [--int8]
@@ -15,6 +21,7 @@ decoder overlapped with the FlowLM. Prints ms per frame, real-time factor
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -50,26 +57,34 @@ def time_stream(stream) -> tuple[float, float, int]:
     return first or 0.0, time.perf_counter() - start, samples
 
 
-def measure(label: str, make_stream, repeats: int, sample_rate: int) -> dict:
-    time_stream(make_stream())  # warm-up
-    runs = [time_stream(make_stream()) for _ in range(repeats)]
-    ttfa = statistics.median(r[0] for r in runs)
-    total = statistics.median(r[1] for r in runs)
-    samples = runs[0][2]
-    frames = samples // 1920
-    result = {
-        "label": label,
-        "frames": frames,
-        "ms_per_frame": 1000 * total / frames,
-        "rtfx": samples / sample_rate / total,
-        "ttfa_ms": 1000 * ttfa,
-    }
-    print(
-        f"{label:28s} {frames:4d} frames  {result['ms_per_frame']:7.1f} ms/frame  "
-        f"RTFx {result['rtfx']:5.2f}  first audio {result['ttfa_ms']:6.0f} ms",
-        flush=True,
-    )
-    return result
+def measure(sides: dict, repeats: int, sample_rate: int) -> list[dict]:
+    """One warm-up run per side, then ``repeats`` rounds in which the sides alternate."""
+    for make_stream in sides.values():
+        time_stream(make_stream())
+    runs: dict[str, list] = {label: [] for label in sides}
+    for _ in range(repeats):
+        for label, make_stream in sides.items():
+            runs[label].append(time_stream(make_stream()))
+    results = []
+    for label, measured in runs.items():
+        ttfa = statistics.median(r[0] for r in measured)
+        total = statistics.median(r[1] for r in measured)
+        samples = measured[0][2]
+        frames = samples // 1920
+        result = {
+            "label": label,
+            "frames": frames,
+            "ms_per_frame": 1000 * total / frames,
+            "rtfx": samples / sample_rate / total,
+            "ttfa_ms": 1000 * ttfa,
+        }
+        print(
+            f"{label:28s} {frames:4d} frames  {result['ms_per_frame']:7.1f} ms/frame  "
+            f"RTFx {result['rtfx']:5.2f}  first audio {result['ttfa_ms']:6.0f} ms",
+            flush=True,
+        )
+        results.append(result)
+    return results
 
 
 def main() -> None:
@@ -94,7 +109,13 @@ def main() -> None:
 
     model = ref.model
     model.temp = 0.3
-    print(f"torch threads: {torch.get_num_threads()}", flush=True)
+    from pocketcli.runtimes.onnx import default_threads
+
+    print(
+        f"cores {os.cpu_count()}, torch threads {torch.get_num_threads()},"
+        f" pockettts threads per session {default_threads()}",
+        flush=True,
+    )
 
     def oracle_stream():
         torch.manual_seed(0)
@@ -105,17 +126,21 @@ def main() -> None:
             )
         )
 
-    results = [measure("pocket-tts 4.0.1 fp32", oracle_stream, args.repeats, 24_000)]
+    sides = {"pocket-tts 4.0.1 fp32": oracle_stream}
     for precision in precisions:
         ours = PocketTTS.load(tmp / "pack", precision=precision)
         voice = ours.load_voice(tmp / "voice.safetensors")
 
         def our_stream(ours=ours, voice=voice):
             return (
-                f.audio for f in ours.stream(TEXT, voice, seed=0, frames_after_eos=FRAMES_AFTER_EOS)
+                f.audio
+                for f in ours.stream(
+                    TEXT, voice, seed=0, frames_after_eos=FRAMES_AFTER_EOS, normalize=False
+                )
             )
 
-        results.append(measure(f"pockettts onnx {precision}", our_stream, args.repeats, 24_000))
+        sides[f"pockettts onnx {precision}"] = our_stream
+    results = measure(sides, args.repeats, 24_000)
 
     base = results[0]
     print()

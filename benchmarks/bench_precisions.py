@@ -2,8 +2,9 @@
 
 Streams the same text with the same voice at temperature 0 (so the only
 difference is the weights' precision), EOS disabled so every precision makes
-the same frames. Prints ms per frame, RTFx, time to first audio, and the
-audio's max |diff| and signal-to-error ratio against fp32.
+the same frames. Prints the threads per session and the machine's cores,
+then ms per frame, RTFx, time to first audio, and the audio's max |diff| and
+signal-to-error ratio against fp32.
 
     python benchmarks/bench_precisions.py --model-dir PACK --voice-file VOICE
     (build a pack with precisions=("fp32", "int8", "int4"), e.g. via bench_engine.py)
@@ -12,6 +13,7 @@ audio's max |diff| and signal-to-error ratio against fp32.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -49,6 +51,9 @@ def main() -> None:
     parser.add_argument("--voice-file", type=Path)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
+    from pocketcli.runtimes.onnx import default_threads
+
+    print(f"cores {os.cpu_count()}, pockettts threads per session {default_threads()}")
     results = {}
     for precision in ("fp32", "int8", "int4"):
         try:

@@ -3,9 +3,11 @@
 What a shell script pays per call: interpreter start, imports, model load and
 synthesis, until the WAV is on disk, with the model already on local disk
 for both. Full-size english architecture with random weights (the real
-weights cannot be downloaded here), the same voice state for both, each
-command run ``--repeats`` times alternately; prints the median wall time of
-each and the ratio.
+weights cannot be downloaded here), the same voice state and the same raw
+text for both (ours with ``--no-normalize``; ours still runs its output
+filters), each in its default threading (printed with the machine's cores);
+after one warm-up call each, the commands run in turn ``--repeats`` times;
+prints the median wall time of each and the ratio.
 
     pip install -e '.[test]'
     python benchmarks/bench_process.py [--repeats 5] [--text "Hello world."]
@@ -14,6 +16,7 @@ each and the ratio.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -78,12 +81,21 @@ def main() -> None:
     commands: dict[str, tuple[list[str], Path]] = {}
     for precision, quantize in (("fp32", []), ("int8", ["--quantize"])):
         ours = [ours_cli, "tts", args.text, "-o", str(ours_wav), "--model-dir", str(tmp / "pack"),
-                "--voice-file", str(voice), "--precision", precision]  # fmt: skip
+                "--voice-file", str(voice), "--precision", precision, "--no-normalize"]  # fmt: skip
         theirs = [theirs_cli, "generate", "--text", args.text, "--config",
                   str(tmp / "ref" / "config.yaml"), "--voice", str(voice), "--output-path",
                   str(theirs_wav), "-q", *quantize]  # fmt: skip
         commands[f"pockettts tts {precision}"] = (ours, ours_wav)
         commands[f"pocket-tts generate {precision}"] = (theirs, theirs_wav)
+    import torch
+
+    from pocketcli.runtimes.onnx import default_threads
+
+    print(
+        f"cores {os.cpu_count()}, torch threads {torch.get_num_threads()},"
+        f" pockettts threads per session {default_threads()}",
+        flush=True,
+    )
     for command, output in commands.values():  # warm the page cache and byte-code caches
         wall_seconds(command, output)
     times: dict[str, list[float]] = {label: [] for label in commands}

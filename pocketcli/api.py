@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,6 +217,15 @@ class PocketTTS:
 
         return self._spec().voice_file(self._loaded(), self.request, canonical_voice(name))
 
+    def _as_voice(self, voice: VoiceState | str | Path | None) -> VoiceState | None:
+        if voice is None or isinstance(voice, VoiceState):
+            return voice
+        if isinstance(voice, str | Path):
+            return self.voice(voice)
+        raise TypeError(
+            f"voice must be a VoiceState, a built-in voice name or a voice file, not {voice!r}"
+        )
+
     def default_voice_name(self) -> str | None:
         """The voice ``pockettts tts`` speaks with when none is named: the
         language's own (pocket-tts's choice), else alba; None for models without
@@ -310,6 +319,11 @@ class PocketTTS:
         Equal to pocket-tts's chunking, except that a chunk it would leave over
         ``max_tokens`` (text without sentence or clause marks) is cut at words.
         """
+        return list(self._plans(text, max_tokens, frames_after_eos))
+
+    def _plans(
+        self, text: str, max_tokens: int, frames_after_eos: int | None
+    ) -> Iterator[ChunkPlan]:
         rate = self.config.mimi.frame_rate
         plans = plan_chunks(
             self.tokenizer, text, self.rules, max_tokens, frames_after_eos, frame_rate=rate
@@ -331,24 +345,48 @@ class PocketTTS:
         With ``normalize`` off the text goes straight to pocket-tts's chunking
         (no markup, no number reading), exactly as the reference would take it.
         """
+        return list(self._script(text, normalize, ssml, max_tokens, frames_after_eos, on_warning))
+
+    def _script(
+        self,
+        text: str,
+        normalize: bool,
+        ssml: bool | None,
+        max_tokens: int,
+        frames_after_eos: int | None,
+        on_warning: Callable[[str], None] | None,
+    ) -> Iterator[ChunkPlan | Pause]:
+        """``script`` made lazily, so a long text is never held as one list of plans.
+
+        Markup is parsed now (a malformed text fails before any audio); numbers
+        are read and chunks planned as the generator is consumed.
+        """
         if not normalize:
-            return list(self.plan(text, max_tokens, frames_after_eos))
-        items: list[ChunkPlan | Pause] = []
-        for part in parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning):
+            return self._plans(text, max_tokens, frames_after_eos)
+        parts = parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning)
+        return self._spoken(parts, max_tokens, frames_after_eos)
+
+    def _spoken(
+        self, parts: list[Speech | Pause], max_tokens: int, frames_after_eos: int | None
+    ) -> Iterator[ChunkPlan | Pause]:
+        spoke = False
+        for part in parts:
             if isinstance(part, Speech):
                 spoken = normalize_text(part.text, self.language)
                 if spoken.strip():
-                    items.extend(self.plan(spoken, max_tokens, frames_after_eos))
+                    for plan in self._plans(spoken, max_tokens, frames_after_eos):
+                        spoke = True
+                        yield plan
             elif part.seconds > 0:
-                items.append(part)
-        if not items:
+                spoke = True
+                yield part
+        if not spoke:
             raise EmptyTextError("nothing to say once the text is read out (only symbols?)")
-        return items
 
     def stream(
         self,
         text: str,
-        voice: VoiceState | None = None,
+        voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
         *,
         noise: NoiseSource | None = None,
@@ -368,16 +406,21 @@ class PocketTTS:
         peak normalisation needs the whole utterance, so a stream cannot have
         it (``pocketcli.audio.postprocess.peak_normalize`` on the joined
         frames gives ``synthesize``'s result). ``output_chain=False`` yields
-        the model's raw audio.
+        the model's raw audio. ``voice`` may also be what ``voice()`` takes
+        (a built-in name or a voice file).
         """
+        voice = self._as_voice(voice)
         opts = (options or SpeakOptions()).with_(**overrides)
-        chunks = self.script_for(text, opts, on_warning)
+        # Planned lazily: a long text is never held as one list of chunks.
+        chunks = self._script(
+            text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
+        )
         noise = self.noise_for(opts) if noise is None else noise
         return self.frames_for(chunks, voice, opts, noise, on_chunk)
 
     def frames_for(
         self,
-        chunks: list[ChunkPlan | Pause],
+        chunks: Iterable[ChunkPlan | Pause],
         voice: VoiceState | None,
         opts: SpeakOptions,
         noise: NoiseSource,
@@ -408,7 +451,7 @@ class PocketTTS:
     def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
         """The seeded noise a synthesis with ``opts`` draws from."""
         temp = self.config.default_temperature if opts.temperature is None else opts.temperature
-        return GaussianNoise(temp, opts.seed)
+        return GaussianNoise(temp, opts.seed, opts.noise_clamp)
 
     def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
         eos = opts.eos_threshold
@@ -431,14 +474,12 @@ class PocketTTS:
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
-        if voice is not None and not isinstance(voice, VoiceState):
-            voice = self.voice(voice)
-        return Session(self, voice, opts, on_warning=on_warning)
+        return Session(self, self._as_voice(voice), opts, on_warning=on_warning)
 
     def synthesize(
         self,
         text: str,
-        voice: VoiceState | None = None,
+        voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
         **kwargs: Any,
     ) -> np.ndarray:

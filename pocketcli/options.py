@@ -39,6 +39,7 @@ class SpeakOptions:
     # None: with the output chain. True with output_chain=False is FluidAudio's
     # --no-deess: no filters, but still peak-normalised (its WAV writer does that).
     peak_normalize: bool | None = None
+    noise_clamp: float | None = None  # pocket-tts's noise_clamp: noise truncated to +-this
 
     def __post_init__(self) -> None:
         self.validate()
@@ -71,6 +72,15 @@ class SpeakOptions:
         if self.peak_normalize is not None and not isinstance(self.peak_normalize, bool):
             raise OptionsError(
                 f"peak_normalize must be True, False or None, not {self.peak_normalize!r}"
+            )
+        if self.noise_clamp is not None and (
+            isinstance(self.noise_clamp, bool)
+            or not isinstance(self.noise_clamp, int | float)
+            or not math.isfinite(self.noise_clamp)
+            or not self.noise_clamp > 0
+        ):
+            raise OptionsError(
+                f"noise_clamp must be a number above 0 (or None), not {self.noise_clamp!r}"
             )
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
             raise OptionsError(f"max_tokens must be from 1 to 1000, not {self.max_tokens!r}")

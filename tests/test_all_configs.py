@@ -3,7 +3,9 @@
 Full-size configs are shrunk in width and depth (the same structure: GQA,
 z projection, low-rank tables, flow-head types, separate decoder SEANet and
 transformer, 512-d voice latents) so the whole set runs in about a minute;
-the small 2026-10 models run at their real size.
+the small 2026-10 models run at their real size. One 24-layer config also
+runs at its real depth (narrow width), so layer indexing, per-layer caches
+and voice states are checked past the first few layers.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _shrink_mimi(m: dict) -> None:
         m["outer_dim"] = 64
 
 
-def shrunk(name: str) -> dict:
+def shrunk(name: str, keep_depth: bool = False) -> dict:
     d = yaml.safe_load((Path(CONFIGS_DIR) / f"{name}.yaml").read_text(encoding="utf-8"))
     for key in [k for k in d if k.startswith("weights_path")]:
         del d[key]
@@ -59,7 +61,9 @@ def shrunk(name: str) -> dict:
     fl["lookup_table"].update(tokenizer="sentencepiece", tokenizer_path=str(TOKENIZER_MODEL))
     t = fl["transformer"]
     if t["d_model"] >= 512:  # the full-size families
-        t.update(d_model=64, num_heads=4, num_layers=2)
+        t.update(d_model=64, num_heads=4)
+        if not keep_depth:
+            t["num_layers"] = 2
         if t.get("attn_dim"):
             t["attn_dim"] = 64
         if t.get("num_kv_heads"):
@@ -90,6 +94,36 @@ def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None
         normalize=False,
         output_chain=False,
     )
+    assert ours.shape == run.audio.shape
+    assert np.abs(ours - run.audio).max() <= 1e-4
+    assert np.abs(run.audio).max() > 1e-3
+
+
+DEEP = "english_2026-09_24l"
+
+
+def test_24_layer_config_at_its_real_depth(tmp_path: Path) -> None:
+    config = shrunk(DEEP, keep_depth=True)
+    assert config["flow_lm"]["transformer"]["num_layers"] == 24
+    ref = build_reference(config, 7, tmp_path / "ref")
+    ref.build_pack(tmp_path / "pack")
+    voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
+    assert len(voice_state) >= 24
+    ref.export_voice(voice_state, tmp_path / "voice.safetensors")
+    run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)
+    tts = PocketTTS.load(tmp_path / "pack")
+    voice = tts.load_voice(tmp_path / "voice.safetensors")
+    assert voice.num_layers == 24
+    frames = list(
+        tts.stream(
+            TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+        )
+    )
+    latents = np.stack([f.latent for f in frames])
+    expected = np.concatenate([c.latents[: c.emitted_frames] for c in run.chunks])
+    assert latents.shape == expected.shape
+    assert np.abs(latents - expected).max() <= 1e-4
+    ours = np.concatenate([f.audio for f in frames])
     assert ours.shape == run.audio.shape
     assert np.abs(ours - run.audio).max() <= 1e-4
     assert np.abs(run.audio).max() > 1e-3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -98,7 +99,7 @@ def test_corpus_path_and_bad_options(pack_dir, tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert [p["text"] for p in json.loads(out.read_text())["phrases"]] == ["First.", "Second one."]
     bad = run("benchmark", "--model-dir", str(pack_dir), "--corpus", "minimax-klingon")
-    assert bad.returncode == 1 and b"unknown corpus" in bad.stderr
+    assert bad.returncode == 2 and b"'minimax-klingon'" in bad.stderr  # an unknown value
     assert b"english" in bad.stderr and b"--languages klingon" not in bad.stderr
     bad = run("corpus", "--languages", "klingon")
     assert bad.returncode == 2 and b"english" in bad.stderr
@@ -123,16 +124,20 @@ def test_asr_round_trip_on_real_speech() -> None:
 
 @pytest.mark.oracle
 def test_compare_reference_prints_both_and_ratios(pack_dir, voice_path, tmp_path) -> None:
+    """Both sides speak the same words (ours after reading out numbers and symbols), and
+    the report says how many threads ours used and how many cores the machine has."""
     pytest.importorskip("pocket_tts")
     out = tmp_path / "r.json"
+    corpus = tmp_path / "phrases.txt"
+    corpus.write_text("It costs $5.\nHello world, 2 times.\n", encoding="utf-8")
     r = run(
         "benchmark",
         "--model-dir",
         str(pack_dir),
         "--voice-file",
         str(voice_path),
-        "--limit",
-        "2",
+        "--corpus-path",
+        str(corpus),
         "--skip-asr",
         "--compare-reference",
         "--output-json",
@@ -140,11 +145,20 @@ def test_compare_reference_prints_both_and_ratios(pack_dir, voice_path, tmp_path
     )
     assert r.returncode == 0, r.stderr
     report = json.loads(out.read_text())
-    assert report["reference"]["label"].startswith("pocket-tts")
+    reference = report["reference"]
+    assert reference["label"].startswith("pocket-tts")
     for key in ("agg_rtfx", "ttft_ms_p50", "peak_rss_mb", "cold_start_s"):
-        assert report["reference"][key] > 0
+        assert reference[key] > 0
         assert report["ratios"][key] > 0
-    assert report["reference"]["audio_s"] == pytest.approx(report["summary"]["audio_s"], rel=0.01)
+    assert reference["audio_s"] == pytest.approx(report["summary"]["audio_s"], rel=0.01)
+    assert [p["text"] for p in reference["phrases"]] == [
+        "It costs five dollars.",
+        "Hello world, two times.",
+    ]
+    assert reference["torch_threads"] >= 1
+    settings = report["settings"]
+    assert settings["threads"] >= 1 and settings["cpu_count"] == os.cpu_count()
+    assert report["system"]["cpu_count"] == os.cpu_count()
     assert b"ratio" in r.stderr
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakehub import subprocess_env
 from test_cli_store_tts import hub  # noqa: F401 - the stand-in Hub fixture
@@ -189,3 +192,123 @@ def test_bench_process_reports_a_crashed_command_in_one_line(tmp_path) -> None:
     assert bench.wall_seconds(writes_then_aborts, wav) > 0  # counted, not a traceback
     with pytest.raises(SystemExit, match="wrote no audio"):
         bench.wall_seconds([sys.executable, "-c", "import os; os.abort()"], wav)
+
+
+TYPE_NOISE = re.compile(rb"(-\S+|[A-Z]+) <(str|path|int|float|int range|float range|bool)>")
+
+
+COMMANDS = ["tts", "normalize", "benchmark", "corpus", "download", "voices", "clone", "inspect",
+            "completion", "serve"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_no_option_help_shows_a_python_type(command) -> None:
+    r = run(command, "--help")
+    assert r.returncode == 0, r.stderr
+    options = r.stdout.split(b"Options:")[1]
+    assert TYPE_NOISE.findall(options) == [], options.decode()
+
+
+def test_normalize_language_completes_and_values_ignore_case() -> None:
+    env = dict(os.environ, _POCKETTTS_COMPLETE="complete_bash", COMP_CWORD="3",
+               COMP_WORDS="pockettts normalize --language ital")  # fmt: skip
+    done = subprocess.run([SCRIPT], env=env, capture_output=True, timeout=60)
+    assert "italian" in done.stdout.decode().split(), done
+    r = run("normalize", "See www.example.com now.", "--urls", "DROP", "--emails", "Read")
+    assert r.returncode == 0, r.stderr
+    assert b"example" not in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        (["tts", "Hi.", "-o", "a-file/x.wav"], "output file a-file/x.wav"),
+        (["tts", "Hi.", "--metrics", "a-file/deeper/m.json"], "metrics file a-file/deeper/m.json"),
+        (["clone", "in.wav", "-o", "a-file/v.safetensors"], "-o/--output a-file/v.safetensors"),
+    ],
+)
+def test_an_output_under_a_file_names_the_path_as_typed(pack_dir, tmp_path, args, shown) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    shutil.copy(ROOT / "tests" / "fixtures" / "tiny" / "clone_prompt_24k.wav", tmp_path / "in.wav")
+    r = run(*args, "--model-dir", str(pack_dir), cwd=tmp_path)
+    one_line(r, 1, f"cannot write {shown}: ".encode())
+    assert f"{tmp_path / 'a-file'} is a file, not a folder".encode() in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["tts", "Hi.", "--language"], ["download", "--precision"], ["voices", "--nope"]]
+)
+def test_the_hint_of_a_usage_error_names_the_subcommands_help(args) -> None:
+    """'pockettts --help' does not list a subcommand's options: point at the one that does."""
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[1] == (
+        f"pockettts: hint: 'pockettts {args[0]} --help' lists the options and values".encode()
+    )
+
+
+def test_voices_of_a_pack_built_for_a_language_are_its_languages_voices(pack_dir, tmp_path):
+    """-v lola works with a pack `pockettts download` built for spanish: voices lists it."""
+    pack = tmp_path / "pack"
+    shutil.copytree(pack_dir, pack)
+    manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
+    manifest["source"]["language"] = "spanish"
+    (pack / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
+    r = run("voices", "--model-dir", str(pack), "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert "lola" in report["voices"] and "alba" in report["voices"]
+    assert report["language"] == "spanish"
+    bare = run("voices", "--model-dir", str(pack_dir))
+    assert bare.returncode == 0
+    assert b"carries no voices: use --voice-file or --clone-voice" in bare.stderr
+
+
+@pytest.mark.parametrize("command", ["normalize", "clone", "tts", "benchmark", "download"])
+def test_help_shows_no_markup_escapes(command) -> None:
+    """Help is printed as written: a rich escape (\\[) would be copied into a shell."""
+    r = run(command, "--help")
+    assert r.returncode == 0, r.stderr
+    assert b"\\[" not in r.stdout, r.stdout.decode()
+    assert b"[[" not in r.stdout.splitlines()[0]  # an optional argument is bracketed once
+
+
+def test_the_other_commands_values_ignore_case_too(pack_dir, voice_path, tmp_path) -> None:
+    r = run("completion", "BASH")
+    assert r.returncode == 0 and b"complete" in r.stdout, r.stderr
+    r = run("benchmark", "--corpus", "MiniMax-English", "--model-dir", str(pack_dir),
+            "--voice-file", str(voice_path), "--limit", "1", "--skip-asr", "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = run("corpus", "--languages", "Klingon,FRENCH", "--offline")
+    one_line(r, 2, b"'klingon';")  # FRENCH is known: only the typo is named
+    assert b"FRENCH" not in r.stderr
+    r = run("benchmark", "--corpus", "minimax-klingon", "--model-dir", str(pack_dir))
+    one_line(r, 2, b"minimax-klingon")  # an unknown value is a usage error
+
+
+def test_a_voice_file_of_no_voice_format_is_found_before_any_download(hub, tmp_path) -> None:  # noqa: F811
+    """Headers are cheap: a recording given as --voice-file (a common slip), or a
+    voices.bin without -v, is said before the model is fetched and built."""
+    import tensorfiles
+
+    wav = ROOT / "tests" / "fixtures" / "tiny" / "clone_prompt_24k.wav"
+    many = tmp_path / "voices.bin"
+    voices = {"a": np.zeros((2, 64), np.float32), "b": np.ones((3, 64), np.float32)}
+    many.write_bytes(tensorfiles.voices_bin(voices))
+    for args, fragment in (
+        (["tts", "Hi.", "--voice-file", str(wav)], b"looks like an audio recording"),
+        (["tts", "Hi.", "--voice-file", str(many)], b"holds 2 voices (a, b): choose one"),
+        (["tts", "Hi.", "--voice-file", str(many), "-v", "c"], b"no voice 'c'"),
+        (["benchmark", "--voice-file", str(wav), "--skip-asr"], b"looks like an audio"),
+    ):
+        one_line(on_hub(hub, tmp_path, *args, "--language", "english"), 1, fragment)
+        assert hub.requests() == []
+
+
+def test_a_voice_file_given_as_a_recording_is_found_before_any_download(hub, tmp_path) -> None:  # noqa: F811
+    voice = ROOT / "tests" / "fixtures" / "tiny" / "voice.safetensors"
+    for args in (["tts", "Hi.", "--clone-voice", str(voice)],
+                 ["clone", str(voice), "-o", str(tmp_path / "v.safetensors")]):  # fmt: skip
+        r = on_hub(hub, tmp_path, *args, "--language", "english")
+        one_line(r, 1, b"not a recording; a voice file is used with --voice-file")
+        assert hub.requests() == []

@@ -3,10 +3,12 @@
 For each small config the oracle builds a random model in the released
 checkpoint layout and our torch-free builder makes a pack of it, encoder
 included. On real speech (the alba source recording and LibriSpeech clips)
-resampled to 24 kHz by pocket-tts's own ``convert_audio`` (our resampler is
-soxr, tested separately), our path audio -> encoder -> projection -> prefill
-must give pocket-tts's ``get_state_for_audio_prompt`` KV cache, and the audio
-spoken with it must match, to 1e-4. Voice files must cross both ways.
+resampled to 24 kHz by pocket-tts's own ``convert_audio``, our path audio ->
+encoder -> projection -> prefill must give pocket-tts's
+``get_state_for_audio_prompt`` KV cache, and the audio spoken with it must
+match, to 1e-4. Recordings at 44.1, 48 and 16 kHz go through both sides'
+own file reading and resampling (ours is ``resample_poly`` in numpy) and
+must match as well. Voice files must cross both ways.
 """
 
 from __future__ import annotations
@@ -146,6 +148,33 @@ def test_30_second_cut_and_file_reading_match_export_voice(setup, prompts, tmp_p
     assert len(notes) == 1 and "first 30 s" in notes[0]
     assert ours.length > 370  # 30 s = 375 frames (+ pause, + bos)
     _compare_states(ours, theirs)
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory) -> dict[int, Path]:
+    """16-bit WAV recordings at 48 kHz (alba's source), 44.1 kHz and 16 kHz (LibriSpeech)."""
+    root = tmp_path_factory.mktemp("rates")
+    samples, rate = sf.read(CLIPS["alba"], dtype="float32")
+    assert rate == 48_000
+    # A 44.1 kHz recording of the same speech (how it was made does not matter: it is input).
+    at_44k1 = convert_audio(torch.from_numpy(samples)[None], 48_000, 44_100, 1)[0].numpy()
+    sf.write(root / "alba-44k1.wav", at_44k1, 44_100, subtype="PCM_16")
+    assert sf.info(CLIPS["libri-clean"]).samplerate == 16_000
+    return {48_000: CLIPS["alba"], 44_100: root / "alba-44k1.wav", 16_000: CLIPS["libri-clean"]}
+
+
+@pytest.mark.parametrize("rate", [44_100, 48_000, 16_000])
+def test_cloning_from_other_rates_matches_the_oracle(setup, recordings, rate) -> None:
+    """Each side reads and resamples the file itself (pocket-tts: ``resample_poly``)."""
+    path = recordings[rate]
+    assert sf.info(path).samplerate == rate
+    theirs = setup.ref.model.get_state_for_audio_prompt(path, truncate=True)
+    ours = setup.tts.clone_voice(path)
+    _compare_states(ours, theirs)
+    audio, expected = _speak_both(setup, ours, theirs)
+    assert audio.shape == expected.shape
+    assert np.abs(audio - expected).max() <= TOLERANCE
+    assert np.abs(expected).max() > 0.01
 
 
 def test_end_on_pause_is_bit_exact(prompts) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from snr import snr_db
 from twins.fluid_twins import build_twin_pack
 from twins.onnx_predictor import onnx_factory
 
@@ -124,8 +125,11 @@ def test_decode_steps_cannot_change_the_baked_decoder(twin, config, reference_au
 def test_int8_picks_flowlm_stepv2(twin, config, reference_audio, tmp_path) -> None:
     runtime = _runtime(twin, config, precision="int8")
     assert runtime._models.flowlm.label == "flowlm_stepv2.onnx"
-    diff = np.abs(_speak(runtime) - reference_audio)
-    assert 0 < diff.max() < 0.5  # int8 weights: close, not equal
+    audio = _speak(runtime)
+    assert audio.shape == reference_audio.shape
+    # int8 weights: close, not equal. Measured 90.2 dB on x86-64 (only the FlowLM step
+    # is int8, with FluidAudio's per-channel scales); 30 dB of margin.
+    assert 60.0 <= snr_db(reference_audio, audio) < 120
     pack = _copy(twin, tmp_path)
     (pack / "flowlm_stepv2.onnx").unlink()
     with pytest.raises(PackError, match="flowlm_stepv2"):

@@ -184,3 +184,15 @@ def test_speak_options_refuse_bad_values(field, value) -> None:
         SpeakOptions(**{field: value})
     with pytest.raises(TypeError, match="unknown speak option"):
         SpeakOptions().with_(speed=1.0)
+
+
+def test_synthesize_and_stream_take_a_voice_by_name_or_path(pack_dir, voice_path) -> None:
+    """What tts.voice() takes works where a voice is expected (a newcomer's first try)."""
+    tts = PocketTTS.open(model_dir=pack_dir)
+    expected = tts.synthesize("Hi.", tts.voice(voice_path), seed=2)
+    for given in (voice_path, str(voice_path)):
+        assert np.array_equal(tts.synthesize("Hi.", given, seed=2), expected)
+        streamed = np.concatenate([f.audio for f in tts.stream("Hi.", given, seed=2)])
+        assert np.array_equal(peak_normalize(streamed), expected)
+    with pytest.raises(TypeError, match="voice must be"):
+        tts.synthesize("Hi.", 3)  # type: ignore[arg-type]

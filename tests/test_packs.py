@@ -10,6 +10,7 @@ import onnx
 import pytest
 import yaml
 from safetensors.numpy import load_file, save_file
+from snr import snr_db
 
 from pocketcli import PocketTTS
 from pocketcli.config import ModelConfig
@@ -162,4 +163,5 @@ def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice
     a = fp32.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     b = int4.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     assert a.shape == b.shape and np.isfinite(b).all()
-    assert 0 < np.abs(a - b).max() < np.abs(a).max()
+    # Measured 54.2 dB on x86-64 (the int8 Mimi decoder dominates the error).
+    assert 30.0 <= snr_db(a, b) < 120  # close, and really quantised

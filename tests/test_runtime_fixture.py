@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from snr import snr_db
 
 from pocketcli import PocketTTS
 from pocketcli.engine.noise import InjectedNoise
@@ -74,14 +75,19 @@ def test_seed_makes_runs_repeatable(tts, voice_path) -> None:
 
 
 def test_injected_noise_equals_seeded_noise(tts, voice_path) -> None:
+    """The seeded default path against noise drawn here, independently of GaussianNoise:
+    numpy's PCG64 with the same seed, N(0, 1) float32 scaled by sqrt(temperature)."""
     voice = tts.load_voice(voice_path)
     rng = np.random.default_rng(9)
-    noise = [rng.standard_normal(32).astype(np.float32) for _ in range(400)]
-    a = tts.synthesize("Injected noise.", voice, noise=InjectedNoise(noise), output_chain=False)
-    b = tts.synthesize("Injected noise.", voice, noise=InjectedNoise(noise), output_chain=False)
+    scale = np.float32(np.sqrt(0.7))
+    noise = [rng.standard_normal(32, dtype=np.float32) * scale for _ in range(400)]
+    seeded = tts.synthesize("Injected noise.", voice, temperature=0.7, seed=9, output_chain=False)
+    injected = tts.synthesize(
+        "Injected noise.", voice, noise=InjectedNoise(noise), output_chain=False
+    )
+    assert np.array_equal(seeded, injected)
     zero = tts.synthesize("Injected noise.", voice, temperature=0.0, output_chain=False)
-    assert np.array_equal(a, b)
-    assert not np.array_equal(a[: len(zero)], zero[: len(a)])
+    assert seeded.shape != zero.shape or np.abs(seeded - zero).max() > 1e-3
 
 
 def test_decoder_thread_does_not_change_numbers(tts, voice_path) -> None:
@@ -132,7 +138,8 @@ def test_int8_pack_runs_close_to_fp32(pack_dir, voice_path) -> None:
     a = fp32.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     b = int8.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     assert a.shape == b.shape
-    assert 0 < np.abs(a - b).max() < 0.5 * np.abs(a).max()
+    # Measured 54.5 dB on x86-64; the oracle suite holds int8 to 35 dB on two configs.
+    assert 35.0 <= snr_db(a, b) < 120  # close, and really quantised
 
 
 def test_voice_for_another_model_size_is_refused(tts, tmp_path) -> None:
@@ -163,4 +170,10 @@ def test_normalisation_reads_numbers_and_can_be_switched_off(tts) -> None:
     assert spoken == ["It costs five dollars."]
     raw = [p.text for p in tts.script("It costs $5.", normalize=False)]
     assert raw == ["It costs $5."]
-    assert raw == [p.text for p in tts.plan("It costs $5.")]
+
+
+def test_script_without_normalising_gives_the_oracle_chunks(tts, reference) -> None:
+    """Token ids pocket-tts itself spoke the fixture with (test_text_frontend.py compares
+    more texts with pocket-tts's chunking when it is installed)."""
+    script = tts.script(reference["text"], normalize=False, max_tokens=reference["max_tokens"])
+    assert [list(p.token_ids) for p in script] == reference["token_ids"]

@@ -186,3 +186,20 @@ def test_api_key_from_the_environment() -> None:
         assert httpx.get(f"{url}/v1/models", timeout=10).status_code == 401
         ok = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer from-env"})
         assert ok.status_code == 200
+
+
+def test_a_voices_bin_default_voice_is_picked_with_v(tmp_path) -> None:
+    """As with tts: the advice "choose one with -v NAME" must not meet "keep one"."""
+    import tensorfiles
+
+    bank = tmp_path / "voices.bin"
+    voices = {"cosette": np.zeros((3, 64), np.float32), "marius": np.ones((4, 64), np.float32)}
+    bank.write_bytes(tensorfiles.voices_bin(voices))
+    r = subprocess.run([SCRIPT, "serve", "--model-dir", str(PACK), "--voice-file", str(bank)],
+                       capture_output=True, timeout=60)  # fmt: skip
+    assert r.returncode == 1 and b"choose one with -v NAME" in r.stderr, r.stderr
+    with spawn(SCRIPT, "--model-dir", str(PACK), "--voice-file", str(bank), "-v", "marius") as (
+        _,
+        url,
+    ):
+        assert httpx.get(f"{url}/readyz", timeout=10).json()["voice"] == "marius"

@@ -712,3 +712,29 @@ def test_plan_chunks_prepares_each_chunk_again(tokenizer: Tokenizer) -> None:
     padded = [p for p in plans if len(p.text.split()) < 5]
     assert padded and all(p.text.startswith(" " * 8) for p in padded)
     assert all(not p.text.startswith(" ") for p in plans if len(p.text.split()) >= 5)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It costs $5.",
+        "First part. [pause:1s] Second part <b>bold</b>, 3rd of May!",
+        "<speak>Not read as SSML</speak> when normalising is off.",
+        MINIMAX[1] + " " + MINIMAX[2],
+    ],
+)
+def test_script_without_normalising_is_the_reference_chunking(
+    reference: SimpleNamespace, reference_frame_rate: float, text: str
+) -> None:
+    """``PocketTTS.script(normalize=False)`` (what ``--no-normalize`` speaks) against what
+    pocket-tts's ``generate_audio_stream`` would speak: prompts, ids, budgets, tails.
+    (No chunk here is over 50 tokens, where ours cuts at words and pocket-tts does not.)"""
+    pack = Path(__file__).parent / "fixtures" / "tiny" / "pack"
+    tts = pocketcli.PocketTTS.load(pack)
+    theirs = reference.conditioner.SentencePieceTokenizer(
+        tts.tokenizer.vocab_size, str(TOKENIZER_FILES["model"])
+    )
+    expected = reference_plan(reference, theirs, text, tts.rules, 50, None, reference_frame_rate)
+    script = tts.script(text, normalize=False, max_tokens=50)
+    assert [astuple(item) for item in script] == expected

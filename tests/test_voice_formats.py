@@ -311,3 +311,49 @@ def test_a_legacy_state_with_current_end_instead_of_offset(tts, tmp_path, voice_
     voice = tts.load_voice(path)
     assert voice.length == f32.length
     assert np.array_equal(voice.values[0], tensorfiles.bf16_round(f32.values[0]))
+
+
+def test_v_inside_a_voices_bin_is_used_not_reported_as_ignored(pack_dir, tmp_path) -> None:
+    """With a container, -v picks the voice (so no "--voice ignored" note, and any
+    case works, as for built-in names); with a one-voice file it is ignored, and said so."""
+    path = tmp_path / "voices.bin"
+    path.write_bytes(tensorfiles.voices_bin({"cosette": cond(8, 1), "marius": cond(6, 2)}))
+    common = ("Hi there.", "--model-dir", str(pack_dir), "-o", str(tmp_path / "o.wav"))
+    picked = run("tts", *common, "--voice-file", str(path), "-v", "Marius")
+    assert picked.returncode == 0, picked.stderr
+    assert "ignored" not in picked.stderr, picked.stderr
+    single = tmp_path / "one.npy"
+    np.save(single, cond(5, 3))
+    one = run("tts", *common, "--voice-file", str(single), "-v", "alba")
+    assert one.returncode == 0, one.stderr
+    assert "--voice-file wins over --voice" in one.stderr
+
+
+def test_container_names_are_case_insensitive_but_exact_names_win(tts, tmp_path) -> None:
+    path = tmp_path / "voices.bin"
+    voices = {"Eve": cond(4, 1), "eve": cond(5, 2), "Jo": cond(6, 3)}
+    path.write_bytes(tensorfiles.voices_bin(voices))
+    assert tts.load_voice(path, "Eve").length == 5  # bos_before_voice + 4 frames
+    assert tts.load_voice(path, "eve").length == 6
+    assert tts.load_voice(path, "JO").length == 7
+    with pytest.raises(VoiceError, match="no voice 'EVE'; its voices: Eve, eve, Jo"):
+        tts.load_voice(path, "EVE")  # two names differ only in case: say so, pick none
+
+
+def test_inspect_a_folder_says_so_and_help_names_file(tmp_path) -> None:
+    r = run("inspect", str(tmp_path))
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert f"is a folder, not a file: {tmp_path}" in r.stderr
+    usage = run("inspect", "--help").stdout
+    assert "FILE" in usage.splitlines()[0] and "file" not in usage.splitlines()[0]
+
+
+def test_a_fluidaudio_bin_of_another_width_points_at_inspect(tts, tmp_path) -> None:
+    """FluidAudio's .bin has no header: a 1024-wide voice on a 64-wide model reads as
+    2000 frames, so the error says where to learn its width instead of only 'too large'."""
+    path = tmp_path / "cosette.bin"
+    load_file(str(REAL_VOICES / "cosette.safetensors"))["audio_prompt"][0].tofile(path)
+    with pytest.raises(VoiceError, match="pockettts inspect") as info:
+        tts.load_voice(path)
+    one_line(info.value)
+    assert "width 1024" in run("inspect", str(path)).stdout

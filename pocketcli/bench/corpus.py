@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import UnknownNameError, UserError
 
 # The MiniMax dataset revision FluidAudio pins for its corpus.
 MINIMAX_REPO = "MiniMaxAI/TTS-Multilingual-Test-Set"
@@ -73,10 +73,9 @@ def load_corpus(name: str | None = None, path: Path | None = None) -> list[str]:
         return parse_corpus(fetched.read_text(encoding="utf-8"))
     language = name.removeprefix("minimax-")
     if name.startswith("minimax-") and language in MINIMAX_LANGUAGES:
-        hint = f": fetch it with `pockettts corpus --languages {language}`"
-    else:
-        hint = (
-            f"; use minimax-LANGUAGE with one of {', '.join(MINIMAX_LANGUAGES)}, "
-            "or --corpus-path FILE"
+        raise UserError(
+            f"corpus {name!r} is not here yet: fetch it with"
+            f" `pockettts corpus --languages {language}`"
         )
-    raise UserError(f"unknown corpus {name!r}{hint}")
+    valid = tuple(f"minimax-{x}" for x in MINIMAX_LANGUAGES)
+    raise UnknownNameError("--corpus", name, valid, "(or give a phrase file with --corpus-path)")

@@ -1,14 +1,17 @@
 """The same benchmark on Kyutai's pocket-tts, for ``--compare-reference``.
 
-It runs in a child process (spawned, so torch's threads and memory are its
-own and its peak RSS is measured alone) within the same benchmark run, on
-the same checkpoint, config, voice and phrases, so ratios hold on a noisy
-machine. Needs the ``test`` extra (torch and pocket-tts).
+pocket-tts runs in a child process (spawned, so torch's threads and memory
+are its own and its peak RSS is measured alone) on the same checkpoint,
+config and voice. The parent drives it phrase by phrase: ours speaks a
+phrase, then pocket-tts speaks the same text, so the two sides alternate run
+by run and share whatever load the machine has. Needs the ``test`` extra
+(torch and pocket-tts).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -19,22 +22,26 @@ import yaml
 from pocketcli.errors import UserError
 
 
-def _child(job: dict[str, Any], queue) -> None:  # runs in the spawned process
+def _serve(job: dict[str, Any], inbox, outbox) -> None:  # runs in the spawned process
+    """Load, warm up, then speak each text received until ``None``; report every step."""
     try:
-        queue.put(("ok", _measure(job)))
+        speak, ready = _load(job)
+        outbox.put(("ok", ready))
+        while (text := inbox.get()) is not None:
+            outbox.put(("ok", speak(text)))
+        outbox.put(("ok", _finish()))
     except BaseException as exc:  # report, never hang the parent
-        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+        outbox.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def _measure(job: dict[str, Any]) -> dict[str, Any]:
+def _load(job: dict[str, Any]):
     import logging
 
     logging.disable(logging.WARNING)
-    import numpy as np
     import torch
     from pocket_tts.models.tts_model import TTSModel
 
-    from pocketcli.bench.runner import WARM_UP_TEXT, peak_rss_mb, percentile
+    from pocketcli.bench.runner import WARM_UP_TEXT
 
     start = time.perf_counter()
     model = TTSModel.load_model(config=job["config_path"], quantize=job["quantize"])
@@ -48,7 +55,7 @@ def _measure(job: dict[str, Any]) -> dict[str, Any]:
         voice = init_states(model.flow_lm, batch_size=1, sequence_length=1)
     cold = time.perf_counter() - start
 
-    def speak(text: str) -> tuple[float, float, int]:
+    def speak(text: str) -> dict[str, float]:
         torch.manual_seed(0)
         t0 = time.perf_counter()
         first = None
@@ -58,28 +65,22 @@ def _measure(job: dict[str, Any]) -> dict[str, Any]:
                 first = time.perf_counter() - t0
             samples += int(chunk.shape[-1])
         total = time.perf_counter() - t0
-        return first or total, total, samples
+        return {
+            "ttft_ms": 1000 * (first or total),
+            "synth_ms": 1000 * total,
+            "audio_s": samples / model.sample_rate,
+        }
 
-    _, first_synth, _ = speak(WARM_UP_TEXT)
-    ttfts, synths, audio = [], [], 0.0
-    for text in job["phrases"]:
-        ttft, total, samples = speak(text)
-        ttfts.append(1000 * ttft)
-        synths.append(1000 * total)
-        audio += samples / model.sample_rate
-    return {
-        "label": f"pocket-tts {_version()}" + (" --quantize" if job["quantize"] else ""),
-        "cold_start_s": cold,
-        "first_synth_ms": 1000 * first_synth,
-        "ttft_ms_p50": percentile(ttfts, 50),
-        "ttft_ms_p95": percentile(ttfts, 95),
-        "synth_ms_p50": percentile(synths, 50),
-        "synth_ms_p95": percentile(synths, 95),
-        "agg_rtfx": audio / (sum(synths) / 1000) if synths else 0.0,
-        "peak_rss_mb": peak_rss_mb(),
-        "audio_s": audio,
-        "torch_threads": int(np.int64(torch.get_num_threads())),
-    }
+    first_synth = speak(WARM_UP_TEXT)["synth_ms"]
+    return speak, {"cold_start_s": cold, "first_synth_ms": first_synth}
+
+
+def _finish() -> dict[str, Any]:
+    import torch
+
+    from pocketcli.bench.runner import peak_rss_mb
+
+    return {"peak_rss_mb": peak_rss_mb(), "torch_threads": int(torch.get_num_threads())}
 
 
 def _version() -> str:
@@ -105,56 +106,112 @@ def reference_config(manifest, pack_dir: Path, checkpoint: Path, directory: Path
     return path
 
 
-def run_reference(
-    pack_dir: Path,
-    phrases: list[str],
-    *,
-    voice: Path | None,
-    temperature: float | None,
-    quantize: bool,
-    timeout_s: float = 3600,
-) -> dict[str, Any]:
-    from pocketcli.packs.manifest import PackManifest
+class ReferenceSide:
+    """pocket-tts on the pack's own checkpoint, in a child process, one phrase per call.
 
-    try:
-        import pocket_tts  # noqa: F401
-    except ImportError:
-        raise UserError(
-            "--compare-reference needs Kyutai's pocket-tts and torch: pip install 'pockettts[test]'"
-        ) from None
-    manifest = PackManifest.read(pack_dir)
-    checkpoint = manifest.source.get("checkpoint_path")
-    if checkpoint:
-        checkpoint = str((pack_dir / checkpoint).resolve())  # relative to the pack, or absolute
-    if not checkpoint or not Path(checkpoint).is_file():
-        raise UserError(
-            "this pack does not record a local checkpoint to compare against "
-            f"(pack.json source: {manifest.source or 'empty'})"
+    Use as a context manager: entering loads the model (its cold start) and
+    warms it up; ``speak(text)`` times one phrase; ``summary()`` ends the child
+    and returns the figures the report prints beside ours.
+    """
+
+    def __init__(
+        self,
+        pack_dir: Path,
+        *,
+        voice: Path | None,
+        temperature: float | None,
+        quantize: bool,
+        timeout_s: float = 3600,
+    ) -> None:
+        from pocketcli.packs.manifest import PackManifest
+
+        try:
+            import pocket_tts  # noqa: F401
+        except ImportError:
+            raise UserError(
+                "--compare-reference needs Kyutai's pocket-tts and torch:"
+                " pip install 'pockettts[test]'"
+            ) from None
+        manifest = PackManifest.read(pack_dir)
+        checkpoint = manifest.source.get("checkpoint_path")
+        if checkpoint:
+            checkpoint = str((pack_dir / checkpoint).resolve())  # relative to the pack, or absolute
+        if not checkpoint or not Path(checkpoint).is_file():
+            raise UserError(
+                "this pack does not record a local checkpoint to compare against "
+                f"(pack.json source: {manifest.source or 'empty'})"
+            )
+        if voice is not None and voice.suffix != ".safetensors":
+            raise UserError(
+                "--compare-reference needs a .safetensors voice (pocket-tts cannot "
+                "read FluidAudio .bin voices)"
+            )
+        self._manifest, self._pack_dir, self._checkpoint = manifest, pack_dir, Path(checkpoint)
+        self._voice, self._temperature, self.quantize = voice, temperature, quantize
+        self._timeout = timeout_s
+        self._phrases: list[dict[str, Any]] = []
+        self._ready: dict[str, Any] = {}
+
+    def __enter__(self) -> ReferenceSide:
+        self._tmp = tempfile.TemporaryDirectory(prefix="pockettts-ref-")
+        config_path = reference_config(
+            self._manifest, self._pack_dir, self._checkpoint, Path(self._tmp.name)
         )
-    if voice is not None and voice.suffix != ".safetensors":
-        raise UserError(
-            "--compare-reference needs a .safetensors voice (pocket-tts cannot "
-            "read FluidAudio .bin voices)"
-        )
-    with tempfile.TemporaryDirectory(prefix="pockettts-ref-") as tmp:
-        config_path = reference_config(manifest, pack_dir, Path(checkpoint), Path(tmp))
         job = {
             "config_path": str(config_path),
-            "quantize": quantize,
-            "phrases": phrases,
-            "voice": str(voice) if voice else None,
-            "temperature": temperature,
+            "quantize": self.quantize,
+            "voice": str(self._voice) if self._voice else None,
+            "temperature": self._temperature,
         }
         ctx = multiprocessing.get_context("spawn")
-        queue = ctx.Queue()
-        child = ctx.Process(target=_child, args=(job, queue), daemon=True)
-        child.start()
+        self._inbox, self._outbox = ctx.Queue(), ctx.Queue()
+        self._child = ctx.Process(target=_serve, args=(job, self._inbox, self._outbox), daemon=True)
+        self._child.start()
         try:
-            status, payload = queue.get(timeout=timeout_s)
-        finally:
-            child.join(timeout=30)
-            if child.is_alive():
-                child.kill()
-    if status != "ok":
-        raise UserError(f"pocket-tts failed: {payload}")
-    return payload
+            self._ready = self._reply()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _reply(self) -> Any:
+        status, payload = self._outbox.get(timeout=self._timeout)
+        if status != "ok":
+            raise UserError(f"pocket-tts failed: {payload}")
+        return payload
+
+    def speak(self, text: str) -> dict[str, Any]:
+        self._inbox.put(text)
+        result = {"text": text, **self._reply()}
+        self._phrases.append(result)
+        return result
+
+    def summary(self) -> dict[str, Any]:
+        from pocketcli.bench.runner import percentile
+
+        self._inbox.put(None)
+        final = self._reply()
+        ttfts = [p["ttft_ms"] for p in self._phrases]
+        synths = [p["synth_ms"] for p in self._phrases]
+        audio = sum(p["audio_s"] for p in self._phrases)
+        return {
+            "label": f"pocket-tts {_version()}" + (" --quantize" if self.quantize else ""),
+            **self._ready,
+            "ttft_ms_p50": percentile(ttfts, 50),
+            "ttft_ms_p95": percentile(ttfts, 95),
+            "synth_ms_p50": percentile(synths, 50),
+            "synth_ms_p95": percentile(synths, 95),
+            "agg_rtfx": audio / (sum(synths) / 1000) if synths and sum(synths) > 0 else 0.0,
+            "audio_s": audio,
+            **final,
+            "cpu_count": os.cpu_count(),
+            "phrases": self._phrases,
+        }
+
+    def __exit__(self, *exc: object) -> None:
+        if self._child.is_alive():
+            self._inbox.put(None)  # ends the child's loop if summary() was not reached
+        self._child.join(timeout=30)
+        if self._child.is_alive():
+            self._child.kill()
+        self._tmp.cleanup()

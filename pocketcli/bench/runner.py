@@ -7,19 +7,25 @@ frame_count, chunk_count, finished_on_eos, and WER/CER when a recogniser runs.
 Each phrase is then spoken once more through one live session (``PocketTTS.session``),
 for session_first_frame_ms: from ``enqueue(text)`` to its first frame, with the
 voice already prepared and the session idle (a chat reply's latency).
+
+With a reference (pocket-tts, ``--compare-reference``) the two sides alternate
+phrase by phrase, and the reference is handed the text as we speak it after
+reading it out (numbers, symbols), so both say the same words.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -87,6 +93,7 @@ class Report:
                 "python": sys.version.split()[0],
                 "platform": platform.platform(),
                 "machine": platform.machine(),
+                "cpu_count": os.cpu_count(),
             },
             "settings": self.settings,
             "asr_backend": self.asr_backend,
@@ -105,6 +112,26 @@ def percentile(values: Sequence[float], q: float) -> float:
 def peak_rss_mb() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+class Reference(Protocol):
+    """The other side of a comparison (``pocketcli.bench.reference.ReferenceSide``)."""
+
+    def speak(self, text: str) -> dict[str, Any]: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+
+def spoken_text(tts, text: str, options: SpeakOptions) -> str:
+    """``text`` as our side speaks it once read out (markup dropped, numbers and symbols
+    in words): what the reference is handed, so both sides say the same words."""
+    if not options.normalize:
+        return text
+    from pocketcli.normalize import Speech, normalize_text, parse_markup
+
+    parts = parse_markup(text, ssml=options.ssml, language=tts.language)
+    words = (normalize_text(p.text, tts.language) for p in parts if isinstance(p, Speech))
+    return " ".join(w.strip() for w in words if w.strip())
 
 
 def _speak(tts, text: str, voice, options: SpeakOptions) -> tuple[np.ndarray, float, float, list]:
@@ -143,8 +170,11 @@ def run_benchmark(
     audio_dir: Path | None = None,
     recognizer: Recognizer | None = None,
     progress: Callable[[int, int], None] | None = None,
+    reference: Callable[[], AbstractContextManager[Reference]] | None = None,
 ) -> Report:
-    """``load`` returns (PocketTTS, voice); its duration is the cold start.
+    """``load`` returns (PocketTTS, voice); its duration is the cold start. ``reference``
+    starts the other side once ours is loaded and warm; each phrase then runs on ours,
+    then on the reference, and its ``summary()`` becomes ``Report.reference``.
 
     Phrases are streamed as FluidAudio's benchmark does: raw model audio, no
     output chain (``options`` default to ``SpeakOptions(output_chain=False)``)."""
@@ -160,14 +190,20 @@ def run_benchmark(
 
     results: list[PhraseResult] = []
     audios: list[np.ndarray] = []
+    other: dict[str, Any] | None = None
     session = tts.session(voice, options) if session_latency else None
     try:
-        for i, text in enumerate(phrases):
-            results.append(_phrase(tts, i, text, voice, options, session, audio_dir, audios))
-            if recognizer is None:
-                audios.clear()
-            if progress is not None:
-                progress(i + 1, len(phrases))
+        with reference() if reference is not None else nullcontext() as side:
+            for i, text in enumerate(phrases):
+                results.append(_phrase(tts, i, text, voice, options, session, audio_dir, audios))
+                if recognizer is None:
+                    audios.clear()
+                if side is not None:
+                    side.speak(spoken_text(tts, text, options))
+                if progress is not None:
+                    progress(i + 1, len(phrases))
+            if side is not None:
+                other = side.summary()
     finally:
         if session is not None:
             session.cancel()
@@ -210,6 +246,7 @@ def run_benchmark(
         stages_ms=stages,
         phrases=results,
         asr_backend=recognizer.name if recognizer else None,
+        reference=other,
     )
 
 

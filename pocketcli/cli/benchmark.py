@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from pocketcli.cli.model_options import (
     load_model,
     validate_choice,
 )
+from pocketcli.cli.store_options import usage_error
+from pocketcli.errors import UnknownNameError
 
 HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
 
@@ -101,9 +104,15 @@ def _print_table(report, ratios: dict | None) -> None:
 
 
 def benchmark_command(
-    corpus: str = typer.Option("minimax-english", "--corpus", help="minimax-<language>."),
+    corpus: str = typer.Option(
+        "minimax-english",
+        "--corpus",
+        metavar="NAME",
+        callback=flags.lower,
+        help="minimax-<language>.",
+    ),
     corpus_path: Path | None = typer.Option(
-        None, "--corpus-path", help="Phrase file (# comments)."
+        None, "--corpus-path", metavar="FILE", help="Phrase file (# comments)."
     ),
     language: str | None = flags.language(),
     voice: str | None = flags.voice(),
@@ -114,18 +123,27 @@ def benchmark_command(
     placement: str | None = flags.placement(),
     model_dir: Path | None = flags.model_dir(),
     offline: bool = flags.offline(),
-    output_json: Path | None = typer.Option(None, "--output-json", help="Write the report."),
-    audio_dir: Path | None = typer.Option(None, "--audio-dir", help="Keep phrase_NNN.wav."),
+    output_json: Path | None = typer.Option(
+        None, "--output-json", metavar="FILE", help="Write the report."
+    ),
+    audio_dir: Path | None = typer.Option(
+        None, "--audio-dir", metavar="DIR", help="Keep phrase_NNN.wav."
+    ),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
     asr_backend: str = typer.Option(
         "auto",
         "--asr-backend",
+        metavar="NAME",
         callback=lambda v: v.lower(),
         autocompletion=lambda: list(ASR_BACKENDS),
         help=f"{', '.join(ASR_BACKENDS)}.",
     ),
-    asr_model: str | None = typer.Option(None, "--asr-model", help="faster-whisper model."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N phrases."),
+    asr_model: str | None = typer.Option(
+        None, "--asr-model", metavar="NAME", help="faster-whisper model."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, metavar="N", help="Only the first N phrases."
+    ),
     temperature: float | None = flags.temperature(),
     compare_reference: bool = typer.Option(
         False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
@@ -148,7 +166,7 @@ def benchmark_command(
     except OptionsError as exc:
         raise click.UsageError(str(exc)) from None
     checks.readable_file(corpus_path, "corpus file")
-    checks.readable_file(voice_file, "voice file")
+    checks.voice_file(voice_file, voice)
     checks.writable_file(output_json, "--output-json file")
     checks.writable_dir(audio_dir, "--audio-dir folder")
     choice = validate_choice(
@@ -164,17 +182,22 @@ def benchmark_command(
     )
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
-    phrases = load_corpus(corpus, corpus_path)[:limit]
+    try:
+        phrases = load_corpus(corpus, corpus_path)[:limit]
+    except UnknownNameError as exc:
+        raise usage_error(exc) from None
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
     language_name = choice.model_language
     recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
+    threads: list[int | None] = [None]
 
     def load():
         tts = load_model(choice, quiet=quiet)
         chosen = choose_voice(tts, voice, voice_file)
         voice_path[0] = chosen.path
+        threads[0] = getattr(tts.runtime, "threads", None)
         return tts, chosen.state
 
     def progress(done: int, total: int) -> None:
@@ -184,6 +207,20 @@ def benchmark_command(
             if done == total:
                 sys.stderr.write("\n")
 
+    reference = None
+    if compare_reference:
+        from pocketcli.bench.reference import ReferenceSide
+
+        assert model_dir is not None
+
+        def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
+            return ReferenceSide(
+                model_dir,
+                voice=voice_path[0],
+                temperature=temperature,
+                quantize=choice.precision == "int8",
+            )
+
     report = run_benchmark(
         load,
         phrases,
@@ -191,6 +228,7 @@ def benchmark_command(
         audio_dir=audio_dir,
         recognizer=recognizer,
         progress=progress,
+        reference=reference,
     )
     report.settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
@@ -202,19 +240,13 @@ def benchmark_command(
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,
         "temperature": temperature,
+        "threads": threads[0],  # our sessions' intra-op threads (None: not ONNX Runtime)
+        "cpu_count": os.cpu_count(),
+        "reference_text": "ours after normalisation" if compare_reference else None,
+        "order": "alternating, phrase by phrase" if compare_reference else None,
     }
     ratios = None
-    if compare_reference:
-        from pocketcli.bench.reference import run_reference
-
-        assert model_dir is not None
-        report.reference = run_reference(
-            model_dir,
-            phrases,
-            voice=voice_path[0],
-            temperature=temperature,
-            quantize=choice.precision == "int8",
-        )
+    if report.reference is not None:
         ratios = _ratios(report.summary.__dict__, report.reference)
         report.ratios = ratios
     if output_json is not None:
@@ -230,10 +262,19 @@ def benchmark_command(
 
 def corpus_command(
     languages: str = typer.Option(
-        ..., "--languages", "-l", help="Comma-separated MiniMax languages, or 'all'."
+        ...,
+        "--languages",
+        "-l",
+        metavar="LANGS",
+        callback=flags.lower,
+        help="Comma-separated MiniMax languages, or 'all'.",
     ),
-    revision: str | None = typer.Option(None, "--revision", help="Dataset revision."),
-    out_dir: Path | None = typer.Option(None, "--out-dir", help="Where to write <lang>.txt."),
+    revision: str | None = typer.Option(
+        None, "--revision", metavar="REV", help="Dataset revision."
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out-dir", metavar="DIR", help="Where to write <lang>.txt."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Only use the local HF cache."),
 ) -> None:
     from pocketcli.bench.corpus import MINIMAX_LANGUAGES

@@ -33,6 +33,39 @@ def readable_file(path: Path | str | None, what: str) -> None:
         raise PathError(f"{what} is not readable (permission denied): {path}")
 
 
+def recording(path: Path | str | None) -> None:
+    """``path`` is a readable file that is no voice or model file (tensors are
+    told from the first bytes): a recording to clone."""
+    readable_file(path, "audio file")
+    if path is None or str(path) == STDIO:
+        return
+    from pocketcli.tensorfile import looks_like_safetensors
+
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if looks_like_safetensors(head, Path(path).stat().st_size) or head.startswith(
+        (b"PTVB1", b"\x93NUMPY")
+    ):
+        raise PathError(
+            f"{path} holds tensors (a voice or model file), not a recording;"
+            " a voice file is used with --voice-file"
+        )
+
+
+def voice_file(path: Path | str | None, name: str | None) -> None:
+    """``path`` is a readable voice file of a format pockettts reads (from its
+    headers: no model needed) and, when it holds voices by name, one of them is
+    ``name`` (or it holds only one)."""
+    readable_file(path, "voice file")
+    if path is None or str(path) == STDIO:
+        return
+    from pocketcli.voices.formats import identify
+
+    found = identify(path)
+    if any(entry.name is not None for entry in found.voices):
+        found.pick(name)
+
+
 def _first_existing(p: Path) -> Path:
     for parent in (p, *p.parents):
         if parent.exists():
@@ -40,17 +73,24 @@ def _first_existing(p: Path) -> Path:
     return Path(".")
 
 
+def _not_creatable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be written to or created, or None."""
+    base = _first_existing(folder.absolute())
+    if not base.is_dir():
+        return f"{base} is a file, not a folder"
+    if not os.access(base, os.W_OK | os.X_OK):
+        return f"{base} is not writable"
+    return None
+
+
 def writable_dir(path: Path | str | None, what: str) -> None:
     """``path`` is a writable folder, or one that can be created."""
     if path is None:
         return
-    p = Path(path).absolute()
-    base = _first_existing(p)
-    if not base.is_dir():
-        raise PathError(f"cannot create {what} {path}: {base} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        action = "write to" if base == p else "create"
-        raise PathError(f"cannot {action} {what} {path}: {base} is not writable")
+    why = _not_creatable(Path(path))
+    if why is not None:
+        action = "write to" if Path(path).is_dir() else "create"
+        raise PathError(f"cannot {action} {what} {path}: {why}")
 
 
 def writable_file(path: Path | str | None, what: str) -> None:
@@ -62,12 +102,21 @@ def writable_file(path: Path | str | None, what: str) -> None:
     if p.is_dir():
         raise PathError(f"{what} is a folder, not a file: {path}")
     if p.exists():
+        from pocketcli.atomic import output_kind
+
         if not os.access(p, os.W_OK):
             raise PathError(f"cannot write {what} {path}: permission denied")
+        kind = output_kind(p)  # refuses sockets and block devices
+        folder = Path(os.path.realpath(p)).parent
+        if kind == "file" and not os.access(folder, os.W_OK | os.X_OK):
+            # The new file is written beside the old one, then renamed over it.
+            raise PathError(f"cannot write {what} {path}: {folder} is not writable")
         return
     parent = p.absolute().parent
     if parent.is_dir():
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PathError(f"cannot write {what} {path}: {parent} is not writable")
         return
-    writable_dir(parent, f"the folder of {what}")
+    why = _not_creatable(parent)
+    if why is not None:
+        raise PathError(f"cannot write {what} {path}: {why}")

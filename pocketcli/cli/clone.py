@@ -18,7 +18,7 @@ The format follows the extension of -o: .safetensors (Kyutai's voice state,
 also read by pocket-tts) or .bin (FluidAudio's conditioning, at most 10 s).
 
 AUDIO is WAV, FLAC, OGG/Vorbis, Opus or MP3 at any sample rate and channel
-count (M4A/AAC with: pip install 'pockettts\\[m4a]'). At most its first 30 s are
+count (M4A/AAC with: pip install 'pockettts[m4a]'). At most its first 30 s are
 used and trailing silence is trimmed; at least 1 s of speech is needed.
 Cloning needs a pack built from Kyutai's gated kyutai/pocket-tts weights.
 
@@ -63,7 +63,7 @@ def clone_command(
         check_voice_suffix(output)
     except VoiceError as exc:
         raise click.BadParameter(str(exc), param_hint="-o/--output") from None
-    checks.readable_file(audio, "audio file")
+    checks.recording(audio)
     checks.writable_file(output, "-o/--output")
     choice = validate_choice(
         model_dir,

@@ -35,6 +35,7 @@ def completion_script(shell: str) -> str:
 def completion_command(
     shell: str = typer.Argument(..., help="bash, zsh or fish."),
 ) -> None:
+    shell = shell.strip().lower()
     if shell not in SHELLS:
         raise click.BadParameter(f"{shell!r}; choose from {', '.join(SHELLS)}", param_hint="SHELL")
     typer.echo(completion_script(shell))

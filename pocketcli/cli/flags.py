@@ -18,11 +18,11 @@ from pocketcli.runtimes import registry
 FLUIDAUDIO_TEMPERATURE = 0.7  # FluidAudio's default; Kyutai's (and ours) is 0.3
 
 
-def _lower(value: Any) -> Any:
+def lower(value: Any) -> Any:
     if isinstance(value, str):
         return value.strip().lower()
     if isinstance(value, list):
-        return [_lower(v) for v in value]
+        return [lower(v) for v in value]
     return value
 
 
@@ -76,7 +76,7 @@ def runtime() -> Any:
         registry.AUTO,
         "--runtime",
         metavar="NAME",
-        callback=_lower,
+        callback=lower,
         autocompletion=complete_runtime,
         help=(
             f"auto (CoreML on a Mac that has it, else ONNX), {', '.join(registry.builtin_names())}"
@@ -90,7 +90,7 @@ def language(what: str = "Language pack (default english)", repeatable: bool = F
         None,
         "--language",
         metavar="LANG",
-        callback=_lower,
+        callback=lower,
         autocompletion=complete_language,
         help=f"{what}, e.g. english, spanish, german_24l.{' Repeatable.' if repeatable else ''}",
     )
@@ -101,7 +101,7 @@ def precision() -> Any:
         None,
         "--precision",
         metavar="P",
-        callback=_lower,
+        callback=lower,
         autocompletion=complete_precision,
         help=f"{_per_runtime('precisions')}.",
     )
@@ -112,7 +112,7 @@ def placement() -> Any:
         None,
         "--placement",
         metavar="P",
-        callback=_lower,
+        callback=lower,
         autocompletion=complete_placement,
         help=f"Where models run ({_per_runtime('placements')}).",
     )
@@ -123,7 +123,7 @@ def compute_units() -> Any:
         None,
         "--compute-units",
         metavar="U",
-        callback=_lower,
+        callback=lower,
         autocompletion=complete_compute_units,
         help=f"Compute-unit preset ({_per_runtime('compute_units')}).",
     )
@@ -184,4 +184,13 @@ def temperature() -> Any:
 def seed() -> Any:
     return typer.Option(
         None, "--seed", metavar="N", help="Seed for the noise: same seed, same audio."
+    )
+
+
+def noise_clamp() -> Any:
+    return typer.Option(
+        None,
+        "--noise-clamp",
+        metavar="X",
+        help="Truncate the sampling noise to +-X (pocket-tts's noise_clamp; default: none).",
     )

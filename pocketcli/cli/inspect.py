@@ -123,10 +123,10 @@ def describe_checkpoint(path: Path, f: TensorFile) -> dict[str, Any]:
 
 
 def describe(path: Path) -> dict[str, Any]:
+    from pocketcli.cli.checks import readable_file
     from pocketcli.voices.state import VoiceError
 
-    if not path.is_file():
-        raise VoiceError(f"file not found: {path}")
+    readable_file(path, "input")
     size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(16)
@@ -175,7 +175,7 @@ def _text(report: dict[str, Any]) -> list[str]:
 
 
 def inspect_command(
-    file: Path = typer.Argument(..., help="A voice file or a checkpoint."),
+    file: Path = typer.Argument(..., metavar="FILE", help="A voice file or a checkpoint."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of text."),
 ) -> None:
     report = describe(file)

@@ -29,6 +29,7 @@ from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
+from pocketcli.options import OptionsError
 
 app = typer.Typer(
     name="pockettts",
@@ -101,18 +102,22 @@ def run(argv: list[str] | None = None) -> None:
     except BaseException as exc:
         if not isinstance(exc, SystemExit):
             exit_for_signal()
-        _report(exc, debug)
+        _report(exc, debug, sys.argv[1:] if argv is None else argv)
     exit_for_signal()
     raise SystemExit(result if isinstance(result, int) else 0)
 
 
-def _usage(exc: click.UsageError) -> None:
+def _usage(exc: click.UsageError, argv: list[str]) -> None:
     """A usage error is two lines: what is wrong, and where help is (exit 2)."""
     if isinstance(exc, click.NoArgsIsHelpError):
         exc.show()  # the help itself
         raise SystemExit(2)
     ctx = exc.ctx
-    command = ctx.command_path if ctx is not None else "pockettts"
+    if ctx is not None:
+        command = ctx.command_path
+    else:  # an option's missing value: click gives no context; the subcommand has the help
+        names = {c.name for c in app.registered_commands}
+        command = " ".join(["pockettts", *[a for a in argv[:1] if a in names]])
     message = " ".join(exc.format_message().split())  # one line, whatever the message
     sys.stderr.write(f"pockettts: error: {message}\n")
     sys.stderr.write(f"pockettts: hint: '{command} --help' lists the options and values\n")
@@ -120,14 +125,14 @@ def _usage(exc: click.UsageError) -> None:
     raise SystemExit(2)
 
 
-def _report(exc: BaseException, debug: bool) -> None:
+def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> None:
     """Turns any exception into the right exit status and one line on stderr."""
     try:
         raise exc
     except click.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except click.UsageError as exc:
-        _usage(exc)
+        _usage(exc, argv or [])
     except click.Abort:
         fail("interrupted", 130)
     except click.ClickException as exc:
@@ -136,6 +141,8 @@ def _report(exc: BaseException, debug: bool) -> None:
         fail("interrupted", 130)
     except Terminated:
         fail("terminated", 143)
+    except OptionsError as exc:  # a number out of range, from any front end
+        fail(str(exc), 2)
     except UserError as exc:
         if debug:
             raise

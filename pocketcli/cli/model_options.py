@@ -80,6 +80,20 @@ def load_model(choice: ModelRequest, quiet: bool = False) -> PocketTTS:
     return PocketTTS.from_request(replace(choice, progress=not quiet))
 
 
+def names_voices_inside(voice_file: Path | None) -> bool:
+    """Whether ``voice_file`` holds voices by name (a voices.bin or PTVB1
+    container), so that -v picks one of them instead of being ignored."""
+    if voice_file is None:
+        return False
+    from pocketcli.voices.formats import identify
+    from pocketcli.voices.state import VoiceError
+
+    try:
+        return any(entry.name is not None for entry in identify(voice_file).voices)
+    except (VoiceError, OSError):
+        return False  # reported with its path when the voice is read
+
+
 @dataclass(frozen=True)
 class ChosenVoice:
     state: object | None  # VoiceState, or None for no voice prompt

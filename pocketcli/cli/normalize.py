@@ -7,6 +7,7 @@ import sys
 import typer
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli import flags
 from pocketcli.cli.text_input import read_text
 
 # Spelled out here so `--help` does not import the normaliser (num2words is slow
@@ -14,7 +15,7 @@ from pocketcli.cli.text_input import read_text
 LANGUAGES = ("english", "french", "german", "italian", "portuguese", "spanish", "dutch")
 
 HELP = """Print TEXT (or standard input) as it would be spoken: numbers, dates, money,
-units, abbreviations and symbols in words, with pauses shown as \\[pause 0.50s].
+units, abbreviations and symbols in words, with pauses shown as [pause 0.50s].
 
 Examples:
 
@@ -24,24 +25,28 @@ Examples:
 
   pockettts normalize "<speak>Wait<break time='1s'/>now</speak>"
 
-  echo "Visit www.example.com \\[pause:1.5s] thanks" | pockettts normalize --urls drop
+  echo "Visit www.example.com [pause:1.5s] thanks" | pockettts normalize --urls drop
 """
 
 _MODES = ("read", "drop")
 
 
 def _mode(value: str, flag: str) -> str:
+    value = value.strip().lower()
     if value not in _MODES:
         raise click.BadParameter(f"{value!r}; choose from {', '.join(_MODES)}", param_hint=flag)
     return value
 
 
 def normalize_command(
-    text_arg: str | None = typer.Argument(None, metavar="[TEXT]", help="The text to read."),
+    text_arg: str | None = typer.Argument(None, metavar="TEXT", help="The text to read."),
     language: str = typer.Option(
         "english",
         "-l",
         "--language",
+        metavar="LANG",
+        callback=flags.lower,
+        autocompletion=flags.complete_language,
         help=f"Language (a model id works too, e.g. french_24l): {', '.join(LANGUAGES)}.",
     ),
     ssml: bool | None = typer.Option(
@@ -49,8 +54,10 @@ def normalize_command(
         "--ssml/--no-ssml",
         help="Read the text as SSML (default: when it starts with <speak>).",
     ),
-    urls: str = typer.Option("read", "--urls", help="read or drop URLs."),
-    emails: str = typer.Option("read", "--emails", help="read or drop e-mail addresses."),
+    urls: str = typer.Option("read", "--urls", metavar="MODE", help="read or drop URLs."),
+    emails: str = typer.Option(
+        "read", "--emails", metavar="MODE", help="read or drop e-mail addresses."
+    ),
 ) -> None:
     urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")
     words = read_text(text_arg, "TEXT")

@@ -90,22 +90,28 @@ def serve_command(
     from pocketcli.serve import require_extra
 
     require_extra()
-    from pocketcli.cli.model_options import check_voice_name, validate_choice
+    from pocketcli.cli.model_options import (
+        check_voice_name,
+        names_voices_inside,
+        validate_choice,
+    )
     from pocketcli.serve.limits import Limits, ServeSettings
 
     if log_level.lower() not in ("debug", "info", "warning", "error"):
         raise click.BadParameter(
             f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
         )
-    checks.readable_file(voice_file, "voice file")
+    checks.voice_file(voice_file, voice)
     if voice_dir is not None and not voice_dir.is_dir():
         raise checks.PathError(f"voice folder not found: {voice_dir}")
-    if voice is not None and voice_file is not None:
+    picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin
+    if voice is not None and voice_file is not None and not picks_inside:
         raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
     choice = validate_choice(
         model_dir, language, config, runtime, precision, offline=offline, quiet=True
     )
-    check_voice_name(choice, voice)
+    if not picks_inside:
+        check_voice_name(choice, voice)
     settings = ServeSettings(
         limits=Limits(
             max_chars=max_chars,

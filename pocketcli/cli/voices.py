@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from pocketcli.cli import flags
-from pocketcli.cli.model_options import validate_choice
+from pocketcli.cli.model_options import notice, validate_choice
 from pocketcli.cli.store_options import usage_error
 from pocketcli.errors import UnknownNameError
 
@@ -18,8 +18,9 @@ HELP = """List the built-in voices, their language of origin and what is downloa
 (Spanish), juergen (German), rafael (Portuguese) and giovanni (Italian), and daan
 (Dutch) for the Dutch models. DOWNLOADED says whether a voice is in the cache for
 each runtime (ONNX: Kyutai voice states; CoreML: FluidAudio pack). With
---model-dir, the voices a local pack carries. Reads the cache only, never the
-network. FluidAudio's name af_heart is alba.
+--model-dir, the voices a local pack carries, and for a pack built for a
+language that language's built-in voices (fetched on first use). Reads the
+cache only, never the network. FluidAudio's name af_heart is alba.
 
 Examples:
 
@@ -52,12 +53,18 @@ def voices_command(
             model_dir, language, None, runtime, None, need_here=False, quiet=True
         )
         names = choice.spec.pack_voices(model_dir)
+        pack_language = choice.spec.pack_language(model_dir)
+        if pack_language is not None:  # -v also takes that language's built-in voices
+            names = tuple(dict.fromkeys([*names, *choice.spec.voices(pack_language)]))
         if as_json:
-            typer.echo(json.dumps({"model_dir": str(model_dir), "voices": list(names)}, indent=2))
+            report = {"model_dir": str(model_dir), "language": pack_language, "voices": list(names)}
+            typer.echo(json.dumps(report, indent=2))
             return
         typer.echo("VOICE")
         for name in names:
             typer.echo(name)
+        if not names:
+            notice(f"{model_dir} carries no voices: use --voice-file or --clone-voice")
         return
     language = language or registry.DEFAULT_LANGUAGE
     if language not in registry.all_languages():

@@ -19,18 +19,50 @@ class NoiseSource(Protocol):
 
 
 class GaussianNoise:
-    """N(0, temperature) from numpy's PCG64; temperature 0 gives exact zeros."""
+    """N(0, temperature) from numpy's PCG64, as pocket-tts draws it (std = sqrt(temperature));
+    temperature 0 gives exact zeros.
 
-    def __init__(self, temperature: float, seed: int | None = None) -> None:
+    ``clamp`` is pocket-tts's ``noise_clamp``: the normal truncated to
+    ``[-clamp, clamp]`` (``torch.nn.init.trunc_normal_``: values outside are
+    redrawn, not clipped, so the bounds carry no extra mass).
+    """
+
+    def __init__(
+        self, temperature: float, seed: int | None = None, clamp: float | None = None
+    ) -> None:
         if temperature < 0:
             raise ValueError("temperature must be >= 0")
+        if clamp is not None and not clamp > 0:
+            raise ValueError("noise clamp must be > 0")
         self.std = np.float32(np.sqrt(temperature))
+        self.clamp = None if clamp is None else float(clamp)
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, size: int) -> np.ndarray:
         if self.std == 0:
             return np.zeros(size, np.float32)
-        return self.rng.standard_normal(size, dtype=np.float32) * self.std
+        if self.clamp is None:
+            return self.rng.standard_normal(size, dtype=np.float32) * self.std
+        return self._truncated(size)
+
+    def _truncated(self, size: int) -> np.ndarray:
+        """Exact truncated normal by rejection. Against a wide bound the proposal is the
+        normal itself (accepts >= 68 % when clamp >= std); against a narrow one it is
+        uniform on the bounds, accepted with the normal's relative density (>= 60 %)."""
+        std, bound = float(self.std), self.clamp
+        assert bound is not None
+        out = np.empty(size, np.float64)
+        todo = np.arange(size)
+        while todo.size:
+            if bound >= std:
+                draw = self.rng.standard_normal(todo.size) * std
+                keep = np.abs(draw) <= bound
+            else:
+                draw = self.rng.uniform(-bound, bound, todo.size)
+                keep = self.rng.random(todo.size) < np.exp(-0.5 * (draw / std) ** 2)
+            out[todo[keep]] = draw[keep]
+            todo = todo[~keep]
+        return out.astype(np.float32)
 
 
 class InjectedNoise:

@@ -119,6 +119,11 @@ class OnnxRuntime:
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
 
     @property
+    def threads(self) -> int:
+        """Intra-op threads of the FlowLM, Mimi and encoder sessions (for reports)."""
+        return self._threads
+
+    @property
     def tokenizer_path(self) -> Path:
         return self.pack_dir / self.manifest.tokenizer_file
 

@@ -83,6 +83,9 @@ class OnnxSpec(RuntimeSpec):
             Path(pack_dir),
         )
 
+    def pack_language(self, pack_dir: Path) -> str | None:
+        return pack_language(pack_dir)
+
     def fetch_voices(self, req: ModelRequest, names: tuple[str | None, ...]) -> None:
         from pocketcli.store.catalog import canonical_voice, catalog, known_voices, native_voice
         from pocketcli.store.voices import resolve_voice

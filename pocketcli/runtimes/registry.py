@@ -248,6 +248,11 @@ class RuntimeSpec:
         }
         return tuple(sorted(names))
 
+    def pack_language(self, pack_dir: Path) -> str | None:
+        """The language a local pack was made for, when it says so (its built-in
+        voices are then that language's); None when it does not."""
+        return None
+
     def fetch_voices(self, req: ModelRequest, names: tuple[str | None, ...]) -> None:
         """Fetches built-in voices that do not come with the pack (``None``: the
         language's default ones); a no-op where the pack carries its voices."""

@@ -111,7 +111,7 @@ def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | No
 
     tts = PocketTTS.from_request(replace(request, progress=False))
     if voice_file is not None:
-        return Backend(tts, tts.load_voice(voice_file), voice_file.stem)
+        return Backend(tts, tts.load_voice(voice_file, voice), voice or voice_file.stem)
     name = voice or tts.default_voice_name()
     if name is None:  # custom weights or a bare pack: no voice prompt
         return Backend(tts, None, "none")

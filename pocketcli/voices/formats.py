@@ -111,6 +111,10 @@ class VoiceFile:
         for entry in self.voices:
             if entry.name == name:
                 return entry
+        # Names are case-insensitive, like every other value, unless that is ambiguous.
+        folded = [e for e in self.voices if e.name is not None and e.name.lower() == name.lower()]
+        if len(folded) == 1:
+            return folded[0]
         raise VoiceError(f"{self.path} has no voice {name!r}; its voices: {listed}")
 
 
@@ -422,15 +426,20 @@ def read_conditioning_bin(path: str | Path, d_model: int) -> np.ndarray:
         raise VoiceError(f"voice file not found: {path}")
     size = path.stat().st_size
     row = d_model * 4
+    # No header says the width: a .bin of another model reads as the wrong frame count.
+    other_width = f"; made for another model? `pockettts inspect {path}` tells its width"
     if size == 0 or size % row:
         raise VoiceError(
             f"{path}: invalid voice file size {size} bytes: a .bin voice is a"
             f" whole number of {d_model}-float frames ({row} bytes each)"
-            " for this model"
+            f" for this model{other_width if size else ''}"
         )
     frames = size // row
     if frames > BIN_MAX_FRAMES:
-        raise VoiceError(f"{path}: voice file too large: {frames} frames, at most {BIN_MAX_FRAMES}")
+        raise VoiceError(
+            f"{path}: voice file too large: {frames} frames, at most {BIN_MAX_FRAMES},"
+            f" at this model's width {d_model}{other_width}"
+        )
     data = np.fromfile(path, dtype="<f4", count=frames * d_model)
     if data.size != frames * d_model:
         raise VoiceError(f"{path}: could not read {frames * d_model} floats")

@@ -3,9 +3,9 @@
 The rules are pocket-tts's (``get_state_for_audio_prompt`` with
 ``truncate=True``, as its ``export-voice`` does): mono, at most the first 30
 seconds (cut at the source rate, before resampling), resampled to 24 kHz,
-then ``end_on_pause``. Our resampler is soxr (very high quality), where
-pocket-tts uses scipy's ``resample_poly``: identical 24 kHz input gives
-identical prompts, other rates differ by the resamplers' own filters.
+then ``end_on_pause``. Resampling is pocket-tts's own (``resample_poly``'s
+filter, reimplemented in numpy in ``pocketcli.audio.resample``), so a
+recording at any rate gives the prompt, and the voice, pocket-tts makes.
 
 What pocket-tts would silently accept but clones badly is refused here with
 a message: under 1 s of audio, silence, NaN or infinite samples. Clipping is
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import soxr
 
 from pocketcli.audio.read import read_audio
+from pocketcli.audio.resample import resample
 from pocketcli.voices.state import VoiceError
 
 MAX_PROMPT_SECONDS = 30.0
@@ -97,7 +97,7 @@ def prepare_prompt(
         )
     _check_level(audio, name, warn)
     if source_rate != sample_rate:
-        audio = soxr.resample(audio, source_rate, sample_rate, quality="VHQ").astype(np.float32)
+        audio = resample(audio, int(source_rate), sample_rate)
     seconds = audio.size / sample_rate
     if seconds < MIN_PROMPT_SECONDS:
         raise PromptError(
