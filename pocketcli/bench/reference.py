@@ -10,6 +10,7 @@ by run and share whatever load the machine has. Needs the ``test`` extra
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 import tempfile
@@ -125,13 +126,13 @@ class ReferenceSide:
     ) -> None:
         from pocketcli.packs.manifest import PackManifest
 
-        try:
-            import pocket_tts  # noqa: F401
-        except ImportError:
+        # Only look for the packages: importing them here would load torch into this
+        # process and count its memory as ours.
+        if any(importlib.util.find_spec(name) is None for name in ("pocket_tts", "torch")):
             raise UserError(
                 "--compare-reference needs Kyutai's pocket-tts and torch:"
                 " pip install 'pockettts[test]'"
-            ) from None
+            )
         manifest = PackManifest.read(pack_dir)
         checkpoint = manifest.source.get("checkpoint_path")
         if checkpoint:
