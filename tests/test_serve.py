@@ -273,6 +273,29 @@ def test_voice_folder_and_builtin_names(tmp_path, tts) -> None:
             assert speech(url, input="x", voice=bad).status_code == 400, bad
 
 
+def test_every_listed_voice_id_can_be_asked_for(server, tts, voice) -> None:
+    """An app picks a voice from GET /v1/voices (or /readyz): the default's id is one too,
+    be it a --voice-file's stem or 'none' for a pack without voices."""
+    url, _ = server
+    listed = httpx.get(f"{url}/v1/voices").json()["data"]
+    default = next(v["id"] for v in listed if v["source"] == "default")
+    assert default == httpx.get(f"{url}/readyz").json()["voice"]
+    want = expected_pcm(tts, "By its listed id.", voice, seed=3)
+    for ask in (default, {"id": default}):
+        r = speech(url, input="By its listed id.", seed=3, voice=ask)
+        assert r.status_code == 200, r.text
+        np.testing.assert_array_equal(pcm16(r.content), want)
+    form = httpx.post(
+        f"{url}/tts", data={"text": "x", "voice_url": default, "response_format": "pcm"}, timeout=60
+    )
+    assert form.status_code == 200, form.text
+    with serving(tiny_loader(voice_file=None)) as (bare, _):
+        ids = [v["id"] for v in httpx.get(f"{bare}/v1/voices").json()["data"]]
+        for name in ids:
+            r = speech(bare, input="x", voice=name)
+            assert r.status_code == 200, (name, r.text)
+
+
 # -- queue, streaming, disconnects --------------------------------------------------------------
 
 
