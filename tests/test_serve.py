@@ -230,6 +230,21 @@ def test_cloned_voice_by_id_and_by_upload(server, tts) -> None:
     assert junk.status_code == 400 and "cannot read upload 'x.wav'" in junk.text
 
 
+def test_an_unreadable_upload_is_said_without_python_internals(server) -> None:
+    url, _ = server
+    for endpoint, field in (("/v1/voices", "file"), ("/tts", "voice_wav")):
+        r = httpx.post(
+            f"{url}{endpoint}",
+            data={"text": "x"},
+            files={field: ("notes.wav", b"plain text, not a recording\n" * 50)},
+            timeout=60,
+        )
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and "cannot read upload 'notes.wav'" in message
+        assert "Format not recognised" in message
+        assert "BytesIO" not in message and " at 0x" not in message, message
+
+
 def test_clone_limits(tmp_path) -> None:
     data = CLONE_WAV.read_bytes()
     limits = Limits(max_upload_bytes=len(data) - 1)

@@ -69,8 +69,10 @@ def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -
     except AudioReadError:
         raise
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+        # libsndfile's own words: its full message names the in-memory file object.
+        cause = exc.error_string if isinstance(exc, sf.LibsndfileError) else _first_line(exc)
         raise AudioReadError(
-            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({_first_line(exc)})"
+            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({cause})"
         ) from None
     if decoded.samples.shape[0] == 0:
         raise AudioReadError(f"{name} holds no audio samples")
