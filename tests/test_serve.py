@@ -245,6 +245,17 @@ def test_an_unreadable_upload_is_said_without_python_internals(server) -> None:
         assert "BytesIO" not in message and " at 0x" not in message, message
 
 
+def test_a_streamed_flac_from_this_server_can_be_cloned(server) -> None:
+    """A FLAC streamed by the server has no length in its header; libsndfile alone
+    cannot read that from memory, so an upload of one is decoded by FFmpeg (PyAV)."""
+    url, _ = server
+    flac = speech(url, input=LONG_TEXT[:400], seed=1, response_format="flac")
+    assert flac.status_code == 200 and flac.content[:4] == b"fLaC"
+    r = httpx.post(f"{url}/v1/voices", files={"file": ("reply.flac", flac.content)}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert r.json()["id"].startswith("clone-") and r.json()["seconds"] > 1
+
+
 def test_clone_limits(tmp_path) -> None:
     data = CLONE_WAV.read_bytes()
     limits = Limits(max_upload_bytes=len(data) - 1)
