@@ -152,6 +152,21 @@ def test_bad_requests_are_400_in_openai_shape(server, body, status, fragment) ->
     assert fragment in r.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    "content, headers, fragment",
+    [
+        (b"[1, 2]", {"content-type": "application/json"}, "a JSON object"),
+        (b"{bad", {"content-type": "application/json"}, "not valid JSON"),
+        (b"input=Hi.", {"content-type": "application/x-www-form-urlencoded"}, "a JSON object"),
+    ],
+)
+def test_a_body_that_is_no_json_object_is_said_so(server, content, headers, fragment) -> None:
+    """Not just 'invalid request': an app posting a form or broken JSON learns what to send."""
+    url, _ = server
+    r = httpx.post(f"{url}/v1/audio/speech", content=content, headers=headers, timeout=60)
+    assert r.status_code == 400 and fragment in r.json()["error"]["message"], r.text
+
+
 def test_openai_client_sees_errors_and_notices(server) -> None:
     url, _ = server
     with pytest.raises(openai.BadRequestError, match="unknown voice"):
