@@ -35,6 +35,7 @@ def test_without_the_extra_one_line_names_it() -> None:
 def test_bad_flags_fail_before_loading(tmp_path) -> None:
     for args, code, fragment in (
         (["--voice-dir", str(tmp_path / "missing")], 1, "voice folder not found"),
+        (["--voice-dir", str(VOICE)], 1, f"--voice-dir is a file, not a folder: {VOICE}"),
         (["--voice-file", str(tmp_path / "none.safetensors")], 1, "voice file not found"),
         (["--port", "70000"], 2, "--port"),
         (["--language", "klingon"], 2, "klingon"),
