@@ -5,7 +5,11 @@
 the normaliser or ONNX Runtime.
 """
 
-from typing import Any
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not imported from typing: the console script starts faster
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 _EXPORTS = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -319,6 +319,11 @@ class PocketTTS:
         Equal to pocket-tts's chunking, except that a chunk it would leave over
         ``max_tokens`` (text without sentence or clause marks) is cut at words.
         """
+        return list(self._plans(text, max_tokens, frames_after_eos))
+
+    def _plans(
+        self, text: str, max_tokens: int, frames_after_eos: int | None
+    ) -> Iterator[ChunkPlan]:
         rate = self.config.mimi.frame_rate
         plans = plan_chunks(
             self.tokenizer, text, self.rules, max_tokens, frames_after_eos, frame_rate=rate
@@ -340,19 +345,43 @@ class PocketTTS:
         With ``normalize`` off the text goes straight to pocket-tts's chunking
         (no markup, no number reading), exactly as the reference would take it.
         """
+        return list(self._script(text, normalize, ssml, max_tokens, frames_after_eos, on_warning))
+
+    def _script(
+        self,
+        text: str,
+        normalize: bool,
+        ssml: bool | None,
+        max_tokens: int,
+        frames_after_eos: int | None,
+        on_warning: Callable[[str], None] | None,
+    ) -> Iterator[ChunkPlan | Pause]:
+        """``script`` made lazily, so a long text is never held as one list of plans.
+
+        Markup is parsed now (a malformed text fails before any audio); numbers
+        are read and chunks planned as the generator is consumed.
+        """
         if not normalize:
-            return list(self.plan(text, max_tokens, frames_after_eos))
-        items: list[ChunkPlan | Pause] = []
-        for part in parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning):
+            return self._plans(text, max_tokens, frames_after_eos)
+        parts = parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning)
+        return self._spoken(parts, max_tokens, frames_after_eos)
+
+    def _spoken(
+        self, parts: list[Speech | Pause], max_tokens: int, frames_after_eos: int | None
+    ) -> Iterator[ChunkPlan | Pause]:
+        spoke = False
+        for part in parts:
             if isinstance(part, Speech):
                 spoken = normalize_text(part.text, self.language)
                 if spoken.strip():
-                    items.extend(self.plan(spoken, max_tokens, frames_after_eos))
+                    for plan in self._plans(spoken, max_tokens, frames_after_eos):
+                        spoke = True
+                        yield plan
             elif part.seconds > 0:
-                items.append(part)
-        if not items:
+                spoke = True
+                yield part
+        if not spoke:
             raise EmptyTextError("nothing to say once the text is read out (only symbols?)")
-        return items
 
     def stream(
         self,
@@ -382,13 +411,16 @@ class PocketTTS:
         """
         voice = self._as_voice(voice)
         opts = (options or SpeakOptions()).with_(**overrides)
-        chunks = self.script_for(text, opts, on_warning)
+        # Planned lazily: a long text is never held as one list of chunks.
+        chunks = self._script(
+            text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
+        )
         noise = self.noise_for(opts) if noise is None else noise
         return self.frames_for(chunks, voice, opts, noise, on_chunk)
 
     def frames_for(
         self,
-        chunks: list[ChunkPlan | Pause],
+        chunks: Iterable[ChunkPlan | Pause],
         voice: VoiceState | None,
         opts: SpeakOptions,
         noise: NoiseSource,

@@ -1,19 +1,36 @@
-"""Writing files so that a reader never sees a partial one.
+"""Writing files so that a reader never sees a partial one, and nothing is clobbered.
 
-Every output (WAV, voice file, pack manifest) goes to a temporary name in the
-destination folder and is renamed into place only when complete: an error,
-Ctrl-C or a full disk leaves either the old file or nothing.
+Every writer in pockettts (audio, voice files, metrics, manifests, downloads)
+goes through ``atomic_path``. What it does depends on what is at the path:
+
+- nothing, or a regular file: the data goes to a temporary name in the same
+  folder and is renamed into place only when complete, so an error, Ctrl-C or
+  a full disk leaves either the old file or nothing. A file that was there
+  keeps its permission bits and, where the user may set them, its owner and
+  group. A symbolic link is followed: its target is replaced, the link stays.
+- a character device or a FIFO (``/dev/null``, ``/dev/stdout``, a named
+  pipe): it is written into, never replaced. The data is staged in the system's
+  temporary folder and copied in once complete, so a reader of the pipe still
+  never sees a partial file.
+- a socket, a block device or a directory: refused with one line.
+
+OS errors while writing become a ``UserError`` naming the user's path and the
+cause in words ("the disk is full"), never a temporary file's name.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from pocketcli.interrupts import raise_if_stopped
+from pocketcli.errors import UserError
+from pocketcli.interrupts import raise_if_stopped, register_temporary, unregister_temporary
 
 
 def _current_umask() -> int:
@@ -26,18 +43,131 @@ _UMASK = _current_umask()
 FILE_MODE = 0o666 & ~_UMASK
 DIR_MODE = 0o777 & ~_UMASK
 
+_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+    errno.EISDIR: "it is a directory",
+    errno.ENOTDIR: "a folder on the way is a file",
+    errno.ENOENT: "its folder does not exist",
+    errno.EFBIG: "the file is too large for this file system",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.EIO: "input/output error (a failing disk?)",
+}
+
+
+def os_reason(exc: OSError) -> str:
+    """The cause of an OS error in plain words."""
+    if exc.errno in _REASONS:
+        return _REASONS[exc.errno]
+    return (exc.strerror or str(exc)).lower()
+
+
+def write_error(path: str | Path, exc: OSError) -> UserError:
+    return UserError(f"cannot write {path}: {os_reason(exc)}")
+
+
+def _disk_full(folder: Path) -> bool:
+    """Whether the file system holding ``folder`` has no free blocks left."""
+    try:
+        return os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
+def output_kind(path: str | Path) -> str:
+    """``"file"`` (missing or regular: replaced atomically) or ``"stream"`` (a
+    character device or FIFO: written into). Raises ``UserError`` for anything else."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "file"
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return "stream"
+    what = (
+        "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a directory"
+        if stat.S_ISDIR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    raise UserError(f"cannot write {path}: it is {what}")
+
+
+def _keep_owner_and_mode(tmp: str, existing: os.stat_result | None) -> None:
+    if existing is None:
+        os.chmod(tmp, FILE_MODE)  # mkstemp makes it private; give it the usual permissions
+        return
+    os.chmod(tmp, stat.S_IMODE(existing.st_mode))
+    if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
+        for uid, gid in ((existing.st_uid, existing.st_gid), (-1, existing.st_gid)):
+            try:
+                os.chown(tmp, uid, gid)
+                break
+            except OSError:
+                continue
+        # chown can drop set-id bits: set the mode again.
+        with suppress(OSError):
+            os.chmod(tmp, stat.S_IMODE(existing.st_mode))
+
+
+def _copy_into(tmp: str, target: str) -> None:
+    """Writes the staged file into a device or FIFO (opened without O_CREAT)."""
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "wb") as out, open(tmp, "rb") as src:
+        shutil.copyfileobj(src, out, 1 << 20)
+
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yields a temporary path beside ``path``; renames it onto ``path`` on success."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    """Yields a temporary path for the caller to write; on success the data
+    lands at ``path`` (see the module docstring). On any exception the
+    temporary file is removed and nothing at ``path`` changes."""
+    shown = Path(path)
+    kind = output_kind(path)  # stat follows links: /dev/stdout is the pipe or terminal
+    # A regular file is replaced where it really is (a link stays a link); a device
+    # or FIFO is opened by the name given (/dev/stdout resolves to "pipe:[...]").
+    target = os.path.realpath(path) if kind == "file" else os.fspath(path)
+    folder = Path(target).parent if kind == "file" else Path(tempfile.gettempdir())
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)
+    except OSError as exc:
+        raise write_error(shown, exc) from None
     os.close(fd)
+    register_temporary(tmp)
     try:
         yield Path(tmp)
         raise_if_stopped()  # never publish an output after Ctrl-C or SIGTERM
-        os.chmod(tmp, FILE_MODE)  # mkstemp makes it private; give it the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if kind == "stream":
+            _copy_into(tmp, target)
+        else:
+            try:
+                existing = os.stat(target)
+            except FileNotFoundError:
+                existing = None
+            if existing is not None and not stat.S_ISREG(existing.st_mode):
+                output_kind(target)  # it changed under us: refuse as above
+            _keep_owner_and_mode(tmp, existing)
+            os.replace(tmp, target)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        raise write_error(shown, exc) from None
+    except UserError:
         raise
+    except Exception as exc:
+        # libsndfile says "System error." for a full disk: check the disk itself.
+        if _disk_full(folder):
+            raise UserError(f"cannot write {shown}: the disk is full") from exc
+        raise
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        unregister_temporary(tmp)

@@ -169,7 +169,9 @@ class ModelConfig:
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         try:
             return _parse(d)
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
+            raise ConfigError(f"not a Pocket TTS config: no {exc} entry") from exc
+        except (TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"not a Pocket TTS config: {exc}") from exc
 
     @classmethod
@@ -177,8 +179,10 @@ class ModelConfig:
         try:
             with open(path, encoding="utf-8") as f:
                 d = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError) as exc:
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        except RecursionError:
+            raise ConfigError(f"cannot read config {path}: it is nested too deeply") from None
         if not isinstance(d, dict):
             raise ConfigError(f"{path} is not a YAML mapping")
         return cls.from_dict(d)

@@ -11,6 +11,10 @@ class UserError(Exception):
     """Bad input or environment that the user can fix; the message says how."""
 
 
+class ModelOutputError(UserError):
+    """The model produced numbers no audio can be made of (NaN, infinity, only silence)."""
+
+
 class UnknownNameError(UserError, ValueError):
     """A language, voice, precision, placement or runtime that does not exist.
 

@@ -1,31 +1,104 @@
-"""Ctrl-C and SIGTERM: remembered, so no output is published after either.
+"""Ctrl-C and SIGTERM: a clean exit 130/143 within a bounded time, whatever happens.
 
-The handler raises (KeyboardInterrupt, or ``Terminated`` for SIGTERM) so the
-stack unwinds and temporary files are removed. Python sometimes swallows an
-exception raised inside its own machinery (an import lock callback), so the
-signal is also recorded, and ``atomic_path`` refuses to publish a file once
-one arrived.
+The first signal raises (KeyboardInterrupt, or ``Terminated`` for SIGTERM) in
+the main thread so the stack unwinds and temporary files are removed; it is
+also recorded, and ``atomic_path`` refuses to publish a file once one
+arrived (Python sometimes swallows an exception raised inside its own
+machinery). Later signals are only recorded: raising again inside cleanup
+code is what used to leave tracebacks.
+
+The process then ends with ``hard_exit``: the registered temporary files are
+removed, one line goes to stderr and ``os._exit`` ends it, skipping
+interpreter shutdown (where ONNX Runtime's threads could hang it or abort it
+with "terminate called without an active exception"). A watchdog thread
+started by the first signal calls ``hard_exit`` itself if unwinding has not
+finished within ``GRACE_SECONDS``, so the process always ends within about
+``GRACE_SECONDS`` of the first signal.
+
+What this cannot cover: a signal that arrives while CPython itself is still
+starting (its ``site`` import, the first few tens of milliseconds) gets
+CPython's own behaviour, before any pockettts code exists to handle it.
 """
 
 from __future__ import annotations
 
+import _thread  # builtin: this module is imported first, before anything slow
+import os
 import signal
+import sys
+import time
 
 stopped_by: list[int] = []
+GRACE_SECONDS = 1.0
+
+_temporary: set[str] = set()
+_exiting = _thread.allocate_lock()
+_finishing = False
 
 
 class Terminated(BaseException):
     """Raised in the main thread on SIGTERM so cleanup (temporary files) still runs."""
 
 
+def register_temporary(path: str) -> None:
+    """A file to delete if the process is ended by a signal before it is published."""
+    _temporary.add(path)
+
+
+def unregister_temporary(path: str) -> None:
+    _temporary.discard(path)
+
+
+def exit_status() -> int:
+    return 143 if stopped_by and stopped_by[0] == signal.SIGTERM else 130
+
+
+def hard_exit() -> None:
+    """Removes registered temporary files, writes the one line and ends the process now."""
+    if not _exiting.acquire(blocking=False):
+        while True:  # another thread is already ending the process
+            time.sleep(1)
+    for path in list(_temporary):
+        try:  # noqa: SIM105 - contextlib is not imported this early
+            os.unlink(path)
+        except OSError:
+            pass
+    word = "terminated" if exit_status() == 143 else "interrupted"
+    try:  # noqa: SIM105
+        sys.stdout.flush()
+    except Exception:  # a closed or broken stdout must not stop the exit
+        pass
+    try:  # noqa: SIM105
+        os.write(2, f"pockettts: error: {word}\n".encode())
+    except OSError:
+        pass
+    os._exit(exit_status())
+
+
+def _watchdog() -> None:
+    time.sleep(GRACE_SECONDS)
+    hard_exit()
+
+
 def _on_signal(signum, frame) -> None:  # noqa: ARG001
     stopped_by.append(signum)
+    if _finishing:
+        hard_exit()  # the work is done; nothing to unwind
+    if len(stopped_by) > 1:
+        return  # already stopping: never raise inside cleanup
+    _thread.start_new_thread(_watchdog, ())
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def install_signal_handlers() -> None:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+
+
+def finishing() -> None:
+    """From now on a signal ends the process at once (the program is only exiting)."""
+    global _finishing
+    _finishing = True
 
 
 def raise_if_stopped() -> None:

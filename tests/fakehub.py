@@ -79,6 +79,7 @@ class FakeHub:
     drop_after: dict[str, int] = field(default_factory=dict)  # "repo/path" -> bytes
     corrupt: set[str] = field(default_factory=set)  # "repo/path"
     hang: bool = False
+    trickle: dict[str, float] = field(default_factory=dict)  # "repo/path" -> s between bytes
     log: list[Logged] = field(default_factory=list)
     url: str = ""
     cdn_url: str = ""
@@ -278,6 +279,23 @@ class _Handler(BaseHTTPRequestHandler):
             status = 206
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
         part = data[start:]
+        pause = self.hub.trickle.get(key) if body else None
+        if pause is not None:  # one byte at a time, slower than any sane speed limit
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(part)))
+            self.end_headers()
+            for i in range(len(part)):
+                if self.hub.stop.wait(pause):
+                    break
+                try:
+                    self.wfile.write(part[i : i + 1])
+                    self.wfile.flush()
+                except OSError:
+                    break
+            self.close_connection = True
+            return
         cut = self.hub.drop_after.pop(key, None) if body else None
         if cut is None:
             return self._reply(status, headers, part, body)

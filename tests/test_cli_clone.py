@@ -146,7 +146,7 @@ def test_bad_audio_is_one_line(pack_dir, tmp_path, make, message) -> None:
         (
             ["clone", "{audio}", "-o", "{tmp}/no/dir/v.safetensors", "--model-dir", "{pack}"],
             1,
-            b"No such file or directory",
+            b"v.safetensors: its folder does not exist",
         ),
     ],
 )

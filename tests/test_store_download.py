@@ -185,6 +185,40 @@ def test_stalled_server_hits_the_deadline(hub, monkeypatch) -> None:
         store.resolve_coreml_pack("english")
 
 
+def test_trickling_server_hits_the_speed_limit_and_the_download_resumes(hub, monkeypatch):
+    """A byte every 0.2 s never trips the read deadline (it restarts on every byte);
+    the low-speed limit stops it with one line, and the next run completes it."""
+    import time
+
+    from fakehub import sha256
+
+    from pocketcli.store.resume import partial_path
+
+    monkeypatch.setenv("POCKETTTS_HUB_TIMEOUT", "1")
+    monkeypatch.setenv("POCKETTTS_HUB_SPEED_LIMIT", "100")
+    monkeypatch.setenv("POCKETTTS_HUB_SPEED_TIME", "1.5")
+    data = np.random.default_rng(6).integers(0, 256, 50_000, dtype=np.uint8).tobytes()
+    path_in_repo = "languages/english/embeddings/jean.safetensors"
+    hub.add(NO_CLONING, path_in_repo, data)
+    hub.trickle[f"{NO_CLONING}/{path_in_repo}"] = 0.2
+    started = time.monotonic()
+    with pytest.raises(StoreError) as info:
+        store.resolve_voice("english", "jean")
+    assert time.monotonic() - started < 10
+    text = one_line(info.value)
+    assert "sent only" in text and "POCKETTTS_HUB_SPEED_LIMIT" in text
+    del hub.trickle[f"{NO_CLONING}/{path_in_repo}"]
+    assert store.resolve_voice("english", "jean").read_bytes() == data
+    assert not partial_path(sha256(data)).exists()
+
+
+@pytest.mark.parametrize("name", ["POCKETTTS_HUB_SPEED_LIMIT", "POCKETTTS_HUB_SPEED_TIME"])
+def test_a_bad_speed_setting_is_a_user_error(hub, monkeypatch, name) -> None:
+    monkeypatch.setenv(name, "-3")
+    with pytest.raises(UserError, match=name):
+        store.resolve_voice("english", "jean")
+
+
 def test_refused_connection_is_one_line(hub, monkeypatch) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -102,8 +102,15 @@ def writable_file(path: Path | str | None, what: str) -> None:
     if p.is_dir():
         raise PathError(f"{what} is a folder, not a file: {path}")
     if p.exists():
+        from pocketcli.atomic import output_kind
+
         if not os.access(p, os.W_OK):
             raise PathError(f"cannot write {what} {path}: permission denied")
+        kind = output_kind(p)  # refuses sockets and block devices
+        folder = Path(os.path.realpath(p)).parent
+        if kind == "file" and not os.access(folder, os.W_OK | os.X_OK):
+            # The new file is written beside the old one, then renamed over it.
+            raise PathError(f"cannot write {what} {path}: {folder} is not writable")
         return
     parent = p.absolute().parent
     if parent.is_dir():

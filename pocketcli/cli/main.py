@@ -29,6 +29,7 @@ from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
+from pocketcli.options import OptionsError
 
 app = typer.Typer(
     name="pockettts",
@@ -137,6 +138,8 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
         fail("interrupted", 130)
     except Terminated:
         fail("terminated", 143)
+    except OptionsError as exc:  # a number out of range, from any front end
+        fail(str(exc), 2)
     except UserError as exc:
         if debug:
             raise

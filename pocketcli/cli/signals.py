@@ -3,16 +3,11 @@
 
 from __future__ import annotations
 
-import signal
-import sys
-
-from pocketcli.interrupts import stopped_by
+from pocketcli.interrupts import hard_exit, stopped_by
 
 
 def exit_for_signal() -> None:
-    """If a signal stopped us: the one-line message and its exit status."""
-    if not stopped_by:
-        return
-    term = stopped_by[0] == signal.SIGTERM
-    sys.stderr.write(f"pockettts: error: {'terminated' if term else 'interrupted'}\n")
-    raise SystemExit(143 if term else 130)
+    """If a signal stopped us: the one-line message and its exit status, now
+    (``hard_exit``: temporary files removed, interpreter shutdown skipped)."""
+    if stopped_by:
+        hard_exit()

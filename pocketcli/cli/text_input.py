@@ -21,6 +21,13 @@ def read_text(words: str | None, what: str = "TEXT, --text") -> str:
             words = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise click.UsageError(f"standard input is not UTF-8 text (byte {exc.start})") from None
+    else:
+        try:  # argv bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
+            words.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise click.UsageError(
+                f"the text argument is not UTF-8 text (character {exc.start})"
+            ) from None
     if "\x00" in words:
         raise click.UsageError("the text contains NUL bytes: is it a binary file?")
     if not words.strip():

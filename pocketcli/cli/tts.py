@@ -87,8 +87,16 @@ def tts_command(
         "-o",
         "--output",
         metavar="FILE",
-        help=f"WAV file to write (default {DEFAULT_OUTPUT}); '-' streams WAV to stdout.",
+        help=f"Audio file to write (default {DEFAULT_OUTPUT}); '-' streams to stdout.",
     ),
+    audio_format: str | None = typer.Option(
+        None,
+        "--format",
+        metavar="FORMAT",
+        help="wav, flac, ogg, opus, mp3, s16le or f32le (default: from the -o name, else wav).",
+        autocompletion=lambda: ["wav", "flac", "ogg", "opus", "mp3", "s16le", "f32le"],
+    ),
+    force: bool = typer.Option(False, "--force", help="With -o -: write audio to a terminal."),
     language: str | None = flags.language(),
     voice: str | None = flags.voice(),
     voice_file: Path | None = flags.voice_file(),
@@ -200,6 +208,7 @@ def tts_command(
     output = output or DEFAULT_OUTPUT
     options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
     options = _with_noise_clamp(options, noise_clamp)
+    out_format = _check_output(output, audio_format, force)
     # Every path before any download, build or synthesis.
     checks.readable_file(voice_file, "voice file")
     if clone_voice is None:  # else the voice file is ignored
@@ -277,9 +286,9 @@ def tts_command(
 
     try:
         if output == "-":
-            _stream_to_stdout(tts, words, voice_state, options, warn, timing)
+            _stream_to_stdout(tts, words, voice_state, options, warn, timing, out_format)
         else:
-            _write_file(tts, words, voice_state, Path(output), options, warn, timing)
+            _write_file(tts, words, voice_state, Path(output), options, warn, timing, out_format)
     except (MarkupError, EmptyTextError) as exc:
         raise click.UsageError(str(exc)) from None
     total = time.perf_counter() - started
@@ -355,28 +364,59 @@ def _read_batch_input(input_file: Path) -> bytes:
         raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
 
 
-def _write_file(tts, words: str, voice, output: Path, options, warn, timing: Timing) -> None:
-    from pocketcli.audio.wav import write_wav
+def _check_output(output: str, audio_format: str | None, force: bool):
+    """The output format, and no binary audio on a terminal unless forced."""
+    from pocketcli.audio.output import AudioError, format_for
 
-    t0 = time.perf_counter()
-    audio = tts.synthesize(words, voice, options, on_warning=warn)
-    timing.synthesis = time.perf_counter() - t0
-    timing.audio = len(audio) / tts.sample_rate
+    try:
+        fmt = format_for(None if output == "-" else output, audio_format)
+    except AudioError as exc:
+        raise click.BadParameter(str(exc), param_hint="--format") from None
+    if output == "-" and not force and sys.stdout.isatty():
+        raise click.UsageError(
+            "not writing binary audio to a terminal: redirect it (-o - | aplay) or add --force"
+        )
+    return fmt
+
+
+def _write_file(tts, words: str, voice, output: Path, options, warn, timing: Timing, fmt) -> None:
+    """Frames go to the file as they are made (see audio/output.py): bounded memory;
+    peak normalisation is a second pass over the file."""
+    from pocketcli.audio.output import open_audio_writer
+
     if output.parent != Path(""):
         output.parent.mkdir(parents=True, exist_ok=True)
-    write_wav(output, audio, tts.sample_rate)
+    t0 = time.perf_counter()
+    peak = options.peak_normalized
+    with open_audio_writer(output, fmt, tts.sample_rate, peak_normalize=peak) as writer:
+        for frame in tts.stream(words, voice, options, on_warning=warn):
+            writer.write(frame.audio, speech=not frame.is_pause)
+        timing.synthesis = time.perf_counter() - t0
+    timing.audio = writer.samples / tts.sample_rate
 
 
-def _stream_to_stdout(tts, words: str, voice, options, warn, timing: Timing) -> None:
-    """Frames go out as they are made; causal filters only (no peak normalising)."""
-    from pocketcli.audio.wav import WavStream
+def _stream_to_stdout(tts, words: str, voice, options, warn, timing: Timing, fmt) -> None:
+    """Frames go out as they are made; causal filters only (no peak normalising).
 
-    stream = WavStream(sys.stdout.buffer, tts.sample_rate)
+    A reader that goes away (``| head``) ends the run quietly, as Unix tools do.
+    """
+    from pocketcli.audio.output import AudioEncoder, check_finite
+
     t0 = time.perf_counter()
     samples = 0
-    for frame in tts.stream(words, voice, options, on_warning=warn):
-        stream.write(frame.audio)
-        samples += frame.audio.size
+    try:
+        stream = AudioEncoder(sys.stdout.buffer, fmt, tts.sample_rate, flush=True)
+        for frame in tts.stream(words, voice, options, on_warning=warn):
+            check_finite(frame.audio)
+            stream.write(frame.audio)
+            samples += frame.audio.size
+        stream.close()
+    except BrokenPipeError:
+        import os
+
+        # Python would complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise click.Exit(141) from None
     timing.synthesis = time.perf_counter() - t0
     timing.audio = samples / tts.sample_rate
 

@@ -9,13 +9,14 @@ caller can stream audio while the rest is still being generated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from pocketcli.engine.decoder_pipeline import DecoderPipeline
 from pocketcli.engine.noise import NoiseSource
+from pocketcli.errors import ModelOutputError
 from pocketcli.normalize.timeline import Pause
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan
@@ -65,7 +66,7 @@ class ChunkTrace:
 
 def generate_frames(
     runtime: Runtime,
-    chunks: Sequence[ChunkPlan | Pause],
+    chunks: Iterable[ChunkPlan | Pause],
     voice: VoiceState | None,
     noise: NoiseSource,
     settings: GenerationSettings,
@@ -151,6 +152,11 @@ def _generate_chunk(
             if eos_step is not None and step >= eos_step + plan.frames_after_eos:
                 break
             latent = runtime.sample_latent(z, noise(latent_dim), settings.decode_steps)
+            if not (np.isfinite(latent).all() and np.isfinite(eos_logit)):
+                raise ModelOutputError(
+                    "the model produced NaN or infinite values: the voice or the model pack "
+                    "is broken (or the temperature is far too high)"
+                )
             latents.append(latent)
             eos_logits.append(eos_logit)
             pending.append(latent)

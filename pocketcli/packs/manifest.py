@@ -6,8 +6,10 @@ and this manifest, which keeps the model config so a pack is self-describing.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,28 @@ ENCODER_GRAPH = "mimi_encoder"
 PRECISIONS = ("fp32", "int8", "int4")
 
 
+STAMP_NAME = ".pockettts-verified.json"  # sizes and times of files already checked
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _checksums(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in value.items()
+    ):
+        raise ValueError("files must map file names to sha256 hex digests")
+    for name in value:
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ValueError(f"pack file name {name!r} points outside the pack")
+    return dict(value)
+
+
 class PackError(UserError, ValueError):
     """A pack directory is missing, incomplete or not one of ours."""
 
@@ -40,6 +64,9 @@ class PackManifest:
     voice_cloning: bool = False
     voice_cloning_note: str = ""  # why not, when voice_cloning is false
     source: dict[str, Any] = field(default_factory=dict)
+    # sha256 of every file of the pack (graphs, their data, tokenizer, constants);
+    # empty for packs built before checksums were recorded (not checked then).
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def precisions(self) -> tuple[str, ...]:
@@ -57,10 +84,18 @@ class PackManifest:
             "voice_cloning": self.voice_cloning,
             "voice_cloning_note": self.voice_cloning_note,
             "source": self.source,
+            "files": self.files,
         }
 
     def write(self, directory: Path) -> None:
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        """Writes ``pack.json``, recording the sha256 of every file now in ``directory``."""
+        files = {
+            p.name: _sha256(p)
+            for p in sorted(directory.iterdir())
+            if p.is_file() and p.name not in (MANIFEST_NAME, STAMP_NAME)
+        }
+        manifest = replace(self, files=files)
+        text = json.dumps(manifest.to_dict(), indent=2, sort_keys=True)
         (directory / MANIFEST_NAME).write_text(text + "\n", encoding="utf-8")
 
     @classmethod
@@ -75,6 +110,8 @@ class PackManifest:
             d = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise PackError(f"cannot read {path}: {exc}") from exc
+        except RecursionError:
+            raise PackError(f"cannot read {path}: it is nested too deeply") from None
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise PackError(f"{path} is not a pockettts pack manifest")
         if d.get("version") != FORMAT_VERSION:
@@ -93,11 +130,48 @@ class PackManifest:
                 voice_cloning=bool(d.get("voice_cloning", False)),
                 voice_cloning_note=str(d.get("voice_cloning_note", "")),
                 source=dict(d.get("source", {})),
+                files=_checksums(d.get("files", {})),
             )
-        except (KeyError, TypeError, AttributeError, ConfigError) as exc:
+        except KeyError as exc:
+            raise PackError(f"{path} is incomplete: no {exc} entry") from exc
+        except (TypeError, AttributeError, ValueError, ConfigError) as exc:
             raise PackError(f"{path} is incomplete: {exc}") from exc
         manifest.check_files(directory)
+        manifest.verify(directory)
         return manifest
+
+    def verify(self, directory: Path) -> None:
+        """Checks each file against its recorded sha256; a file whose size and
+        modification time match a previous check (``STAMP_NAME``) is not hashed again."""
+        if not self.files:
+            return
+        stamp_path = directory / STAMP_NAME
+        try:
+            stamps = json.loads(stamp_path.read_text(encoding="utf-8"))
+            stamps = stamps if isinstance(stamps, dict) else {}
+        except (OSError, ValueError, RecursionError):
+            stamps = {}
+        fresh: dict[str, list] = {}
+        for name, digest in self.files.items():
+            file = directory / name
+            try:
+                st = file.stat()
+            except OSError as exc:
+                raise PackError(f"pack {directory} is incomplete: {name}: {exc.strerror}") from None
+            key = [st.st_size, st.st_mtime_ns, digest]
+            if stamps.get(name) != key and _sha256(file) != digest:
+                raise PackError(
+                    f"pack {directory} is damaged: {name} does not match the sha256 "
+                    "recorded in pack.json; rebuild or download the pack again"
+                )
+            fresh[name] = key
+        if fresh != stamps:
+            try:  # a read-only pack is simply checked again next time
+                tmp = stamp_path.with_name(f".{STAMP_NAME}.{os.getpid()}")
+                tmp.write_text(json.dumps(fresh), encoding="utf-8")
+                os.replace(tmp, stamp_path)
+            except OSError:
+                pass
 
     def check_files(self, directory: Path) -> None:
         names = [self.tokenizer_file, self.constants_file]
@@ -108,6 +182,8 @@ class PackManifest:
                 raise PackError(f"{precision} graphs missing from manifest: {missing_graphs}")
             names += list(graphs.values())
         for name in names:
+            if not isinstance(name, str):
+                raise PackError(f"pack file name {name!r} in {MANIFEST_NAME} is not a string")
             if Path(name).is_absolute() or ".." in Path(name).parts:
                 raise PackError(f"pack file name {name!r} points outside the pack")
             if not (directory / name).is_file():

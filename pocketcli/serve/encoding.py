@@ -18,6 +18,7 @@ from functools import cache
 import numpy as np
 import soundfile as sf
 
+from pocketcli.audio.output import ByteCollector as _Collect
 from pocketcli.audio.wav import WavStream, to_pcm16
 
 
@@ -49,25 +50,6 @@ def available_formats() -> tuple[str, ...]:
         for f in FORMATS.values()
         if f.soundfile is None or (f.soundfile[0] in formats and f.soundfile[1] in subtypes)
     )
-
-
-class _Collect:
-    """A write-only sink that hands out what was written since the last call."""
-
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []
-
-    def write(self, data: bytes) -> int:
-        self._parts.append(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def take(self) -> bytes:
-        out = b"".join(self._parts)
-        self._parts.clear()
-        return out
 
 
 class _Tail(io.RawIOBase):

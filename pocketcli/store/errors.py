@@ -24,7 +24,13 @@ from huggingface_hub.errors import (
 )
 
 from pocketcli.errors import UserError
-from pocketcli.store.hubclient import TIMEOUT_ENV, HubUnreachable
+from pocketcli.store.hubclient import (
+    SPEED_LIMIT_ENV,
+    SPEED_TIME_ENV,
+    TIMEOUT_ENV,
+    HubTooSlow,
+    HubUnreachable,
+)
 
 OFFLINE_HINT = "use --offline with a cached model"
 
@@ -84,6 +90,15 @@ def explain(
     hint: str = "pockettts download",
 ) -> StoreError | None:
     """The one-line StoreError for a failed download, or None for a failure we do not know."""
+    slow = _find(exc, HubTooSlow)
+    if slow is not None:
+        host = urlparse(slow.url).netloc or slow.url
+        return StoreError(
+            f"{host} sent only {slow.received} bytes in {slow.seconds:.0f} s while fetching "
+            f"{what} (the limit is {slow.limit:g} bytes/s): check the connection and run the "
+            f"command again (the download resumes), set {SPEED_LIMIT_ENV}/{SPEED_TIME_ENV}, "
+            f"or {OFFLINE_HINT}"
+        )
     unreachable = _find(exc, HubUnreachable)
     if unreachable is not None:
         host = urlparse(unreachable.url).netloc or unreachable.url

@@ -17,11 +17,13 @@ Rules every fetch follows:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse
 
 from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import LocalEntryNotFoundError
@@ -69,12 +71,58 @@ class HfRef:
 
 @dataclass(frozen=True)
 class Fetch:
-    """How to describe a fetch in messages."""
+    """How to describe a fetch in messages (and, for web files, how big it may be)."""
 
     what: str
     hint: str = "pockettts download"
     not_found: str | None = None
     gated_terms: str | None = None
+    max_bytes: int | None = None  # refuse a web file larger than this
+
+
+# A web file (a config YAML by URL) is used from the cache without any request
+# for this long, then revalidated with its ETag / Last-Modified.
+URL_CACHE_SECONDS = 24 * 3600
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def is_remote(source: str) -> bool:
+    return source.startswith(("hf://", "https://", "http://"))
+
+
+def check_url(url: str) -> None:
+    """https only, or plain http to this machine (a test server, a local mirror)."""
+    parsed = urlparse(url)
+    host = (parsed.hostname or "").lower()
+    if parsed.scheme == "https" and host:
+        return
+    if parsed.scheme == "http" and (host in _LOOPBACK or host.startswith("127.")):
+        return
+    raise StoreError(f"refusing {url}: only https:// (or http:// to this machine) is allowed")
+
+
+def resolve_remote_name(name: str, base: str) -> str:
+    """A file named by a config fetched from ``base`` (a URL): hf:// or https:// as
+    is, a relative name resolved against ``base``; a local path is refused."""
+    if name.startswith("hf://"):
+        return name
+    if name.startswith(("https://", "http://")):
+        check_url(name)
+        return name
+    if "://" in name or name.startswith(("/", "~", "\\")) or Path(name).is_absolute():
+        raise StoreError(
+            f"config {base} names {name!r}: a config fetched from the network may only name "
+            "hf:// or https:// files, or names relative to its own URL"
+        )
+    if base.startswith("hf://"):
+        ref = HfRef.parse(base)
+        folder = ref.path.rsplit("/", 1)[0] if "/" in ref.path else ""
+        joined = urljoin(f"/{folder}/" if folder else "/", name).lstrip("/")
+        rest = f"@{ref.revision}" if ref.revision else ""
+        return f"hf://{ref.repo}/{joined}{rest}"
+    resolved = urljoin(base, name)
+    check_url(resolved)
+    return resolved
 
 
 def _hub_kwargs(ref: HfRef) -> dict:
@@ -187,27 +235,67 @@ def _url_cache_path(url: str) -> Path:
     return store_dir() / "urls" / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}-{name}"
 
 
+def _meta_path(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".meta.json")
+
+
+def _read_meta(dest: Path) -> dict:
+    try:
+        meta = json.loads(_meta_path(dest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
 def fetch_url(url: str, job: Fetch, offline: bool, reporter: Reporter) -> Path:
-    """An http(s) file (a config YAML, say), cached in the store under a hash of its URL."""
+    """An https file (a config YAML, say), cached in the store under a hash of its URL.
+
+    A cached copy is used without a request for ``URL_CACHE_SECONDS``, then
+    revalidated (ETag / Last-Modified; 304 keeps it). Offline, any cached copy
+    is used. ``job.max_bytes`` caps the size.
+    """
+    check_url(url)
     dest = _url_cache_path(url)
-    if dest.is_file():
+    meta = _read_meta(dest) if dest.is_file() else {}
+    if dest.is_file() and (offline or time.time() - meta.get("checked", 0) < URL_CACHE_SECONDS):
         return dest
     if offline:
         raise offline_error(job.what, job.hint)
     dest.parent.mkdir(parents=True, exist_ok=True)
     client = get_session()
     reporter.progress_line(f"downloading {job.what} ({url})")
+    headers = {}
+    if dest.is_file() and meta.get("etag"):
+        headers["If-None-Match"] = str(meta["etag"])
+    if dest.is_file() and meta.get("last_modified"):
+        headers["If-Modified-Since"] = str(meta["last_modified"])
     try:
-        with client.stream("GET", url) as response:
+        with client.stream("GET", url, headers=headers) as response:
+            if response.status_code == 304 and dest.is_file():
+                _write_meta(dest, {**meta, "checked": time.time()})
+                return dest
             if response.status_code >= 400:
                 raise StoreError(
                     job.not_found
                     if response.status_code == 404 and job.not_found
                     else f"HTTP {response.status_code} for {url}"
                 )
+            _check_size(job, url, response.headers.get("content-length"))
+            received = 0
             with atomic_path(dest) as tmp, open(tmp, "wb") as f:
                 for chunk in response.iter_bytes(_CHUNK):
+                    received += len(chunk)
+                    _check_size(job, url, received)
                     f.write(chunk)
+            _write_meta(
+                dest,
+                {
+                    "url": url,
+                    "etag": response.headers.get("etag"),
+                    "last_modified": response.headers.get("last-modified"),
+                    "checked": time.time(),
+                },
+            )
     except StoreError:
         raise
     except Exception as exc:
@@ -216,6 +304,24 @@ def fetch_url(url: str, job: Fetch, offline: bool, reporter: Reporter) -> Path:
             raise
         raise mapped from exc
     return dest
+
+
+def _check_size(job: Fetch, url: str, size: int | str | None) -> None:
+    if job.max_bytes is None or size is None:
+        return
+    try:
+        value = int(size)
+    except ValueError:
+        return
+    if value > job.max_bytes:
+        raise StoreError(
+            f"{job.what} at {url} is larger than {job.max_bytes // 1024} KB: not a config file"
+        )
+
+
+def _write_meta(dest: Path, meta: dict) -> None:
+    with atomic_path(_meta_path(dest)) as tmp:
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
 
 
 def _local(source: str, base_dir: Path | None) -> Path:
@@ -231,6 +337,7 @@ def cached_source(source: str, what: str, base_dir: Path | None = None) -> Path 
         cached = cached_hf_file(HfRef.parse(source))
         return verify_blob(cached, what) if cached is not None else None
     if source.startswith(("https://", "http://")):
+        check_url(source)
         dest = _url_cache_path(source)
         return dest if dest.is_file() else None
     path = _local(source, base_dir)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +37,25 @@ from pocketcli.errors import UserError
 
 DEFAULT_TIMEOUT = 30.0
 TIMEOUT_ENV = "POCKETTTS_HUB_TIMEOUT"
+# Like curl's --speed-limit/--speed-time: a download that brings fewer than
+# SPEED_LIMIT bytes per second on average over SPEED_TIME seconds is dropped
+# (a server trickling a byte every few seconds never trips a read timeout).
+SPEED_LIMIT_ENV = "POCKETTTS_HUB_SPEED_LIMIT"
+SPEED_TIME_ENV = "POCKETTTS_HUB_SPEED_TIME"
+DEFAULT_SPEED_LIMIT = 1024.0  # bytes per second
+DEFAULT_SPEED_TIME = 30.0  # seconds
+
+
+class HubTooSlow(Exception):  # noqa: N818 - reads better at the raise site
+    """A response body arrived slower than the speed limit (not an httpx error, so
+    huggingface_hub does not retry it; a resumable download keeps its partial file)."""
+
+    def __init__(self, url: str, received: int, seconds: float, limit: float) -> None:
+        self.url = url
+        self.received = received
+        self.seconds = seconds
+        self.limit = limit
+        super().__init__(f"{received} bytes in {seconds:.1f} s from {url}")
 
 
 class HubUnreachable(Exception):  # noqa: N818 - reads better at the raise site
@@ -50,16 +70,53 @@ class HubUnreachable(Exception):  # noqa: N818 - reads better at the raise site
 
 def hub_timeout() -> float:
     """Seconds to wait for a connection or for the next bytes of an answer."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    return _positive_env(TIMEOUT_ENV, DEFAULT_TIMEOUT, "seconds")
+
+
+def _positive_env(name: str, default: float, unit: str) -> float:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_TIMEOUT
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise UserError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds")
+    if not (value > 0 and value != float("inf")):
+        raise UserError(f"{name}={raw!r} is not a positive number of {unit}")
     return value
+
+
+def speed_limit() -> tuple[float, float]:
+    """(bytes per second, seconds) below which a download is dropped."""
+    return (
+        _positive_env(SPEED_LIMIT_ENV, DEFAULT_SPEED_LIMIT, "bytes per second"),
+        _positive_env(SPEED_TIME_ENV, DEFAULT_SPEED_TIME, "seconds"),
+    )
+
+
+class _Paced(httpx2.SyncByteStream):
+    """A response body that raises ``HubTooSlow`` when it trickles."""
+
+    def __init__(self, inner: httpx2.SyncByteStream, url: str, limit: float, window: float):
+        self._inner = inner
+        self._url = url
+        self._limit = limit
+        self._window = window
+
+    def __iter__(self) -> Iterator[bytes]:
+        started = time.monotonic()
+        received = 0
+        for chunk in self._inner:
+            received += len(chunk)
+            elapsed = time.monotonic() - started
+            if elapsed >= self._window:
+                if received < self._limit * elapsed:
+                    raise HubTooSlow(self._url, received, elapsed, self._limit)
+                started, received = time.monotonic(), 0
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 _offline_depth = 0
@@ -111,8 +168,9 @@ class DeadlineClient(httpx2.Client):
         }
         waited = request.extensions["timeout"]["read"]
         resuming = "range" in request.headers
+        streaming = kwargs.pop("stream", False)
         try:
-            return super().send(request, **kwargs)
+            response = super().send(request, stream=True, **kwargs)
         except httpx2.TimeoutException as exc:
             if resuming:
                 raise
@@ -122,9 +180,19 @@ class DeadlineClient(httpx2.Client):
                 raise
             # One immediate retry covers a pooled connection the server had closed.
             try:
-                return super().send(request, **kwargs)
+                response = super().send(request, stream=True, **kwargs)
             except httpx2.TransportError as again:
                 raise HubUnreachable(str(request.url), waited, again) from exc
+        limit, window = speed_limit()
+        if isinstance(response.stream, httpx2.SyncByteStream):
+            response.stream = _Paced(response.stream, str(request.url), limit, window)
+        if not streaming:
+            try:
+                response.read()
+            except BaseException:
+                response.close()
+                raise
+        return response
 
 
 def _client_factory(timeout: float) -> Callable[[], httpx2.Client]:

@@ -16,7 +16,7 @@ records which one a pack was built from.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pocketcli.config import ModelConfig
@@ -24,10 +24,20 @@ from pocketcli.errors import UserError
 from pocketcli.packs.manifest import PRECISIONS, PackError, PackManifest
 from pocketcli.store.catalog import catalog, check_precision, kyutai_language
 from pocketcli.store.errors import AccessRefused, StoreError, offline_error
-from pocketcli.store.fetch import Fetch, HfRef, cached_source, fetch_source
+from pocketcli.store.fetch import (
+    Fetch,
+    HfRef,
+    cached_source,
+    fetch_source,
+    is_remote,
+    resolve_remote_name,
+)
 from pocketcli.store.hubclient import install_deadline
 from pocketcli.store.paths import env_offline, store_dir
 from pocketcli.store.progress import Reporter
+
+# A Kyutai config is a few KB; anything past this is not one (and is not read).
+CONFIG_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,9 @@ def _source(
         path, label, base_dir, key = entry.config_path(), entry.name, None, entry.name
     else:
         job = Fetch(
-            what=f"config {config}", hint=f"pockettts download --runtime onnx --config {config}"
+            what=f"config {config}",
+            hint=f"pockettts download --runtime onnx --config {config}",
+            max_bytes=CONFIG_MAX_BYTES,
         )
         path = fetch_source(config, job, offline, reporter)
         label = config
@@ -87,6 +99,13 @@ def _source(
         weights=_weights(model_config),
         tokenizer=model_config.flow_lm.lookup_table.tokenizer_path,
     )
+    if config is not None and is_remote(config):
+        # A config from the network never names a file on this machine.
+        source = replace(
+            source,
+            weights=tuple((resolve_remote_name(u, config), c) for u, c in source.weights),
+            tokenizer=resolve_remote_name(source.tokenizer, config),
+        )
     if not source.weights:
         raise StoreError(
             f"config {label} names no weights_path: pockettts builds packs from "

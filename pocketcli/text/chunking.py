@@ -43,6 +43,8 @@ _EOS_TAIL_BONUS = 2
 # is the word-start marker or a BOS the tokenizer puts in front of any text.
 _SENTENCE_MARKS_TEXT = ".!...?"
 _PAUSE_MARKS_TEXT = ",;:"
+# Ids decoded on each side of a candidate cut to see whether it splits a number.
+_WINDOW = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +84,14 @@ def _period_between_digits(ids: Sequence[int], cut: int, tokenizer: Tokenizer) -
     Decided on decoded text (a digit, a period, then a digit) since the
     tokenizer may glue digits and periods into tokens in any way.
     """
-    before = tokenizer.decode(ids[:cut])
-    after = tokenizer.decode(ids[cut:])
+    # Only the two characters before the cut and the one after it matter: decode a
+    # few ids on each side, not the whole text (that made 1 MB of text quadratic).
+    start = max(0, cut - _WINDOW)
+    before = tokenizer.decode(ids[start:cut])
+    while len(before) < 2 and start > 0:
+        start = max(0, start - _WINDOW)
+        before = tokenizer.decode(ids[start:cut])
+    after = tokenizer.decode(ids[cut : cut + _WINDOW])
     return (
         len(before) >= 2
         and before[-1] == "."

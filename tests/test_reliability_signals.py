@@ -1,0 +1,91 @@
+"""Any sequence of SIGINT/SIGTERM at any moment: exit 130/143 within 2 s, one line, no
+traceback, nothing partial (issue 12, item 4). Real console-script subprocesses."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.test_cli_tts import SCRIPT
+
+TEXT = " ".join(
+    f"Sentence number {i} is here to keep the model busy for a while." for i in range(400)
+)
+EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+
+
+def _start(out, pack_dir, voice_path) -> subprocess.Popen:
+    args = ["tts", TEXT, "-o", str(out), "--model-dir", str(pack_dir)]
+    return subprocess.Popen(
+        [SCRIPT, *args, "--voice-file", str(voice_path), "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+
+
+def _check_end(proc: subprocess.Popen, first: int, sent_at: float, folder) -> None:
+    try:
+        _, err = proc.communicate(timeout=max(0.05, sent_at + 2.0 - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running 2 s after {signal.Signals(first).name}")
+    text = err.decode(errors="replace")
+    assert list(folder.iterdir()) == [], "a partial or temporary file was left"
+    if _inside_python_startup(text):
+        return
+    assert proc.returncode in EXPECTED[first], (proc.returncode, text)
+    assert "Traceback" not in text and "terminate called" not in text, text
+    if proc.returncode > 0:  # our handler ran: exactly one line
+        assert text.count("\n") == 1 and text.startswith("pockettts: error: "), text
+    else:  # killed by the default action before Python set up any handler: silent
+        assert text == "", text
+
+
+def _inside_python_startup(stderr: str) -> bool:
+    """The signal came while CPython was still starting, before pocketcli's first line
+    ran (its site import, or the console-script launcher's own import line)."""
+    if "init_import_site" in stderr:
+        return True
+    launcher = "from pocketcli.cli.entry import run" in stderr
+    return launcher and "pocketcli/interrupts.py" not in stderr and "cli/main.py" not in stderr
+
+
+def test_two_signals_during_synthesis(pack_dir, voice_path, tmp_path) -> None:
+    proc = _start(tmp_path / "out.wav", pack_dir, voice_path)
+    time.sleep(1.5)  # well into synthesis
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _check_end(proc, signal.SIGINT, sent, tmp_path)
+    assert proc.returncode == 130
+
+
+@pytest.mark.slow
+def test_thirty_random_signal_sequences(pack_dir, voice_path, tmp_path) -> None:
+    rng = random.Random(20261201)
+    for run in range(30):
+        folder = tmp_path / f"run{run}"
+        folder.mkdir()
+        proc = _start(folder / "out.wav", pack_dir, voice_path)
+        time.sleep(rng.uniform(0.0, 0.2) if run % 2 else rng.uniform(0.2, 1.5))
+        signals = [rng.choice((signal.SIGINT, signal.SIGTERM)) for _ in range(rng.randint(1, 4))]
+        assert proc.poll() is None, "the run ended before the first signal: make TEXT longer"
+        sent = time.monotonic()
+        for sig in signals:
+            if proc.poll() is not None:
+                break
+            proc.send_signal(sig)
+            time.sleep(rng.uniform(0.0, 0.1))
+        _check_end(proc, signals[0], sent, folder)
