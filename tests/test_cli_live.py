@@ -145,3 +145,25 @@ def test_follow_writes_the_format_plain_tts_writes(pack_dir, voice_path, tmp_pat
         alone = run("tts", "One line.", "-o", "-", *args)
         assert piped.returncode == 0 and piped.stdout == alone.stdout
         assert not piped.stdout.startswith(b"RIFF")
+
+
+def test_follow_to_a_reader_that_goes_away_exits_quietly_like_tts(pack_dir, voice_path) -> None:
+    """`... | pockettts tts --follow -o - | head -c 100`: 141 and no message, as plain tts."""
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "--follow", "-o", "-", *_args(pack_dir, voice_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        proc.stdin.write(b"First line.\n")
+        proc.stdin.flush()
+        assert len(proc.stdout.read(HEADER + 100)) == HEADER + 100
+        proc.stdout.close()
+        proc.stdin.write(b"A second line, after the reader went away.\n")
+        proc.stdin.close()
+        rc = proc.wait(60)
+        err = proc.stderr.read()
+    finally:
+        proc.kill()
+    assert rc == 141 and err == b"", (rc, err)

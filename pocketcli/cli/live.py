@@ -117,10 +117,14 @@ def run_live(
         figures = play_session(session, sinks)
         for sink in sinks:
             sink.close()
-    except BaseException:
+    except BaseException as exc:
         session.cancel()
         for sink in sinks:
             sink.abort()
+        if isinstance(exc, BrokenPipeError) and request.output == "-":
+            # The reader went away (``| head``): quiet, as plain tts and Unix tools.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.Exit(141) from None
         raise
     timing.synthesis = figures["synthesis"]
     timing.audio = figures["audio"] / tts.sample_rate
