@@ -34,6 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from random_pack import cached_random_pack  # noqa: E402
+
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.audio.playback import JitterBuffer, PortAudioSink, parse_device  # noqa: E402
 from pocketcli.bench.corpus import load_corpus  # noqa: E402
@@ -80,21 +82,7 @@ class PacedDevice:
 
 
 def build_pack(work: Path) -> tuple[Path, Path]:
-    pack, voice = work / "pack", work / "voice.safetensors"
-    if (pack / "pack.json").exists() and voice.exists():
-        return pack, voice
-    from oracle.reference import (
-        TOKENIZER_MODEL,
-        build_reference,
-        make_config,
-        synthetic_voice_audio,
-    )
-
-    print("building the english architecture with random weights (int8) ...", flush=True)
-    ref = build_reference(make_config("english", str(TOKENIZER_MODEL)), 7, work / "ref")
-    ref.build_pack(pack, precisions=("int8",))
-    ref.export_voice(ref.voice_state_from_audio(synthetic_voice_audio(seconds=3.0), 24_000), voice)
-    return pack, voice
+    return cached_random_pack(work, "int8")
 
 
 def run_setting(tts, voice, phrases, prebuffer_ms: float, options, device) -> dict:

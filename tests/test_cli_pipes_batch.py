@@ -1,4 +1,5 @@
-"""pockettts tts as a Unix tool: stdout streaming, batch files, signals, metrics, flags."""
+"""pockettts tts as a Unix tool: stdout streaming, signals, metrics, flags (batch files:
+test_batch_run.py)."""
 
 from __future__ import annotations
 
@@ -94,75 +95,6 @@ def test_file_output_is_peak_normalised_with_or_without_deess(pack_dir, tmp_path
     model = tts.synthesize("Loud and clear.", None, seed=1, output_chain=False)
     assert np.abs(raw - model / np.abs(model).max()).max() <= 2 / 32767  # 16-bit truncation
     assert np.abs(chain - raw).max() > 0.01  # the filters did something
-
-
-def test_batch_writes_one_file_per_line_and_skips_done(pack_dir, tmp_path) -> None:
-    lines = tmp_path / "lines.txt"
-    lines.write_bytes(
-        b"First line.\n\n   \nintro|Second line, with an id.\n"
-        b"../escape|Never outside.\n\xff\xfe broken\nThird line.\n"
-    )
-    out = tmp_path / "out"
-    r = run(
-        "tts",
-        "--input-file",
-        str(lines),
-        "--output-dir",
-        str(out),
-        "--model-dir",
-        str(pack_dir),
-        "--seed",
-        "1",
-    )
-    assert r.returncode == 1  # two bad lines
-    names = sorted(p.name for p in out.iterdir())
-    assert "intro.wav" in names and len(names) == 3
-    assert all(n.endswith(".wav") for n in names)
-    assert not list(tmp_path.rglob("escape*"))
-    assert b"line 5" in r.stderr and b"line 6" in r.stderr
-    assert b"3 written, 0 already done, 2 failed" in r.stderr
-    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    again = run(
-        "tts",
-        "--input-file",
-        str(lines),
-        "--output-dir",
-        str(out),
-        "--model-dir",
-        str(pack_dir),
-        "--seed",
-        "1",
-    )
-    assert b"0 written, 3 already done, 2 failed" in again.stderr
-    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
-    redo = run(
-        "tts",
-        "--input-file",
-        str(lines),
-        "--output-dir",
-        str(out),
-        "--model-dir",
-        str(pack_dir),
-        "--overwrite",
-        "-q",
-    )
-    assert b"3 written" in redo.stderr
-
-
-def test_batch_from_stdin_and_all_good_exits_zero(pack_dir, tmp_path) -> None:
-    r = run(
-        "tts",
-        "--input-file",
-        "-",
-        "--output-dir",
-        str(tmp_path),
-        "--model-dir",
-        str(pack_dir),
-        "-q",
-        stdin=b"a|One.\nb|Two.\n",
-    )
-    assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav", "b.wav"]
 
 
 def test_metrics_json_has_fluidaudio_keys(pack_dir, tmp_path) -> None:

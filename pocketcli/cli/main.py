@@ -92,6 +92,9 @@ def run(argv: list[str] | None = None) -> None:
 
         completion_init()  # registers bash/zsh/fish for the completion protocol
     debug = os.environ.get("POCKETTTS_DEBUG") == "1"
+    from pocketcli.batch.argv import bare_ray_means_local
+
+    argv = bare_ray_means_local(sys.argv[1:] if argv is None else argv)
     try:
         result = app(
             args=argv, prog_name="pockettts", standalone_mode=False, complete_var=COMPLETE_VAR

@@ -47,6 +47,8 @@ Examples:
 
   pockettts tts --input-file lines.txt --output-dir out/      (one WAV per line)
 
+  pockettts tts --input-file lines.txt --output-dir out/ --jobs auto   (all cores)
+
   echo "Streamed." | pockettts tts -o - | aplay
 
   pockettts tts "Straight to the speakers." --play
@@ -143,6 +145,15 @@ def tts_command(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
+    jobs: str | None = typer.Option(
+        None, "--jobs", metavar="N", help="Batch: N worker processes, or auto (measured split)."
+    ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Batch on Ray: alone, a local instance; auto or HOST:PORT joins a cluster.",
+    ),
     max_tokens: int = typer.Option(
         50, "--max-tokens", min=1, metavar="N", help="Tokens per text chunk."
     ),
@@ -194,6 +205,8 @@ def tts_command(
             raise click.UsageError("--metrics reports one utterance: drop it with --input-file")
     elif output_dir is not None:
         raise click.UsageError("--output-dir goes with --input-file")
+    elif jobs is not None or ray is not None:
+        raise click.UsageError("--jobs and --ray go with --input-file")
     from pocketcli.cli.live import prepare_live
 
     live = prepare_live(
@@ -235,6 +248,27 @@ def tts_command(
     if voice_file is None and clone_voice is None:
         check_voice_name(choice, voice)
     batch_data = _read_batch_input(input_file) if input_file is not None else None
+    if batch_data is not None:
+        from pocketcli.cli.batch_command import VoiceFlags, run_batch_command
+
+        assert output_dir is not None
+        if audio_format is not None and audio_format.lower() != "wav":
+            raise click.UsageError("--input-file writes one WAV per line: drop --format")
+        voices = VoiceFlags(voice, voice_file, clone_voice, save_voice)
+        raise click.Exit(
+            run_batch_command(
+                choice,
+                batch_data,
+                output_dir,
+                options,
+                voices,
+                jobs=jobs,
+                ray=ray,
+                overwrite=overwrite,
+                quiet=quiet,
+                on_warning=None if quiet else _warn,
+            )
+        )
 
     timing = Timing()
     t0 = time.perf_counter()
@@ -264,22 +298,6 @@ def tts_command(
             total = time.perf_counter() - started
             _write_metrics(metrics, words or "", voice_name, live.output or "", timing, total)
         return
-
-    if batch_data is not None:
-        from pocketcli.cli.batch_run import run_batch
-
-        assert output_dir is not None
-        failed = run_batch(
-            tts,
-            voice_state,
-            batch_data,
-            output_dir,
-            overwrite=overwrite,
-            quiet=quiet,
-            options=options,
-            on_warning=warn,
-        )
-        raise click.Exit(1 if failed else 0)
 
     assert words is not None
     from pocketcli.normalize import MarkupError

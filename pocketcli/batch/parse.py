@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 _ID = re.compile(r"^[^\s|]{1,128}$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_PLAIN_NAME = re.compile(r"^line\d{5,}-[0-9a-f]{8}$")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,11 @@ class BatchItem:
 def _plain_name(line_number: int, text: str) -> str:
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
     return f"line{line_number:05d}-{digest}"
+
+
+def is_plain_name(name: str) -> bool:
+    """True for the names of lines without an id (number and text hash)."""
+    return bool(_PLAIN_NAME.match(name))
 
 
 def parse_batch(data: bytes) -> list[BatchItem]:

@@ -1,0 +1,90 @@
+"""How many workers, and how many ONNX Runtime threads each: ``--jobs N`` and ``--jobs auto``.
+
+``--jobs N`` gives each of the N workers ``cores // N`` intra-op threads per
+session (at least one; ``POCKETTTS_THREADS`` overrides). ``--jobs auto``:
+
+    workers = min(cores // THREADS_PER_WORKER, free memory // WORKER_RSS_MB, lines)
+
+and one worker runs in the calling process (no start-up to pay, so auto is
+never slower than the one-process batch).
+
+The rule comes from ``benchmarks/bench_batch.py --splits`` (every workers x
+threads split of the machine; full-size English architecture, int8, MiniMax
+English phrases) on the 2-core Linux machine this is built on, 2026-12-01,
+under a load average of 10 to 12 from other engineers' runs (README, "Batch at
+scale"). CPU seconds per second of audio, which the neighbours' load barely
+moves, was the same for every split:
+
+    split (workers x threads)   1x1    1x2    2x1    2x2
+    CPU s per audio s           0.29   0.27   0.31   0.32
+
+so splitting costs nothing and gains nothing per core; what decides is how
+many cores one worker keeps busy. A worker runs the FlowLM and the Mimi decoder
+side by side on two threads: at 0.27 CPU s per audio s and its RTFx of 7.5
+(README, bench_engine int8) it keeps 2.0 cores busy. Hence two threads and two
+cores per worker: one worker on this machine, cores / 2 on a bigger one.
+Precisions other than int8 were not split-measured; they use the same rule (the
+same two-thread structure). The per-worker RSS is the peak RSS of one process
+(README's benchmark table: int8 239 MB, fp32 510 MB) with a margin.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Threads (and cores) per worker for --jobs auto (measured: see above).
+THREADS_PER_WORKER = {"fp32": 2, "int8": 2, "int4": 2}
+# Peak RSS of one worker, MB, rounded up (README's benchmark table + margin).
+WORKER_RSS_MB = {"fp32": 600, "int8": 300, "int4": 300}
+
+
+def available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def available_memory_mb() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else None (no cap)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def threads_override() -> int | None:
+    raw = os.environ.get("POCKETTTS_THREADS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+def threads_for(workers: int, cores: int | None = None) -> int:
+    """Intra-op threads per session for each of ``workers`` workers: the cores split evenly."""
+    return threads_override() or max(1, (cores or available_cores()) // max(1, workers))
+
+
+def auto_split(precision: str, lines: int, cores: int | None = None) -> tuple[int, int]:
+    """(workers, threads per worker) for ``--jobs auto``."""
+    cores = cores or available_cores()
+    threads = min(cores, threads_override() or THREADS_PER_WORKER.get(precision, 2))
+    workers = max(1, cores // threads)
+    memory = available_memory_mb()
+    if memory is not None:
+        workers = min(workers, max(1, memory // WORKER_RSS_MB.get(precision, 600)))
+    return max(1, min(workers, lines)), threads
+
+
+def parse_jobs(value: str | None) -> int | str | None:
+    """``None`` (one process), a count, or "auto"; ValueError with the reason otherwise."""
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if value == "auto":
+        return "auto"
+    if value.isdigit() and 1 <= int(value) <= 4096:
+        return int(value)
+    raise ValueError(f"{value!r}; give a number of worker processes (1 to 4096) or auto")

@@ -1,0 +1,201 @@
+"""The batch driver: decides what to make, hands lines to workers, writes files and manifest.
+
+Whatever makes the lines (this process, ``--jobs N`` processes, Ray actors),
+the driver alone writes: each WAV atomically (fsynced, then renamed), then its
+manifest record (appended, fsynced). So output names, skipping, per-line
+errors, the summary and the exit status are the same in every mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from pocketcli.batch.manifest import MANIFEST_NAME, Manifest
+from pocketcli.batch.parse import BatchItem, is_plain_name
+from pocketcli.batch.plan import BatchSettings, Job, make_job
+from pocketcli.batch.progress import BatchProgress
+from pocketcli.batch.worker import LineResult, LineWorker
+from pocketcli.errors import UserError
+
+
+class Executor(Protocol):
+    """Makes jobs somewhere; yields each result once, in any order."""
+
+    def run(self, jobs: Iterator[Job]) -> Iterator[LineResult]: ...
+
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """The one-process batch: the driver's own model makes every line."""
+
+    def __init__(self, worker: LineWorker) -> None:
+        self.worker = worker
+
+    def run(self, jobs: Iterator[Job]) -> Iterator[LineResult]:
+        for job in jobs:
+            yield self.worker.make(job)
+
+    def close(self) -> None:
+        pass
+
+
+def _write_wav_bytes(target: Path, data: bytes) -> os.stat_result:
+    from pocketcli.atomic import atomic_path
+
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise UserError(f"cannot write {target}: it exists and is {kind}")
+    with atomic_path(target) as tmp, open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return os.stat(target)
+
+
+def _record(job: Job, result: LineResult, settings: BatchSettings) -> dict:
+    return {
+        "id": job.name,
+        "line": job.line,
+        "file": job.file,
+        "status": "failed" if result.error else "done",
+        "error": result.error,
+        "text": job.text,
+        "language": settings.language,
+        "voice": settings.voice_name,
+        "seed": job.seed,
+        "duration": round(result.duration, 6),
+        "frames": result.frames,
+        "chunks": result.chunks,
+        "seconds": round(result.seconds, 6),
+        "key": job.key,
+        "worker": result.worker,
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }
+
+
+class BatchReport:
+    """Counts and messages of one run."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.skipped = 0
+        self.failed = 0
+        self.audio = 0.0
+
+
+def run_batch(
+    items: list[BatchItem],
+    settings: BatchSettings,
+    output_dir: Path,
+    start: Callable[[int, Callable[[str], None]], Executor],
+    *,
+    overwrite: bool = False,
+    quiet: bool = False,
+) -> BatchReport:
+    """Makes every line not already done; ``start(n, note)`` gives the executor for n lines
+    (``note`` prints a message without breaking the progress bar)."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {output_dir}: {exc.strerror or exc}") from None
+    report = BatchReport()
+    started = time.perf_counter()
+    with Manifest(output_dir / MANIFEST_NAME) as manifest:
+        for stale in output_dir.glob(".*.wav.*.part"):  # left by a killed run (we hold the lock)
+            stale.unlink(missing_ok=True)
+        if manifest.unreadable and not quiet:
+            sys.stderr.write(
+                f"pockettts: warning: {manifest.path}: {manifest.unreadable} unreadable "
+                "record(s) ignored\n"
+            )
+        todo: list[Job] = []
+        for item in items:
+            if item.error is not None:
+                report.failed += 1
+                sys.stderr.write(f"pockettts: line {item.line_number}: {item.error}\n")
+                continue
+            job = make_job(item, settings)
+            if not overwrite and manifest.is_done(job.name, job.key, output_dir / job.file):
+                report.skipped += 1
+            else:
+                todo.append(job)
+        with BatchProgress(len(todo), quiet=quiet) as progress:
+            if todo:
+                executor = start(len(todo), progress.note)
+                try:
+                    results = executor.run(iter(todo))
+                    _collect(results, settings, output_dir, manifest, report, progress, quiet)
+                finally:
+                    executor.close()
+    wall = time.perf_counter() - started
+    summary = (
+        f"batch: {report.written} written, {report.skipped} already done, "
+        f"{report.failed} failed; {report.audio / 3600:.3f} h of audio in {wall:.1f} s"
+    )
+    if report.failed or not quiet:
+        sys.stderr.write(summary + "\n")
+    return report
+
+
+def _collect(
+    results: Iterable[LineResult],
+    settings: BatchSettings,
+    output_dir: Path,
+    manifest: Manifest,
+    report: BatchReport,
+    progress: BatchProgress,
+    quiet: bool,
+) -> None:
+    seen: set[str] = set()
+    for result in results:
+        job = result.job
+        if job.name in seen:  # never twice in the manifest, whatever an executor does
+            continue
+        seen.add(job.name)
+        where = f"line {job.line}" + ("" if is_plain_name(job.name) else f" ({job.name})")
+        if not quiet:
+            for warning in result.warnings:
+                progress.note(f"pockettts: warning: {where}: {warning}")
+        record = _record(job, result, settings)
+        if result.wav is not None:
+            target = output_dir / job.file
+            try:
+                st = _write_wav_bytes(target, result.wav)
+            except UserError as exc:
+                result.error = str(exc)
+            except OSError as exc:
+                result.error = f"cannot write {target}: {exc.strerror or exc}"
+            else:
+                record.update(
+                    bytes=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
+                    sha256=hashlib.sha256(result.wav).hexdigest(),
+                )
+        if result.error is not None:
+            record.update(status="failed", error=result.error)
+            report.failed += 1
+            progress.note(f"pockettts: {where}: {result.error}")
+        else:
+            report.written += 1
+            report.audio += result.duration
+        try:
+            manifest.append(record)
+        except OSError as exc:
+            raise UserError(
+                f"cannot write the manifest {manifest.path}: {exc.strerror or exc}"
+            ) from None
+        progress.line_done(result.duration if result.error is None else 0.0)

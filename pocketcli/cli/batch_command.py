@@ -1,0 +1,117 @@
+"""``pockettts tts --input-file``: from the command line's choices to a batch run.
+
+One process (no ``--jobs``), ``--jobs N|auto`` worker processes, or ``--ray
+[ADDRESS]`` actors; the driver loads the model once itself (to pick the voice
+and identify model and voice for the manifest's keys) and, in the one-process
+mode, makes the lines with it.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from pathlib import Path
+
+from pocketcli.batch.argv import RAY_LOCAL
+from pocketcli.batch.jobs import auto_split, available_cores, parse_jobs, threads_for
+from pocketcli.batch.parse import parse_batch
+from pocketcli.batch.plan import BatchSettings, fresh_base_seed, model_id, voice_id
+from pocketcli.batch.runner import InProcess, run_batch
+from pocketcli.batch.worker import LineWorker, ModelSpec
+from pocketcli.cli import clickcompat as click
+from pocketcli.options import SpeakOptions
+
+
+@dataclass(frozen=True)
+class VoiceFlags:
+    voice: str | None
+    voice_file: Path | None
+    clone_voice: Path | None
+    save_voice: Path | None
+
+
+def run_batch_command(
+    choice,
+    data: bytes,
+    output_dir: Path,
+    options: SpeakOptions,
+    voices: VoiceFlags,
+    *,
+    jobs: str | None,
+    ray: str | None,
+    overwrite: bool,
+    quiet: bool,
+    on_warning=None,
+) -> int:
+    """Runs the batch; returns the exit status (1 if any line failed)."""
+    from pocketcli.cli.model_options import choose_voice, load_model
+
+    try:
+        workers = parse_jobs(jobs)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--jobs") from None
+    if ray is not None:
+        from pocketcli.batch.ray_runner import import_ray
+
+        import_ray()  # without the extra: say what to install before loading anything
+    items = parse_batch(data)
+    tts = load_model(choice, quiet=quiet)
+    chosen = choose_voice(
+        tts,
+        voices.voice,
+        voices.voice_file,
+        voices.clone_voice,
+        voices.save_voice,
+        on_warning=on_warning,
+    )
+    settings = BatchSettings(
+        options=options,
+        base_seed=options.seed if options.seed is not None else fresh_base_seed(),
+        seed_given=options.seed is not None,
+        model_id=model_id(tts),
+        voice_id=voice_id(chosen.state),
+        language=tts.language,
+        voice_name=chosen.name,
+    )
+    cores = available_cores()
+    precision = str(choice.precision or "")
+    if ray is not None and ray != RAY_LOCAL and workers in (None, "auto"):
+        # a cluster: as many workers as its CPUs hold at the best threads per worker
+        count, threads = None, auto_split(precision, len(items), cores)[1]
+    elif workers == "auto" or (ray is not None and workers is None):
+        count, threads = auto_split(precision, len(items), cores)
+        if count == 1 and ray is None:  # one worker: this process, no start-up to pay
+            count = None
+    elif workers is not None:
+        count, threads = workers, threads_for(workers, cores)
+    else:
+        count, threads = None, threads_for(1, cores)
+
+    def spec() -> ModelSpec:
+        pack_dir = tts.pack_dir
+        return ModelSpec(
+            choice, str(pack_dir) if pack_dir is not None else None, tts.language, threads
+        )
+
+    if ray is None and count is None:
+
+        def start(n: int, note):
+            return InProcess(LineWorker(tts, chosen.state, options))
+
+    else:
+        model_spec, voice = spec(), chosen.state
+        del tts, chosen  # the workers load their own; free the driver's copy
+        gc.collect()
+
+        def start(n: int, note):
+            if ray is not None:
+                from pocketcli.batch.ray_runner import RayExecutor
+
+                actors = None if count is None else min(count, n)
+                return RayExecutor(ray, model_spec, voice, options, actors, threads, note, cores)
+            from pocketcli.batch.processes import ProcessExecutor
+
+            return ProcessExecutor(model_spec, voice, options, min(count, n), note)
+
+    report = run_batch(items, settings, output_dir, start, overwrite=overwrite, quiet=quiet)
+    return 1 if report.failed else 0
