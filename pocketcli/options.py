@@ -20,7 +20,16 @@ MAX_SEED = 2**64 - 1
 
 
 class OptionsError(ValueError):
-    """A value of SpeakOptions that cannot be used (the message names the field)."""
+    """A value of SpeakOptions that cannot be used: ``field`` names it, ``problem`` says
+    what is wrong (``str()`` is both). Front ends call it by their own name (``named``):
+    the CLI by its flag, the server by its JSON field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+        self.field, self.problem = field, problem
+
+    def named(self, name: str) -> str:
+        return f"{name} {self.problem}"
 
 
 @dataclass(frozen=True)
@@ -49,29 +58,31 @@ class SpeakOptions:
             not math.isfinite(self.temperature) or not 0.0 <= self.temperature <= MAX_TEMPERATURE
         ):
             raise OptionsError(
-                f"temperature must be a number from 0 to {MAX_TEMPERATURE:g}, "
-                f"not {self.temperature!r}"
+                "temperature",
+                f"must be a number from 0 to {MAX_TEMPERATURE:g}, not {self.temperature!r}",
             )
         if self.seed is not None and (
             isinstance(self.seed, bool)
             or not isinstance(self.seed, int)
             or not 0 <= self.seed <= MAX_SEED
         ):
-            raise OptionsError(f"seed must be a whole number from 0 to 2^64-1, not {self.seed!r}")
+            raise OptionsError(
+                "seed", f"must be a whole number from 0 to 2^64-1, not {self.seed!r}"
+            )
         if self.eos_threshold is not None and math.isnan(self.eos_threshold):
-            raise OptionsError("eos_threshold must be a number, not NaN")
+            raise OptionsError("eos_threshold", "must be a number, not NaN")
         if not isinstance(self.decode_steps, int) or not 1 <= self.decode_steps <= 64:
-            raise OptionsError(f"decode_steps must be from 1 to 64, not {self.decode_steps!r}")
+            raise OptionsError("decode_steps", f"must be from 1 to 64, not {self.decode_steps!r}")
         if self.frames_after_eos is not None and not 0 <= self.frames_after_eos <= 1000:
             raise OptionsError(
-                f"frames_after_eos must be from 0 to 1000, not {self.frames_after_eos!r}"
+                "frames_after_eos", f"must be from 0 to 1000, not {self.frames_after_eos!r}"
             )
         for name in ("normalize", "output_chain"):
             if not isinstance(getattr(self, name), bool):
-                raise OptionsError(f"{name} must be True or False, not {getattr(self, name)!r}")
+                raise OptionsError(name, f"must be True or False, not {getattr(self, name)!r}")
         if self.peak_normalize is not None and not isinstance(self.peak_normalize, bool):
             raise OptionsError(
-                f"peak_normalize must be True, False or None, not {self.peak_normalize!r}"
+                "peak_normalize", f"must be True, False or None, not {self.peak_normalize!r}"
             )
         if self.noise_clamp is not None and (
             isinstance(self.noise_clamp, bool)
@@ -80,10 +91,10 @@ class SpeakOptions:
             or not self.noise_clamp > 0
         ):
             raise OptionsError(
-                f"noise_clamp must be a number above 0 (or None), not {self.noise_clamp!r}"
+                "noise_clamp", f"must be a number above 0 (or None), not {self.noise_clamp!r}"
             )
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
-            raise OptionsError(f"max_tokens must be from 1 to 1000, not {self.max_tokens!r}")
+            raise OptionsError("max_tokens", f"must be from 1 to 1000, not {self.max_tokens!r}")
 
     @property
     def peak_normalized(self) -> bool:

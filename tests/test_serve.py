@@ -79,8 +79,15 @@ def test_openai_client_gets_the_library_audio(server, tts, voice) -> None:
     assert "tts-1" in [m.id for m in models.data]
 
 
-def test_wav_stream_equals_pockettts_tts_stdout(server, tmp_path) -> None:
-    """Same seed, same bytes as `pockettts tts -o -` (header included)."""
+def _decoded_samples(data: bytes) -> int:
+    with av.open(io.BytesIO(data)) as container:
+        return sum(f.samples for f in container.decode(container.streams.audio[0]))
+
+
+@pytest.mark.parametrize("fmt", ["wav", "pcm", "flac", "mp3", "opus"])
+def test_server_bytes_equal_pockettts_tts_stdout(server, fmt) -> None:
+    """Same seed, same encoder as `pockettts tts -o - --format F` (one encoder for both):
+    the same bytes for wav and pcm (header included), the same decoded length for all."""
     import subprocess
 
     from test_cli_tts import SCRIPT
@@ -88,14 +95,38 @@ def test_wav_stream_equals_pockettts_tts_stdout(server, tmp_path) -> None:
     url, _ = server
     text = "Streamed the same way."
     cli = subprocess.run(
-        [SCRIPT, "tts", text, "-o", "-", "--seed", "4", "--model-dir", str(PACK),
-         "--voice-file", str(VOICE), "-q"],
+        [SCRIPT, "tts", text, "-o", "-", "--format", fmt, "--seed", "4",
+         "--model-dir", str(PACK), "--voice-file", str(VOICE), "-q"],
         capture_output=True, timeout=120, check=True,
     )  # fmt: skip
-    got = speech(url, input=text, seed=4, response_format="wav")
-    assert got.status_code == 200 and got.headers["content-type"] == "audio/wav"
-    assert got.content == cli.stdout
-    assert got.content[4:8] == b"\xff\xff\xff\xff"  # RIFF size "unknown", as for any stream
+    got = speech(url, input=text, seed=4, response_format=fmt)
+    assert got.status_code == 200, got.text
+    if fmt in ("wav", "pcm"):
+        assert got.content == cli.stdout
+        assert got.headers["content-type"] == f"audio/{fmt}"
+    else:
+        assert _decoded_samples(got.content) == _decoded_samples(cli.stdout) > 0
+    if fmt == "wav":
+        assert got.content[4:8] == b"\xff\xff\xff\xff"  # RIFF size "unknown", as for any stream
+
+
+@pytest.mark.parametrize("fmt", ["flac", "mp3"])
+def test_flac_and_mp3_are_whole_files_for_libsndfile_and_ffmpeg(server, tts, voice, fmt) -> None:
+    """Sent whole at the end, with their headers fixed up: libsndfile reads the true length
+    (a streamed FLAC said "unknown" and libsndfile failed; a streamed MP3 read short)."""
+    import soundfile as sf
+
+    url, _ = server
+    text = "Whole files for every decoder."
+    got = speech(url, input=text, seed=5, response_format=fmt)
+    assert got.status_code == 200, got.text
+    want = expected_pcm(tts, text, voice, seed=5)
+    with sf.SoundFile(io.BytesIO(got.content)) as sound:
+        assert sound.frames == want.size
+        read = sound.read(dtype="int16")
+    assert _decoded_samples(got.content) >= want.size
+    if fmt == "flac":
+        np.testing.assert_array_equal(read, want)
 
 
 @pytest.mark.parametrize("fmt", ["wav", "flac", "mp3", "opus"])
@@ -137,8 +168,8 @@ def test_parallel_requests_do_not_mix(server, tts, voice) -> None:
         ({"input": "Hi.", "model": "whisper-1"}, 400, "unknown model"),
         ({"input": "Hi.", "response_format": "aac"}, 400, "response_format 'aac'"),
         ({"input": "Hi.", "speed": 9}, 400, "speed"),
-        ({"input": "Hi.", "seed": -1}, 400, "seed"),
-        ({"input": "Hi.", "temperature": 99}, 400, "temperature"),
+        ({"input": "Hi.", "seed": -1}, 400, "seed must be a whole number"),
+        ({"input": "Hi.", "temperature": 99}, 400, "temperature must be a number from 0 to 10"),
         ({"input": "Hi.", "voice": "/etc/passwd"}, 400, "reads no path"),
         ({"input": "Hi.", "voice": "https://example.com/v.wav"}, 400, "fetches no URL"),
         ({"input": "Hi.", "stream_format": "sse"}, 400, "stream_format"),

@@ -234,8 +234,14 @@ class AudioEncoder:
             self._write(wav_header(sample_rate, samples))
         self._sizes_known = samples is not None
         self._written = 0  # samples, for the WAV header of a seekable file
-        # Only a file written from its start and not streamed (stdout may be in append mode).
-        self._patchable = self._sink.seekable and not flush and self._out.tell() == _WAV_HEADER_SIZE
+        # Only a file written from its start and not streamed (stdout may be in append mode);
+        # a spool is seekable, the sink it goes to may not be.
+        self._patchable = (
+            self._spool is None
+            and self._sink.seekable
+            and not flush
+            and self._out.tell() == _WAV_HEADER_SIZE
+        )
 
     def _raise_sink_error(self) -> None:
         if self._sink.error is not None:
@@ -250,8 +256,11 @@ class AudioEncoder:
         if self._sound is not None:
             import soundfile as sf
 
+            # Lossless 16-bit formats get the very samples of WAV and raw PCM
+            # (libsndfile's own float conversion rounds differently).
+            lossless = self.format.subtype == "PCM_16"
             try:
-                self._sound.write(_clipped(block))
+                self._sound.write(to_pcm16(block) if lossless else _clipped(block))
             except sf.LibsndfileError:
                 self._raise_sink_error()
                 raise

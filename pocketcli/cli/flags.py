@@ -13,9 +13,25 @@ from typing import Any
 
 import typer
 
+from pocketcli.options import MAX_TEMPERATURE, OptionsError
 from pocketcli.runtimes import registry
 
 FLUIDAUDIO_TEMPERATURE = 0.7  # FluidAudio's default; Kyutai's (and ours) is 0.3
+
+# The flag that sets each SpeakOptions field, so a refused value names what the user typed.
+OPTION_FLAGS = {
+    "temperature": "--temperature",
+    "seed": "--seed",
+    "max_tokens": "--max-tokens",
+    "noise_clamp": "--noise-clamp",
+    "normalize": "--no-normalize",
+    "output_chain": "--no-deess",
+}
+
+
+def options_message(exc: OptionsError) -> str:
+    """A SpeakOptions error in the user's words: the flag, not the field."""
+    return exc.named(OPTION_FLAGS.get(exc.field, exc.field))
 
 
 def lower(value: Any) -> Any:
@@ -173,6 +189,7 @@ def temperature() -> Any:
         None,
         "--temperature",
         min=0.0,
+        max=MAX_TEMPERATURE,
         metavar="T",
         help=(
             "Sampling temperature (default 0.3, Kyutai's choice; FluidAudio's default is "

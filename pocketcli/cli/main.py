@@ -141,8 +141,10 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
         fail("interrupted", 130)
     except Terminated:
         fail("terminated", 143)
-    except OptionsError as exc:  # a number out of range, from any front end
-        fail(str(exc), 2)
+    except OptionsError as exc:  # a value out of range, from any command: name its flag
+        from pocketcli.cli.flags import options_message
+
+        _usage(click.UsageError(options_message(exc)), argv or [])
     except UserError as exc:
         if debug:
             raise

@@ -219,8 +219,9 @@ def tts_command(
         default_output=DEFAULT_OUTPUT,
     )
     output = output or DEFAULT_OUTPUT
-    options = _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess)
-    options = _with_noise_clamp(options, noise_clamp)
+    options = _speak_options(
+        temperature, seed, max_tokens, no_normalize, ssml, no_deess, noise_clamp
+    )
     out_format = _check_output(output, audio_format, force)
     # Every path before any download, build or synthesis.
     checks.readable_file(voice_file, "voice file")
@@ -344,30 +345,21 @@ def _voice_precedence(voice, voice_file, clone_voice, say) -> None:
         say(f"{given[0][0]} wins over {ignored} (FluidAudio's order); {ignored} ignored")
 
 
-def _with_noise_clamp(options, noise_clamp: float | None):
-    from pocketcli.options import OptionsError
+def _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess, noise_clamp):
+    """The options of the flags; a refused value raises OptionsError, which main turns
+    into a usage error naming the flag (cli.flags.OPTION_FLAGS)."""
+    from pocketcli.options import SpeakOptions
 
-    try:
-        return options.with_(noise_clamp=noise_clamp)
-    except OptionsError as exc:
-        raise click.BadParameter(str(exc), param_hint="--noise-clamp") from None
-
-
-def _speak_options(temperature, seed, max_tokens, no_normalize, ssml, no_deess):
-    from pocketcli.options import OptionsError, SpeakOptions
-
-    try:
-        return SpeakOptions(
-            temperature=temperature,
-            seed=seed,
-            max_tokens=max_tokens,
-            normalize=not no_normalize,
-            ssml=ssml,
-            output_chain=not no_deess,
-            peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
-        )
-    except OptionsError as exc:
-        raise click.UsageError(str(exc)) from None
+    return SpeakOptions(
+        temperature=temperature,
+        seed=seed,
+        max_tokens=max_tokens,
+        normalize=not no_normalize,
+        ssml=ssml,
+        output_chain=not no_deess,
+        peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
+        noise_clamp=noise_clamp,
+    )
 
 
 def _warn(message: str) -> None:

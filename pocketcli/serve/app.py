@@ -314,8 +314,8 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
 
         try:
             return SpeakOptions().with_(**fields)
-        except OptionsError as exc:
-            raise ApiError(400, str(exc), "invalid_option") from None
+        except OptionsError as exc:  # the request's fields are SpeakOptions' names
+            raise ApiError(400, exc.named(exc.field), "invalid_option") from None
 
     async def _voice(name: str | None) -> Resolved:
         _, voices, _ = state.ready()
@@ -565,14 +565,13 @@ class AudioStream(StreamingResponse):
         self.outcome = "cancelled"  # what it stays if the server stops the stream (shutdown)
         self.samples = 0
         self.error: str | None = None
-        super().__init__(self._body(first), media_type=encoder.format.media_type, headers=headers)
+        super().__init__(self._body(first), media_type=encoder.media_type, headers=headers)
 
     async def _body(self, first: tuple[str, Any]) -> AsyncIterator[bytes]:
         kind, value = first
-        head = self.encoder.header()
         while True:
             if kind == END:
-                tail = head + self.encoder.finish()
+                tail = self.encoder.finish()
                 if tail:
                     yield tail
                 self.outcome = "done"
@@ -582,8 +581,7 @@ class AudioStream(StreamingResponse):
                 self.error = str(value)
                 raise _Aborted()
             self.samples += value.size
-            chunk = head + self.encoder.encode(value)
-            head = b""
+            chunk = self.encoder.encode(value)
             if chunk:
                 if "first_byte_s" not in self.record:
                     self.record["first_byte_s"] = round(time.monotonic() - self.arrived, 4)
