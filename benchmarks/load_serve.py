@@ -174,9 +174,16 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="english size, random weights")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args()
-    counts = [int(c) for c in args.clients.split(",")]
-    if any(not 1 <= c <= MAX_CLIENTS for c in counts) or not 0 < args.seconds <= MAX_SECONDS:
-        sys.exit(f"clients must be 1..{MAX_CLIENTS} and seconds 0..{MAX_SECONDS:g}")
+    try:
+        counts = [int(c) for c in args.clients.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or any(not 1 <= c <= MAX_CLIENTS for c in counts):
+        parser.error(
+            f"--clients: counts from 1 to {MAX_CLIENTS}, comma-separated, not {args.clients!r}"
+        )
+    if not 0 < args.seconds <= MAX_SECONDS:
+        parser.error(f"--seconds: more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
     if args.full:
         pack, voice = build_full(args.precision)
     else:

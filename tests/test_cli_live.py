@@ -127,3 +127,43 @@ def test_complete_lines_and_sentences_are_ready_the_rest_waits() -> None:
     assert split_ready('He said "yes!" and') == (['He said "yes!" '], "and")
     assert split_ready("3.5 percent") == ([], "3.5 percent")
     assert split_ready("\n\n  \nword") == ([], "word")
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("out.flac", None), ("out.audio", "s16le")])
+def test_follow_writes_the_format_plain_tts_writes(pack_dir, voice_path, tmp_path, name, fmt):
+    """-o NAME / --format pick the format with --follow too, file or stdout: the same bytes
+    as plain ``tts`` for one line (they were always WAV)."""
+    extra = ["--format", fmt] if fmt else []
+    args = [*_args(pack_dir, voice_path), *extra]
+    followed, plain = tmp_path / f"followed-{name}", tmp_path / name
+    r = run("tts", "--follow", "-o", str(followed), *args, stdin=b"One line.\n")
+    assert r.returncode == 0, r.stderr
+    assert run("tts", "One line.", "-o", str(plain), *args).returncode == 0
+    assert followed.read_bytes() == plain.read_bytes()
+    if fmt:
+        piped = run("tts", "--follow", "-o", "-", *args, stdin=b"One line.\n")
+        alone = run("tts", "One line.", "-o", "-", *args)
+        assert piped.returncode == 0 and piped.stdout == alone.stdout
+        assert not piped.stdout.startswith(b"RIFF")
+
+
+def test_follow_to_a_reader_that_goes_away_exits_quietly_like_tts(pack_dir, voice_path) -> None:
+    """`... | pockettts tts --follow -o - | head -c 100`: 141 and no message, as plain tts."""
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "--follow", "-o", "-", *_args(pack_dir, voice_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        proc.stdin.write(b"First line.\n")
+        proc.stdin.flush()
+        assert len(proc.stdout.read(HEADER + 100)) == HEADER + 100
+        proc.stdout.close()
+        proc.stdin.write(b"A second line, after the reader went away.\n")
+        proc.stdin.close()
+        rc = proc.wait(60)
+        err = proc.stderr.read()
+    finally:
+        proc.kill()
+    assert rc == 141 and err == b"", (rc, err)

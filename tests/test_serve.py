@@ -183,6 +183,21 @@ def test_bad_requests_are_400_in_openai_shape(server, body, status, fragment) ->
     assert fragment in r.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    "content, headers, fragment",
+    [
+        (b"[1, 2]", {"content-type": "application/json"}, "a JSON object"),
+        (b"{bad", {"content-type": "application/json"}, "not valid JSON"),
+        (b"input=Hi.", {"content-type": "application/x-www-form-urlencoded"}, "a JSON object"),
+    ],
+)
+def test_a_body_that_is_no_json_object_is_said_so(server, content, headers, fragment) -> None:
+    """Not just 'invalid request': an app posting a form or broken JSON learns what to send."""
+    url, _ = server
+    r = httpx.post(f"{url}/v1/audio/speech", content=content, headers=headers, timeout=60)
+    assert r.status_code == 400 and fragment in r.json()["error"]["message"], r.text
+
+
 def test_openai_client_sees_errors_and_notices(server) -> None:
     url, _ = server
     with pytest.raises(openai.BadRequestError, match="unknown voice"):
@@ -261,6 +276,32 @@ def test_cloned_voice_by_id_and_by_upload(server, tts) -> None:
     assert junk.status_code == 400 and "cannot read upload 'x.wav'" in junk.text
 
 
+def test_an_unreadable_upload_is_said_without_python_internals(server) -> None:
+    url, _ = server
+    for endpoint, field in (("/v1/voices", "file"), ("/tts", "voice_wav")):
+        r = httpx.post(
+            f"{url}{endpoint}",
+            data={"text": "x"},
+            files={field: ("notes.wav", b"plain text, not a recording\n" * 50)},
+            timeout=60,
+        )
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and "cannot read upload 'notes.wav'" in message
+        assert "Format not recognised" in message
+        assert "BytesIO" not in message and " at 0x" not in message, message
+
+
+def test_a_streamed_flac_from_this_server_can_be_cloned(server) -> None:
+    """A FLAC streamed by the server has no length in its header; libsndfile alone
+    cannot read that from memory, so an upload of one is decoded by FFmpeg (PyAV)."""
+    url, _ = server
+    flac = speech(url, input=LONG_TEXT[:400], seed=1, response_format="flac")
+    assert flac.status_code == 200 and flac.content[:4] == b"fLaC"
+    r = httpx.post(f"{url}/v1/voices", files={"file": ("reply.flac", flac.content)}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert r.json()["id"].startswith("clone-") and r.json()["seconds"] > 1
+
+
 def test_clone_limits(tmp_path) -> None:
     data = CLONE_WAV.read_bytes()
     limits = Limits(max_upload_bytes=len(data) - 1)
@@ -302,6 +343,29 @@ def test_voice_folder_and_builtin_names(tmp_path, tts) -> None:
         for bad in ("escape", "../outside/secret", str(outside / "secret.safetensors"),
                     "narrator.safetensors", "hf://kyutai/tts-voices/elsewhere.wav"):  # fmt: skip
             assert speech(url, input="x", voice=bad).status_code == 400, bad
+
+
+def test_every_listed_voice_id_can_be_asked_for(server, tts, voice) -> None:
+    """An app picks a voice from GET /v1/voices (or /readyz): the default's id is one too,
+    be it a --voice-file's stem or 'none' for a pack without voices."""
+    url, _ = server
+    listed = httpx.get(f"{url}/v1/voices").json()["data"]
+    default = next(v["id"] for v in listed if v["source"] == "default")
+    assert default == httpx.get(f"{url}/readyz").json()["voice"]
+    want = expected_pcm(tts, "By its listed id.", voice, seed=3)
+    for ask in (default, {"id": default}):
+        r = speech(url, input="By its listed id.", seed=3, voice=ask)
+        assert r.status_code == 200, r.text
+        np.testing.assert_array_equal(pcm16(r.content), want)
+    form = httpx.post(
+        f"{url}/tts", data={"text": "x", "voice_url": default, "response_format": "pcm"}, timeout=60
+    )
+    assert form.status_code == 200, form.text
+    with serving(tiny_loader(voice_file=None)) as (bare, _):
+        ids = [v["id"] for v in httpx.get(f"{bare}/v1/voices").json()["data"]]
+        for name in ids:
+            r = speech(bare, input="x", voice=name)
+            assert r.status_code == 200, (name, r.text)
 
 
 # -- queue, streaming, disconnects --------------------------------------------------------------

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -34,6 +35,7 @@ def test_without_the_extra_one_line_names_it() -> None:
 def test_bad_flags_fail_before_loading(tmp_path) -> None:
     for args, code, fragment in (
         (["--voice-dir", str(tmp_path / "missing")], 1, "voice folder not found"),
+        (["--voice-dir", str(VOICE)], 1, f"--voice-dir is a file, not a folder: {VOICE}"),
         (["--voice-file", str(tmp_path / "none.safetensors")], 1, "voice file not found"),
         (["--port", "70000"], 2, "--port"),
         (["--language", "klingon"], 2, "klingon"),
@@ -203,3 +205,28 @@ def test_a_voices_bin_default_voice_is_picked_with_v(tmp_path) -> None:
         url,
     ):
         assert httpx.get(f"{url}/readyz", timeout=10).json()["voice"] == "marius"
+
+
+# -- the load-test script -------------------------------------------------------------------
+LOAD_SCRIPT = str(Path(__file__).resolve().parents[1] / "benchmarks" / "load_serve.py")
+
+
+def test_load_script_bad_counts_are_a_one_line_usage_error() -> None:
+    for args in (["--clients", "x"], ["--clients", "0"], ["--clients", "2", "--seconds", "0"]):
+        r = subprocess.run(
+            [sys.executable, LOAD_SCRIPT, *args], capture_output=True, text=True, timeout=60
+        )
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2, (args, r.stderr)
+        assert "Traceback" not in r.stderr and args[-2] in lines[-1], (args, r.stderr)
+
+
+def test_load_script_short_run_has_no_errors_below_the_bound() -> None:
+    r = subprocess.run(
+        [sys.executable, LOAD_SCRIPT, "--clients", "2", "--seconds", "1", "--max-queue", "1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    row = next(line.split() for line in r.stdout.splitlines() if line.split()[:1] == ["2"])
+    ok, busy, other = (int(v) for v in row[5:8])
+    assert ok > 0 and busy == 0 and other == 0, r.stdout

@@ -60,8 +60,8 @@ def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAud
 def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -> DecodedAudio:
     """Decodes a recording held in memory (an upload: it never touches the disk).
 
-    ``name`` only labels messages. The formats are soundfile's; M4A/AAC is not
-    read from memory.
+    ``name`` only labels messages. The formats are soundfile's, and what FFmpeg
+    reads when PyAV (the m4a extra) is installed.
     """
     label = Path(name)
     try:
@@ -69,8 +69,18 @@ def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -
     except AudioReadError:
         raise
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+        # A FLAC streamed with no length in its header (as ``pockettts serve`` sends)
+        # defeats libsndfile in memory; FFmpeg reads it, when the m4a extra is there.
+        try:
+            decoded = _read_av(label, max_seconds, source=io.BytesIO(data))
+        except (ImportError, AudioReadError):
+            decoded = None
+        if decoded is not None and decoded.samples.shape[0] > 0:
+            return decoded
+        # libsndfile's own words: its full message names the in-memory file object.
+        cause = exc.error_string if isinstance(exc, sf.LibsndfileError) else _first_line(exc)
         raise AudioReadError(
-            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({_first_line(exc)})"
+            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({cause})"
         ) from None
     if decoded.samples.shape[0] == 0:
         raise AudioReadError(f"{name} holds no audio samples")
@@ -114,11 +124,11 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
     ) from None
 
 
-def _read_av(path: Path, max_seconds: float | None) -> DecodedAudio:
+def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = None) -> DecodedAudio:
     import av
 
     try:
-        with av.open(str(path)) as container:
+        with av.open(str(path) if source is None else source) as container:
             stream = next((s for s in container.streams if s.type == "audio"), None)
             if stream is None:
                 raise AudioReadError(f"{path} has no audio stream")

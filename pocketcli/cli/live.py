@@ -89,14 +89,15 @@ def run_live(
     quiet: bool,
     on_warning: Callable[[str], None] | None,
     timing: Any,
+    fmt: Any = None,
 ) -> None:
     """Speaks ``words`` (or standard input, with ``follow``); fills ``timing``'s
-    ``synthesis`` and ``audio`` seconds (a ``tts.Timing``)."""
+    ``synthesis`` and ``audio`` seconds (a ``tts.Timing``). ``fmt``: the output
+    format (an ``audio.output.OutputFormat``; None: from the file name, else WAV)."""
     from pocketcli.audio.playback import PortAudioSink
     from pocketcli.session import play_session
 
     sinks: list[AudioSink] = []
-    recorded: list[np.ndarray] | None = None
     session = tts.session(voice, options, on_warning=on_warning)
     try:
         if request.follow:
@@ -108,19 +109,23 @@ def run_live(
         if request.play:
             sinks.append(PortAudioSink(tts.sample_rate, request.device))
         if request.output == "-":
-            sinks.append(_WavPipe(tts.sample_rate))
+            sinks.append(_StdoutPipe(tts.sample_rate, fmt))
         elif request.output is not None:
-            recorded = []
-        figures = play_session(session, sinks, record=recorded)
+            sinks.append(
+                _FileSink(Path(request.output), fmt, tts.sample_rate, options.peak_normalized)
+            )
+        figures = play_session(session, sinks)
         for sink in sinks:
             sink.close()
-    except BaseException:
+    except BaseException as exc:
         session.cancel()
         for sink in sinks:
             sink.abort()
+        if isinstance(exc, BrokenPipeError) and request.output == "-":
+            # The reader went away (``| head``): quiet, as plain tts and Unix tools.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.Exit(141) from None
         raise
-    if recorded is not None and request.output is not None:
-        _write_file(Path(request.output), recorded, tts.sample_rate, options.peak_normalized)
     timing.synthesis = figures["synthesis"]
     timing.audio = figures["audio"] / tts.sample_rate
     if not quiet:
@@ -144,29 +149,37 @@ def _enqueue_checked(session: Session, text: str) -> None:
         raise click.UsageError(str(exc)) from None
 
 
-def _write_file(path: Path, frames: list[np.ndarray], sample_rate: int, normalize: bool) -> None:
-    """The frames as plain ``tts`` writes them (``synthesize``: the stream's frames,
-    peak-normalised as a whole)."""
-    import numpy as np
+class _FileSink:
+    """``-o FILE`` as an ``AudioSink``: written as plain ``tts`` writes it (the format
+    from the name or --format, peak-normalised as a whole), frames streamed to disk."""
 
-    from pocketcli.audio.postprocess import peak_normalize
-    from pocketcli.audio.wav import write_wav
+    def __init__(self, path: Path, fmt: Any, sample_rate: int, normalize: bool) -> None:
+        from pocketcli.audio.output import open_audio_writer
 
-    audio = np.concatenate(frames) if frames else np.zeros(0, np.float32)
-    if normalize:
-        audio = peak_normalize(audio)
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    write_wav(path, audio, sample_rate)
+        if path.parent != Path(""):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = open_audio_writer(path, fmt, sample_rate, peak_normalize=normalize)
+
+    def write(self, audio: np.ndarray) -> None:
+        self._writer.write(audio)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._writer.finish()
+
+    def abort(self) -> None:
+        self._writer.abort()
 
 
-class _WavPipe:
-    """A WAV stream on stdout as an ``AudioSink`` (each write is flushed)."""
+class _StdoutPipe:
+    """``-o -`` as an ``AudioSink`` in the chosen format (each write is flushed)."""
 
-    def __init__(self, sample_rate: int) -> None:
-        from pocketcli.audio.wav import WavStream
+    def __init__(self, sample_rate: int, fmt: Any) -> None:
+        from pocketcli.audio.output import AudioEncoder
 
-        self._stream = WavStream(sys.stdout.buffer, sample_rate)
+        self._stream = AudioEncoder(sys.stdout.buffer, fmt or "wav", sample_rate, flush=True)
 
     def write(self, audio: np.ndarray) -> None:
         self._stream.write(audio)
@@ -175,6 +188,7 @@ class _WavPipe:
         sys.stdout.buffer.flush()
 
     def close(self) -> None:
+        self._stream.close()
         sys.stdout.buffer.flush()
 
     def abort(self) -> None:

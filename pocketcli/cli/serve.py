@@ -102,6 +102,8 @@ def serve_command(
             f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
         )
     checks.voice_file(voice_file, voice)
+    if voice_dir is not None and voice_dir.exists() and not voice_dir.is_dir():
+        raise checks.PathError(f"--voice-dir is a file, not a folder: {voice_dir}")
     if voice_dir is not None and not voice_dir.is_dir():
         raise checks.PathError(f"voice folder not found: {voice_dir}")
     picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin

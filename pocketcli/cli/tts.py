@@ -293,6 +293,7 @@ def tts_command(
             quiet=quiet,
             on_warning=warn,
             timing=timing,
+            fmt=out_format,
         )
         if metrics is not None:
             total = time.perf_counter() - started

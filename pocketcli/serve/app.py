@@ -161,7 +161,12 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        message = f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request"
+        if first.get("type") == "json_invalid":
+            message = f"the body is not valid JSON (at character {where or 0})"
+        elif where:
+            message = f"{where}: {first.get('msg', 'invalid request')}"
+        else:  # the body as a whole: a form, a list, a string...
+            message = "the body must be a JSON object (Content-Type: application/json)"
         state.metrics.requests.labels(request.url.path, "400").inc()
         return JSONResponse(error_body(message, "invalid_request"), 400)
 

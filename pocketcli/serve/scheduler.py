@@ -109,8 +109,9 @@ class Scheduler:
         with self._cond:
             if self._closed:
                 raise ShuttingDown("the server is shutting down")
-            busy = self._active is not None or self._waiting
-            if busy and len(self._waiting) >= self.max_queue:
+            # One job runs and ``max_queue`` wait. Between two jobs the worker has
+            # freed its slot but not yet taken the next: count jobs, not the queue alone.
+            if self.active + len(self._waiting) >= 1 + self.max_queue:
                 ahead = len(self._waiting) + 1
                 raise QueueFull(max(1, math.ceil(ahead * self._mean_seconds)))
             self._waiting.append(job)

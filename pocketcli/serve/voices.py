@@ -2,7 +2,7 @@
 
 A ``voice`` (or pocket-tts's ``voice_url``) is looked up, in order, as:
 
-1. empty: the server's default voice;
+1. empty, or the default voice's listed id: the server's default voice;
 2. a cloned voice's id (``clone-<hash>``, returned by ``POST /v1/voices``);
 3. a file of the server's voice folder (``--voice-dir``), by its stem: the
    folder is listed and the name compared with the entries, so no path is
@@ -77,7 +77,7 @@ class VoiceBook:
     # -- lookup -------------------------------------------------------------
     def resolve(self, name: str | None) -> Resolved:
         name = (name or "").strip()
-        if not name:
+        if not name or name == self.backend.default_voice_name:  # the id ``listing`` gives it
             return Resolved(self.backend.default_voice, self.backend.default_voice_name, "default")
         if name.startswith(CLONE_PREFIX):
             with self._lock:
