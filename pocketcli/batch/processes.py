@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 
 from pocketcli.batch.plan import Job
 from pocketcli.batch.queue import JobQueue
@@ -49,7 +50,13 @@ def _worker_main(conn: Connection, spec: ModelSpec, voice, options: SpeakOptions
             return
         if job is None:
             return
-        conn.send(("line", worker.make(job)))
+        result = worker.make(job)
+        try:
+            conn.send(("line", result))
+        except OSError:  # the driver is gone (killed): nobody will publish this line
+            if result.path is not None:
+                Path(result.path).unlink(missing_ok=True)
+            return
 
 
 def how_it_ended(exitcode: int | None) -> str:
