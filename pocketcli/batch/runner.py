@@ -114,6 +114,36 @@ def _record(job: Job, result: LineResult, settings: BatchSettings) -> dict:
     }
 
 
+def _refused(item: BatchItem, settings: BatchSettings) -> dict:
+    """The record of a line refused for its text (no id: it may lack one, or repeat one)."""
+    return {
+        "id": None,
+        "line": item.line_number,
+        "file": None,
+        "status": "failed",
+        "error": item.error,
+        "text": item.text,
+        "language": settings.language,
+        "voice": settings.voice_name,
+        "seed": None,
+        "duration": 0.0,
+        "frames": 0,
+        "chunks": 0,
+        "seconds": 0.0,
+        "key": None,
+        "worker": "",
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }
+
+
+def _append(manifest: Manifest, record: dict) -> None:
+    try:
+        manifest.append(record)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise UserError(f"cannot write the manifest {manifest.path}: {reason}") from None
+
+
 class BatchReport:
     """Counts and messages of one run."""
 
@@ -153,6 +183,7 @@ def run_batch(
             if item.error is not None:
                 report.failed += 1
                 sys.stderr.write(f"pockettts: line {item.line_number}: {item.error}\n")
+                _append(manifest, _refused(item, settings))
                 continue
             job = replace(make_job(item, settings), spool=str(output_dir))
             if not overwrite and manifest.is_done(job.name, job.key, output_dir / job.file):
@@ -224,10 +255,5 @@ def _collect(
         else:
             report.written += 1
             report.audio += result.duration
-        try:
-            manifest.append(record)
-        except OSError as exc:
-            raise UserError(
-                f"cannot write the manifest {manifest.path}: {exc.strerror or exc}"
-            ) from None
+        _append(manifest, record)
         progress.line_done(result.duration if result.error is None else 0.0)
