@@ -65,4 +65,6 @@ def test_a_failed_line_leaves_no_part_file(worker, tmp_path) -> None:
     job = Job(1, "a", "Some text.", 5, "k", spool=str(tmp_path / "missing"))
     result = worker.make(job)
     assert result.path is None and result.error
+    assert f"{tmp_path / 'missing' / 'a.wav'}:" in result.error  # the user's file...
+    assert ".part" not in result.error  # ... never the hidden one the worker streams into
     assert list(tmp_path.iterdir()) == []

@@ -93,13 +93,15 @@ class LineWorker:
     def load(cls, spec: ModelSpec, voice, options: SpeakOptions) -> LineWorker:
         return cls(spec.load(), voice, options)
 
-    def make(self, job: Job) -> LineResult:
+    def make(self, job: Job, folder: Path | None = None) -> LineResult:
+        """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``)."""
         from pocketcli.audio.output import open_audio_writer
 
         result = LineResult(job, worker=self.name)
         traces: list = []
         started = time.perf_counter()
-        folder = Path(job.spool) if job.spool is not None else Path(tempfile.gettempdir())
+        if folder is None:
+            folder = Path(job.spool) if job.spool is not None else Path(tempfile.gettempdir())
         # Matches the runner's clean-up of what a killed run leaves (".*.wav.*.part").
         part = folder / f".line{job.line}.wav.{os.getpid()}.part"
         rate = self.tts.sample_rate
@@ -119,7 +121,9 @@ class LineWorker:
             result.duration = writer.samples / rate
         except Exception as exc:  # one line's failure, whatever it is, never stops the rest
             part.unlink(missing_ok=True)
-            result.error = describe_error(exc)
+            # Errors name the user's file, never the hidden temporary one.
+            shown = Path(job.spool, job.file) if job.spool is not None else Path(job.file)
+            result.error = describe_error(exc).replace(str(part), str(shown))
         result.seconds = time.perf_counter() - started
         if result.path is not None:
             result.frames = sum(trace.frames for trace in traces)
@@ -129,8 +133,7 @@ class LineWorker:
     def make_bytes(self, job: Job) -> LineResult:
         """``make`` in this node's temporary folder, the file handed back as bytes
         (a Ray actor: the driver may be on another machine)."""
-        result = self.make(replace(job, spool=None))
-        result.job = job
+        result = self.make(job, Path(tempfile.gettempdir()))
         if result.path is not None:
             part, result.path = Path(result.path), None
             try:
