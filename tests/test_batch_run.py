@@ -348,3 +348,24 @@ def test_lines_refused_for_their_text_have_a_failed_record(pack_dir, tmp_path) -
     again = batch(pack_dir, lines, out, "--seed", "1")
     assert b"unreadable" not in again.stderr  # such records are read back without complaint
     assert b"0 written, 1 already done, 2 failed" in again.stderr
+
+
+def test_sigterm_to_the_whole_group_stops_a_jobs_batch_quietly(pack_dir, tmp_path) -> None:
+    # `timeout`, `docker stop` or `kill -- -PGID` signal the workers too: they must die
+    # quietly (the driver alone reports), not each with a traceback.
+    lines, out = _long_lines(tmp_path, 30), tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
+        + ["--model-dir", str(pack_dir), "--seed", "3", "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    _wait_for_records(out, 2, proc)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)  # ends when the workers are gone too
+    assert proc.returncode == 143, err
+    assert b"Traceback" not in err and err.strip() == b"pockettts: error: terminated", err
+    assert not list(out.glob(".*.part"))
