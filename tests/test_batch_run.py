@@ -65,10 +65,12 @@ def test_batch_writes_one_file_per_line_and_skips_done(pack_dir, tmp_path) -> No
     assert not list(tmp_path.rglob("escape*"))
     assert b"line 5" in r.stderr and b"line 6" in r.stderr
     assert b"3 written, 0 already done, 2 failed" in r.stderr
-    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.wav")}
     again = batch(pack_dir, lines, out, "--seed", "1")
     assert b"0 written, 3 already done, 2 failed" in again.stderr
-    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.wav")} == before
+    # the two refused lines are recorded as failed again (as any failed line tried again)
+    assert [r["line"] for r in records(out) if r["status"] == "failed"] == [5, 6, 5, 6]
     redo = batch(pack_dir, lines, out, "--overwrite", "-q")
     assert b"3 written" in redo.stderr
 
@@ -94,7 +96,8 @@ def test_jobs_make_the_same_files_errors_and_status_as_one_process(pack_dir, tmp
     assert made == wavs(tmp_path / "two")  # byte for byte
 
     def by_id(out):
-        return {r["id"]: (r["seed"], r["key"], r["sha256"], r["file"]) for r in records(out)}
+        made = [r for r in records(out) if r["id"] is not None]  # not the refused lines
+        return {r["id"]: (r["seed"], r["key"], r["sha256"], r["file"]) for r in made}
 
     assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
     # another base seed: other audio, other seeds
@@ -216,7 +219,8 @@ def test_a_killed_run_resumes_with_exactly_the_missing_lines(pack_dir, tmp_path)
     proc = _start(pack_dir, lines, out, "--jobs", "2")
     _wait_for_records(out, 4, proc)
     proc.kill()  # SIGKILL: no cleanup at all; the workers stop when their pipes close
-    proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)  # stderr ends when the orphaned workers have ended
+    assert b"Traceback" not in err  # a worker whose driver is gone stops quietly
     with open(out / "manifest.jsonl", "ab") as f:  # as if killed in the middle of a record
         f.write(b'{"id":"s029","status":"done","key":"')
     before = {r["id"] for r in records_tolerant(out)}
@@ -328,3 +332,40 @@ def test_jobs_auto_on_one_core_makes_the_lines_in_the_calling_process(pack_dir, 
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert {r["worker"].split("@")[0] for r in records(tmp_path / "out")} == {str(proc.pid)}
+
+
+def test_lines_refused_for_their_text_have_a_failed_record(pack_dir, tmp_path) -> None:
+    # README: any failure on one line, its text included, is a failed record in the manifest.
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"a|Fine.\n\xff broken\nb|\x00nul\n")
+    out = tmp_path / "out"
+    r = batch(pack_dir, lines, out, "--seed", "1")
+    assert r.returncode == 1
+    failed = {rec["line"]: rec for rec in records(out) if rec["status"] == "failed"}
+    assert sorted(failed) == [2, 3]
+    assert failed[2]["error"].startswith("not UTF-8 text") and failed[2]["id"] is None
+    assert failed[3]["error"] == "contains NUL bytes"
+    again = batch(pack_dir, lines, out, "--seed", "1")
+    assert b"unreadable" not in again.stderr  # such records are read back without complaint
+    assert b"0 written, 1 already done, 2 failed" in again.stderr
+
+
+def test_sigterm_to_the_whole_group_stops_a_jobs_batch_quietly(pack_dir, tmp_path) -> None:
+    # `timeout`, `docker stop` or `kill -- -PGID` signal the workers too: they must die
+    # quietly (the driver alone reports), not each with a traceback.
+    lines, out = _long_lines(tmp_path, 30), tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
+        + ["--model-dir", str(pack_dir), "--seed", "3", "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    _wait_for_records(out, 2, proc)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)  # ends when the workers are gone too
+    assert proc.returncode == 143, err
+    assert b"Traceback" not in err and err.strip() == b"pockettts: error: terminated", err
+    assert not list(out.glob(".*.part"))

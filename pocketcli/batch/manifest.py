@@ -57,7 +57,11 @@ def file_sha256(path: Path) -> str:
 
 def _finished(record: object) -> tuple[str, Finished | None] | None:
     """(id, what is finished or None for a failed line), or None for an unreadable record."""
-    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+    if not isinstance(record, dict):
+        return None
+    if record.get("id") is None and record.get("status") == "failed":
+        return "", None  # a line refused for its text: nothing of it was ever done
+    if not isinstance(record.get("id"), str):
         return None
     if record.get("status") == "failed":
         return record["id"], None

@@ -36,6 +36,9 @@ class Job:
     text: str
     seed: int
     key: str  # sha256 of text + settings
+    # Where the worker streams the line's WAV (the output folder, so the driver's
+    # rename is atomic); None: the worker's temporary folder, and the bytes come back.
+    spool: str | None = None
 
     @property
     def file(self) -> str:

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 
 from pocketcli.batch.plan import Job
 from pocketcli.batch.queue import JobQueue
@@ -35,7 +36,19 @@ MAX_ATTEMPTS = 3  # workers a line may take down before it is reported as failed
 
 
 def _worker_main(conn: Connection, spec: ModelSpec, voice, options: SpeakOptions) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides when to stop
+    # The driver decides when to stop: Ctrl-C (sent to the whole process group) is
+    # ignored here; SIGTERM (`timeout`, `docker stop`, `kill -- -PGID`) ends a worker
+    # at once and quietly: the console script's handlers, installed again when spawn
+    # imports it, would raise and print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        _serve(conn, spec, voice, options)
+    except OSError:  # the driver is gone (killed or interrupted): end quietly
+        return
+
+
+def _serve(conn: Connection, spec: ModelSpec, voice, options: SpeakOptions) -> None:
     try:
         worker = LineWorker.load(spec, voice, options)
     except Exception as exc:
@@ -45,11 +58,17 @@ def _worker_main(conn: Connection, spec: ModelSpec, voice, options: SpeakOptions
     while True:
         try:
             job = conn.recv()
-        except (EOFError, OSError):
+        except EOFError:
             return
         if job is None:
             return
-        conn.send(("line", worker.make(job)))
+        result = worker.make(job)
+        try:
+            conn.send(("line", result))
+        except OSError:  # nobody will publish this line
+            if result.path is not None:
+                Path(result.path).unlink(missing_ok=True)
+            raise
 
 
 def how_it_ended(exitcode: int | None) -> str:

@@ -8,7 +8,8 @@
   download per node unless the pack is on a shared path or pre-fetched with
   ``pockettts download``). pockettts must be installed on every node.
 - Lines go to actors in groups of ``GROUP``; ``DEPTH`` groups are queued per
-  actor. The WAV bytes come back to the driver, which alone writes files and
+  actor. Each line is streamed into a file on the actor's node and its WAV
+  bytes come back to the driver, which alone writes files and
   the manifest: nodes need no shared file system.
 - An actor whose process dies is restarted by Ray (``max_restarts``); only the
   groups it held are made again, and the driver writes each line once.
@@ -70,7 +71,7 @@ class _Actor:
         (ref,) = voice_box
         if self.voice_ref != ref.hex():
             self.worker.voice, self.voice_ref = ray.get(ref), ref.hex()
-        return [self.worker.make(job) for job in jobs]
+        return [self.worker.make_bytes(job) for job in jobs]
 
 
 class RayExecutor:

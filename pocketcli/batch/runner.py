@@ -14,6 +14,7 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -48,22 +49,48 @@ class InProcess:
         pass
 
 
-def _write_wav_bytes(target: Path, data: bytes) -> os.stat_result:
-    from pocketcli.atomic import atomic_path
-
+def _existing_regular(target: Path) -> os.stat_result | None:
+    """What is at ``target`` (None: nothing); refuses what is not a regular file."""
     try:
         st = os.lstat(target)
     except FileNotFoundError:
-        pass
-    else:
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise UserError(f"cannot write {target}: it exists and is {kind}")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise UserError(f"cannot write {target}: it exists and is {kind}")
+    return st
+
+
+def _write_wav_bytes(target: Path, data: bytes) -> tuple[os.stat_result, str]:
+    from pocketcli.atomic import atomic_path
+
+    _existing_regular(target)
     with atomic_path(target) as tmp, open(tmp, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    return os.stat(target)
+    return os.stat(target), hashlib.sha256(data).hexdigest()
+
+
+def _publish_part(target: Path, part: Path) -> tuple[os.stat_result, str]:
+    """Renames a worker's finished ``.part`` file (same folder) to ``target``,
+    fsynced first; its sha256 is read block by block (memory stays bounded)."""
+    existing = _existing_regular(target)
+    digest = hashlib.sha256()
+    with open(part, "rb+") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+        os.fsync(f.fileno())
+    if existing is not None:
+        os.chmod(part, stat.S_IMODE(existing.st_mode))
+    os.replace(part, target)
+    return os.stat(target), digest.hexdigest()
+
+
+def _clean_parts(output_dir: Path) -> None:
+    """Drops what killed or stopped workers left (we hold the manifest's lock)."""
+    for stale in output_dir.glob(".*.wav.*.part"):
+        stale.unlink(missing_ok=True)
 
 
 def _record(job: Job, result: LineResult, settings: BatchSettings) -> dict:
@@ -85,6 +112,36 @@ def _record(job: Job, result: LineResult, settings: BatchSettings) -> dict:
         "worker": result.worker,
         "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
     }
+
+
+def _refused(item: BatchItem, settings: BatchSettings) -> dict:
+    """The record of a line refused for its text (no id: it may lack one, or repeat one)."""
+    return {
+        "id": None,
+        "line": item.line_number,
+        "file": None,
+        "status": "failed",
+        "error": item.error,
+        "text": item.text,
+        "language": settings.language,
+        "voice": settings.voice_name,
+        "seed": None,
+        "duration": 0.0,
+        "frames": 0,
+        "chunks": 0,
+        "seconds": 0.0,
+        "key": None,
+        "worker": "",
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }
+
+
+def _append(manifest: Manifest, record: dict) -> None:
+    try:
+        manifest.append(record)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise UserError(f"cannot write the manifest {manifest.path}: {reason}") from None
 
 
 class BatchReport:
@@ -115,8 +172,7 @@ def run_batch(
     report = BatchReport()
     started = time.perf_counter()
     with Manifest(output_dir / MANIFEST_NAME) as manifest:
-        for stale in output_dir.glob(".*.wav.*.part"):  # left by a killed run (we hold the lock)
-            stale.unlink(missing_ok=True)
+        _clean_parts(output_dir)
         if manifest.unreadable and not quiet:
             sys.stderr.write(
                 f"pockettts: warning: {manifest.path}: {manifest.unreadable} unreadable "
@@ -127,8 +183,9 @@ def run_batch(
             if item.error is not None:
                 report.failed += 1
                 sys.stderr.write(f"pockettts: line {item.line_number}: {item.error}\n")
+                _append(manifest, _refused(item, settings))
                 continue
-            job = make_job(item, settings)
+            job = replace(make_job(item, settings), spool=str(output_dir))
             if not overwrite and manifest.is_done(job.name, job.key, output_dir / job.file):
                 report.skipped += 1
             else:
@@ -141,6 +198,7 @@ def run_batch(
                     _collect(results, settings, output_dir, manifest, report, progress, quiet)
                 finally:
                     executor.close()
+                    _clean_parts(output_dir)
     wall = time.perf_counter() - started
     summary = (
         f"batch: {report.written} written, {report.skipped} already done, "
@@ -164,6 +222,8 @@ def _collect(
     for result in results:
         job = result.job
         if job.name in seen:  # never twice in the manifest, whatever an executor does
+            if result.path is not None:
+                Path(result.path).unlink(missing_ok=True)
             continue
         seen.add(job.name)
         where = f"line {job.line}" + ("" if is_plain_name(job.name) else f" ({job.name})")
@@ -171,20 +231,23 @@ def _collect(
             for warning in result.warnings:
                 progress.note(f"pockettts: warning: {where}: {warning}")
         record = _record(job, result, settings)
-        if result.wav is not None:
+        if result.wav is not None or result.path is not None:
             target = output_dir / job.file
             try:
-                st = _write_wav_bytes(target, result.wav)
+                if result.path is not None:
+                    st, sha256 = _publish_part(target, Path(result.path))
+                else:
+                    assert result.wav is not None
+                    st, sha256 = _write_wav_bytes(target, result.wav)
             except UserError as exc:
                 result.error = str(exc)
             except OSError as exc:
                 result.error = f"cannot write {target}: {exc.strerror or exc}"
             else:
-                record.update(
-                    bytes=st.st_size,
-                    mtime_ns=st.st_mtime_ns,
-                    sha256=hashlib.sha256(result.wav).hexdigest(),
-                )
+                record.update(bytes=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha256)
+            finally:
+                if result.path is not None:
+                    Path(result.path).unlink(missing_ok=True)
         if result.error is not None:
             record.update(status="failed", error=result.error)
             report.failed += 1
@@ -192,10 +255,5 @@ def _collect(
         else:
             report.written += 1
             report.audio += result.duration
-        try:
-            manifest.append(record)
-        except OSError as exc:
-            raise UserError(
-                f"cannot write the manifest {manifest.path}: {exc.strerror or exc}"
-            ) from None
+        _append(manifest, record)
         progress.line_done(result.duration if result.error is None else 0.0)

@@ -1,21 +1,24 @@
-"""A worker: a model loaded once, making one line at a time into the bytes of a WAV file.
+"""A worker: a model loaded once, making one line at a time into a WAV file.
 
 The same class runs inside the driver (one process), in each ``--jobs``
 process and in each Ray actor, so every mode makes the same bytes for a line.
-Workers never write files: they hand the WAV bytes back and the driver writes
-file and manifest, so every mode reports and skips lines the same way.
+A line's frames are streamed through the library's file writer
+(``open_audio_writer``) into a hidden ``.part`` file, so memory does not grow
+with the line's length (issue 12). The worker hands back that file's path
+(``--jobs`` and one process: it is in the output folder) or, for a Ray actor
+that may sit on another node, its bytes; the driver alone publishes the file
+under its name and writes the manifest, so every mode reports and skips lines
+the same way.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import socket
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-import numpy as np
 
 from pocketcli.batch.plan import Job
 from pocketcli.options import SpeakOptions
@@ -48,7 +51,8 @@ class LineResult:
     """A made line (``wav`` set) or a failed one (``error`` set)."""
 
     job: Job
-    wav: bytes | None = None
+    wav: bytes | None = None  # the WAV's bytes (from a Ray actor)...
+    path: str | None = None  # ... or the finished WAV file the worker streamed (same machine)
     error: str | None = None
     duration: float = 0.0
     frames: int = 0
@@ -76,17 +80,6 @@ def worker_name() -> str:
     return f"{os.getpid()}@{socket.gethostname()}"
 
 
-def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
-    """The exact bytes ``write_wav`` would put in a file."""
-    import soundfile as sf
-
-    from pocketcli.audio.wav import to_pcm16
-
-    buffer = io.BytesIO()
-    sf.write(buffer, to_pcm16(audio), sample_rate, subtype="PCM_16", format="WAV")
-    return buffer.getvalue()
-
-
 class LineWorker:
     """Holds the model and the voice; ``make`` never raises for a bad line."""
 
@@ -100,25 +93,51 @@ class LineWorker:
     def load(cls, spec: ModelSpec, voice, options: SpeakOptions) -> LineWorker:
         return cls(spec.load(), voice, options)
 
-    def make(self, job: Job) -> LineResult:
+    def make(self, job: Job, folder: Path | None = None) -> LineResult:
+        """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``)."""
+        from pocketcli.audio.output import open_audio_writer
+
         result = LineResult(job, worker=self.name)
         traces: list = []
         started = time.perf_counter()
+        if folder is None:
+            folder = Path(job.spool) if job.spool is not None else Path(tempfile.gettempdir())
+        # Matches the runner's clean-up of what a killed run leaves (".*.wav.*.part").
+        part = folder / f".line{job.line}.wav.{os.getpid()}.part"
+        rate = self.tts.sample_rate
         try:
-            audio = self.tts.synthesize(
-                job.text,
-                self.voice,
-                self.options,
-                seed=job.seed,
-                on_warning=result.warnings.append,
-                on_chunk=traces.append,
-            )
-            result.wav = wav_bytes(audio, self.tts.sample_rate)
-            result.duration = audio.size / self.tts.sample_rate
+            peak = self.options.peak_normalized
+            with open_audio_writer(part, "wav", rate, peak_normalize=peak) as writer:
+                for frame in self.tts.stream(
+                    job.text,
+                    self.voice,
+                    self.options,
+                    seed=job.seed,
+                    on_warning=result.warnings.append,
+                    on_chunk=traces.append,
+                ):
+                    writer.write(frame.audio, speech=not frame.is_pause)
+            result.path = str(part)
+            result.duration = writer.samples / rate
         except Exception as exc:  # one line's failure, whatever it is, never stops the rest
-            result.error = describe_error(exc)
+            part.unlink(missing_ok=True)
+            # Errors name the user's file, never the hidden temporary one.
+            shown = Path(job.spool, job.file) if job.spool is not None else Path(job.file)
+            result.error = describe_error(exc).replace(str(part), str(shown))
         result.seconds = time.perf_counter() - started
-        if result.wav is not None:
+        if result.path is not None:
             result.frames = sum(trace.frames for trace in traces)
             result.chunks = len(traces)
+        return result
+
+    def make_bytes(self, job: Job) -> LineResult:
+        """``make`` in this node's temporary folder, the file handed back as bytes
+        (a Ray actor: the driver may be on another machine)."""
+        result = self.make(job, Path(tempfile.gettempdir()))
+        if result.path is not None:
+            part, result.path = Path(result.path), None
+            try:
+                result.wav = part.read_bytes()
+            finally:
+                part.unlink(missing_ok=True)
         return result
