@@ -80,7 +80,22 @@ def _watchdog() -> None:
     hard_exit()
 
 
+def _in_spawned_worker() -> bool:
+    """True in a process started by multiprocessing (a ``--jobs`` batch worker), which
+    re-imports the console script and so these handlers while it starts."""
+    if "--multiprocessing-fork" in sys.argv:  # spawn's marker, until it restores our argv
+        return True
+    mp = sys.modules.get("multiprocessing")  # which by then has named this process
+    return mp is not None and mp.current_process().name != "MainProcess"
+
+
 def _on_signal(signum, frame) -> None:  # noqa: ARG001
+    if _in_spawned_worker():
+        # The driver reports and decides: a worker still starting up ignores Ctrl-C (sent
+        # to the whole process group) and ends at once, silently, on SIGTERM.
+        if signum == signal.SIGTERM:
+            os._exit(128 + signum)
+        return
     stopped_by.append(signum)
     if _finishing:
         hard_exit()  # the work is done; nothing to unwind

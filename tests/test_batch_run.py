@@ -369,3 +369,33 @@ def test_sigterm_to_the_whole_group_stops_a_jobs_batch_quietly(pack_dir, tmp_pat
     assert proc.returncode == 143, err
     assert b"Traceback" not in err and err.strip() == b"pockettts: error: terminated", err
     assert not list(out.glob(".*.part"))
+
+
+@pytest.mark.parametrize(
+    ("delay", "signum", "code"),
+    [(0.3, signal.SIGTERM, 143), (0.6, signal.SIGTERM, 143), (0.9, signal.SIGTERM, 143)],
+)
+def test_group_signal_while_workers_start_is_quiet(pack_dir, tmp_path, delay, signum, code):
+    # `timeout` or `docker stop` reaches the workers too while they are still importing
+    # (the console script's handlers are installed again in each): none may print a
+    # traceback or be reported as died; the driver alone says one line. (Ctrl-C in the
+    # first tens of ms of a worker, while CPython itself starts, is still CPython's own.)
+    lines, out = _long_lines(tmp_path, 6), tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    proc = subprocess.Popen(
+        [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
+        + ["--model-dir", str(pack_dir), "--seed", "3", "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    time.sleep(delay)
+    os.killpg(proc.pid, signum)
+    _, err = proc.communicate(timeout=30)
+    if proc.returncode == 0:  # the whole batch was done before the signal came
+        return
+    assert proc.returncode == code, err
+    assert b"Traceback" not in err and b"died" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not list(out.glob(".*.part"))
