@@ -105,9 +105,19 @@ def _on_signal(signum, frame) -> None:  # noqa: ARG001
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
+def _on_unraisable(unraisable) -> None:
+    # Python swallows an exception raised where it cannot propagate (a weakref callback,
+    # a __del__) and prints "Exception ignored in ..." with a traceback. Our own stop
+    # exception landing there is not an error: end the process now, as the watchdog would.
+    if stopped_by and isinstance(unraisable.exc_value, Terminated | KeyboardInterrupt):
+        hard_exit()
+    sys.__unraisablehook__(unraisable)
+
+
 def install_signal_handlers() -> None:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    sys.unraisablehook = _on_unraisable
 
 
 def finishing() -> None:

@@ -7,6 +7,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -89,3 +90,22 @@ def test_thirty_random_signal_sequences(pack_dir, voice_path, tmp_path) -> None:
             proc.send_signal(sig)
             time.sleep(rng.uniform(0.0, 0.1))
         _check_end(proc, signals[0], sent, folder)
+
+
+def test_stop_raised_where_python_swallows_it_still_ends_quietly() -> None:
+    # A signal whose exception lands in a weakref callback (or a __del__) is "ignored" by
+    # Python with a printed traceback; the process must still end at once with one line.
+    code = (
+        "import os, signal, sys, time, weakref\n"
+        "from pocketcli.interrupts import install_signal_handlers\n"
+        "install_signal_handlers()\n"
+        "class A: pass\n"
+        "def hit(_):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.05)\n"
+        "a = A(); r = weakref.ref(a, hit); del a\n"
+        "time.sleep(5)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stderr == "pockettts: error: terminated\n"
