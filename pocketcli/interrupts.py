@@ -34,6 +34,7 @@ GRACE_SECONDS = 1.0
 _temporary: set[str] = set()
 _exiting = _thread.allocate_lock()
 _finishing = False
+_armed = False
 
 
 class Terminated(BaseException):
@@ -97,8 +98,8 @@ def _on_signal(signum, frame) -> None:  # noqa: ARG001
             os._exit(128 + signum)
         return
     stopped_by.append(signum)
-    if _finishing:
-        hard_exit()  # the work is done; nothing to unwind
+    if _finishing or not _armed:
+        hard_exit()  # the work is done, or not begun: nothing to unwind
     if len(stopped_by) > 1:
         return  # already stopping: never raise inside cleanup
     _thread.start_new_thread(_watchdog, ())
@@ -114,7 +115,11 @@ def _on_unraisable(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
-def install_signal_handlers() -> None:
+def install_signal_handlers(*, armed: bool = True) -> None:
+    """``armed``: a signal raises (the caller has a handler ready to unwind); until
+    then, as while the console script is still importing, it ends the process at once."""
+    global _armed
+    _armed = _armed or armed
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     sys.unraisablehook = _on_unraisable

@@ -109,3 +109,20 @@ def test_stop_raised_where_python_swallows_it_still_ends_quietly() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 143, proc.stderr
     assert proc.stderr == "pockettts: error: terminated\n"
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_while_the_console_script_imports(signum, code) -> None:
+    # The launcher imports pocketcli.cli.entry (which installs the handlers) before run()
+    # can unwind anything: a signal in between must end the process with one line.
+    script = (
+        "import os, signal, time\n"
+        "import pocketcli.cli.entry\n"
+        f"os.kill(os.getpid(), {int(signum)})\n"
+        "time.sleep(5)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("pockettts: error: ")

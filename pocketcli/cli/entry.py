@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pocketcli.interrupts import install_signal_handlers
 
-install_signal_handlers()
+install_signal_handlers(armed=False)  # until run() can unwind, a signal ends it at once
 
 import contextlib  # noqa: E402 - after the handlers, on purpose
 import sys  # noqa: E402
@@ -19,9 +19,9 @@ from pocketcli.interrupts import finishing  # noqa: E402
 
 
 def run() -> None:
-    install_signal_handlers()
     code: object = 0
     try:
+        install_signal_handlers()  # armed: from here a signal unwinds through the except
         from pocketcli.cli.main import run as main
 
         main()
