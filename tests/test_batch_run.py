@@ -350,12 +350,10 @@ def test_lines_refused_for_their_text_have_a_failed_record(pack_dir, tmp_path) -
     assert b"0 written, 1 already done, 2 failed" in again.stderr
 
 
-def test_sigterm_to_the_whole_group_stops_a_jobs_batch_quietly(pack_dir, tmp_path) -> None:
-    # `timeout`, `docker stop` or `kill -- -PGID` signal the workers too: they must die
-    # quietly (the driver alone reports), not each with a traceback.
-    lines, out = _long_lines(tmp_path, 30), tmp_path / "out"
+def _start_jobs_batch_in_own_group(lines: Path, out: Path, pack_dir: Path) -> subprocess.Popen:
+    """A `--jobs 2` batch in a process group of its own, so a test can signal the group."""
     env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
         + ["--model-dir", str(pack_dir), "--seed", "3", "--jobs", "2"],
         stdout=subprocess.PIPE,
@@ -363,6 +361,13 @@ def test_sigterm_to_the_whole_group_stops_a_jobs_batch_quietly(pack_dir, tmp_pat
         env=env,
         start_new_session=True,
     )
+
+
+def test_sigterm_to_the_whole_group_stops_a_jobs_batch_quietly(pack_dir, tmp_path) -> None:
+    # `timeout`, `docker stop` or `kill -- -PGID` signal the workers too: they must die
+    # quietly (the driver alone reports), not each with a traceback.
+    lines, out = _long_lines(tmp_path, 30), tmp_path / "out"
+    proc = _start_jobs_batch_in_own_group(lines, out, pack_dir)
     _wait_for_records(out, 2, proc)
     os.killpg(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=30)  # ends when the workers are gone too
@@ -381,15 +386,7 @@ def test_group_signal_while_workers_start_is_quiet(pack_dir, tmp_path, delay, si
     # traceback or be reported as died; the driver alone says one line. (Ctrl-C in the
     # first tens of ms of a worker, while CPython itself starts, is still CPython's own.)
     lines, out = _long_lines(tmp_path, 60), tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    proc = subprocess.Popen(
-        [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
-        + ["--model-dir", str(pack_dir), "--seed", "3", "--jobs", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
+    proc = _start_jobs_batch_in_own_group(lines, out, pack_dir)
     time.sleep(delay)
     os.killpg(proc.pid, signum)
     _, err = proc.communicate(timeout=30)
