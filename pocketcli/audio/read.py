@@ -67,22 +67,28 @@ def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAud
     return decoded
 
 
-def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -> DecodedAudio:
+def read_audio_bytes(
+    data: bytes, name: str, max_seconds: float | None = None, max_samples: int | None = None
+) -> DecodedAudio:
     """Decodes a recording held in memory (an upload: it never touches the disk).
 
     ``name`` only labels messages. The formats are soundfile's, and what FFmpeg
-    reads when PyAV (the m4a extra) is installed.
+    reads when PyAV (the m4a extra) is installed. ``max_samples`` bounds what is
+    decoded (samples of all channels, within ``max_seconds``): checked from the
+    header's rate and channels before decoding, refused with ``AudioReadError``.
     """
     label = Path(name)
     try:
-        decoded = _read_soundfile(label, max_seconds, source=io.BytesIO(data))
+        decoded = _read_soundfile(
+            label, max_seconds, source=io.BytesIO(data), max_samples=max_samples
+        )
     except AudioReadError:
         raise
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         # A FLAC streamed with no length in its header (as ``pockettts serve`` sends)
         # defeats libsndfile in memory; FFmpeg reads it, when the m4a extra is there.
         try:
-            decoded = _read_av(label, max_seconds, source=io.BytesIO(data))
+            decoded = _read_av(label, max_seconds, io.BytesIO(data), max_samples)
         except (ImportError, AudioReadError):
             decoded = None
         if decoded is not None and decoded.samples.shape[0] > 0:
@@ -98,12 +104,18 @@ def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -
 
 
 def _read_soundfile(
-    path: Path, max_seconds: float | None, source: BinaryIO | None = None
+    path: Path,
+    max_seconds: float | None,
+    source: BinaryIO | None = None,
+    max_samples: int | None = None,
 ) -> DecodedAudio:
     with sf.SoundFile(str(path) if source is None else source) as f:
         rate, channels, total = int(f.samplerate), int(f.channels), int(f.frames)
         _check_layout(path, rate, channels)
         limit = None if max_seconds is None else int(max_seconds * rate)
+        _check_size(
+            path, rate, channels, total if limit is None else min(total, limit), max_samples
+        )
         block = max(1, _BLOCK_VALUES // channels)
         parts: list[np.ndarray] = []
         have = 0
@@ -114,6 +126,8 @@ def _read_soundfile(
                 break
             parts.append(_mix(data))
             have += data.shape[0]
+            if limit is None:  # a header may understate the length: checked as decoded
+                _check_size(path, rate, channels, have, max_samples)
     mono = np.concatenate(parts) if parts else np.zeros(0, np.float32)
     return DecodedAudio(mono, rate, channels, max(total, have) / rate)
 
@@ -144,7 +158,12 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
     ) from None
 
 
-def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = None) -> DecodedAudio:
+def _read_av(
+    path: Path,
+    max_seconds: float | None,
+    source: BinaryIO | None = None,
+    max_samples: int | None = None,
+) -> DecodedAudio:
     import av
 
     try:
@@ -155,6 +174,8 @@ def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = No
             rate, channels = int(stream.rate or 0), int(stream.channels or 0)
             _check_layout(path, rate, channels)
             limit = None if max_seconds is None else int(max_seconds * rate)
+            if limit is not None:
+                _check_size(path, rate, channels, limit, max_samples)
             # Packed float at the file's own rate and layout: we mix and resample ourselves.
             # (Not planar: PyAV's planes of an 8-channel frame overrun, and it crashes.)
             resampler = av.AudioResampler(format="flt")
@@ -165,6 +186,8 @@ def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = No
                     block = _mix(out.to_ndarray().reshape(-1, channels).astype(np.float32))
                     blocks.append(block)
                     have += block.shape[0]
+                if limit is None:  # no length known up front: checked as it is decoded
+                    _check_size(path, rate, channels, have, max_samples)
                 if limit is not None and have >= limit:
                     break
             total = _av_duration(container, stream)
@@ -229,6 +252,16 @@ def _check_layout(path: Path, rate: int, channels: int) -> None:
             f"{path} has {channels} channels; at most {MAX_CHANNELS} are read"
             " (mix it down, e.g. to mono, and try again)"
         )
+
+
+def _check_size(path: Path, rate: int, channels: int, frames: int, max_samples: int | None) -> None:
+    """Refuses, before decoding it, audio whose decoded samples would pass ``max_samples``."""
+    if max_samples is None or frames * channels <= max_samples:
+        return
+    raise AudioReadError(
+        f"{path}: {frames / rate:.1f} s at {rate} Hz in {channels} channels would decode to "
+        f"{frames * channels} samples, over the limit of {max_samples}"
+    )
 
 
 def _mix(data: np.ndarray) -> np.ndarray:
