@@ -98,8 +98,15 @@ def writable_dir(path: Path | str | None, what: str) -> None:
 
 def writable_file(path: Path | str | None, what: str) -> None:
     """``path`` can be written: an existing writable file, or a new file in a folder
-    that exists (or can be created) and is writable. ``-`` (stdout) is fine."""
-    if path is None or str(path) == STDIO:
+    that exists (or can be created) and is writable. ``-`` (stdout) is fine, unless
+    the process was started with stdout closed."""
+    if path is None:
+        return
+    if str(path) == STDIO:
+        from pocketcli.cli.stdio import was_closed
+
+        if was_closed("stdout"):
+            raise PathError(f"cannot write {what} '-': standard output is closed")
         return
     p = Path(path)
     if p.is_dir():

@@ -9,12 +9,13 @@ from __future__ import annotations
 import sys
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.stdio import was_closed
 
 
 def read_text(words: str | None, what: str = "TEXT, --text") -> str:
     """``words`` if given, else standard input (unless it is a terminal), checked."""
     if words is None:
-        if sys.stdin is None or sys.stdin.isatty():
+        if sys.stdin is None or was_closed("stdin") or sys.stdin.isatty():
             raise click.UsageError(f"no text: give {what}, or pipe text on standard input")
         data = sys.stdin.buffer.read()
         try:
