@@ -1,7 +1,7 @@
 """The ``pockettts`` command: subcommands and the one place errors become exit codes.
 
 Exit status: 0 success, 1 runtime failure, 2 usage error, 130 Ctrl-C,
-143 SIGTERM. Every failure is a single line on stderr; a traceback only
+143 SIGTERM, 128 + N for the other signals that end a process. Every failure is a single line on stderr; a traceback only
 with POCKETTTS_DEBUG=1.
 """
 
@@ -28,7 +28,7 @@ from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import UserError
-from pocketcli.interrupts import Terminated, install_signal_handlers
+from pocketcli.interrupts import Terminated, exit_status, install_signal_handlers, stop_word
 from pocketcli.options import OptionsError
 
 app = typer.Typer(
@@ -140,7 +140,7 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except Terminated:
-        fail("terminated", 143)
+        fail(stop_word(), exit_status())
     except OptionsError as exc:  # a value out of range, from any command: name its flag
         from pocketcli.cli.flags import options_message
 
