@@ -1,8 +1,8 @@
 """The ``pockettts`` command: subcommands and the one place errors become exit codes.
 
 Exit status: 0 success, 1 runtime failure, 2 usage error, 130 Ctrl-C,
-143 SIGTERM, 128 + N for the other signals that end a process. Every failure is a single line on stderr; a traceback only
-with POCKETTTS_DEBUG=1.
+143 SIGTERM, 128 + N for the other signals that end a process. Every
+failure is a single line on stderr; a traceback only with POCKETTTS_DEBUG=1.
 """
 
 from __future__ import annotations
