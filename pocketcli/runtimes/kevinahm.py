@@ -342,6 +342,7 @@ class KevinAhmRuntime:
         fl = self.config.flow_lm
         self._d_model, self._latent_dim = fl.transformer.d_model, fl.latent_dim
         self._check_graph_shapes(paths)
+        self._check_tokenizer()
         self._main_outputs = [o.name for o in self._main.get_outputs()]
         self._mimi_outputs = [o.name for o in self._mimi.get_outputs()]
         self._layer_caches = [
@@ -402,13 +403,17 @@ class KevinAhmRuntime:
     def tokenizer_path(self) -> Path:
         return self.bundle.tokenizer
 
-    def check_tokenizer(self, vocab_size: int) -> None:
-        """The text table must have a row for every token the tokenizer makes."""
+    def _check_tokenizer(self) -> None:
+        """The text table must have a row for every piece of the tokenizer."""
+        from pocketcli.text.tokenizer import load_tokenizer
+
+        tokenizer = self.bundle.tokenizer
+        vocab = load_tokenizer(tokenizer, self.bundle.tokenizer_kind).vocab_size
         try:
-            self._embed.run(None, {"token_ids": np.array([[vocab_size - 1]], np.int64)})
+            self._embed.run(None, {"token_ids": np.array([[vocab - 1]], np.int64)})
         except Exception:
             raise BundleError(
-                f"{self.bundle.tokenizer} has {vocab_size} pieces, more than the rows of"
+                f"{tokenizer} has {vocab} pieces, more than the rows of"
                 f" {graph_file('text_conditioner', 'fp32')}'s table: another model's tokenizer?"
             ) from None
 
