@@ -113,9 +113,8 @@ def _read_soundfile(
         rate, channels, total = int(f.samplerate), int(f.channels), int(f.frames)
         _check_layout(path, rate, channels)
         limit = None if max_seconds is None else int(max_seconds * rate)
-        _check_size(
-            path, rate, channels, total if limit is None else min(total, limit), max_samples
-        )
+        wanted = total if limit is None else min(total, limit)
+        _check_size(path, rate, channels, wanted, max_samples)
         block = max(1, _BLOCK_VALUES // channels)
         parts: list[np.ndarray] = []
         have = 0
