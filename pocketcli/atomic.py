@@ -30,6 +30,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from pocketcli.errors import UserError
+from pocketcli.filekind import describe_mode
 from pocketcli.interrupts import raise_if_stopped, register_temporary, unregister_temporary
 
 
@@ -90,16 +91,7 @@ def output_kind(path: str | Path) -> str:
         return "file"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "stream"
-    what = (
-        "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a directory"
-        if stat.S_ISDIR(mode)
-        else "a block device"
-        if stat.S_ISBLK(mode)
-        else "not a regular file"
-    )
-    raise UserError(f"cannot write {path}: it is {what}")
+    raise UserError(f"cannot write {path}: it is {describe_mode(mode)}")
 
 
 def _keep_owner_and_mode(tmp: str, existing: os.stat_result | None) -> None:

@@ -88,7 +88,7 @@ def _socket(tmp_path: Path) -> Path:
         (_fifo, b"is a FIFO (named pipe)"),
         (lambda p: Path("/dev/zero"), b"/dev/zero is a character device"),
         (_socket, b"is a socket"),
-        (lambda p: p, b"is a folder"),
+        (lambda p: p, b"is a folder, not a file"),
     ],
 )
 def test_special_files_are_refused_as_recordings(pack_dir, tmp_path, make, kind) -> None:

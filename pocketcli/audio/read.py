@@ -17,8 +17,6 @@ is opened, so nothing blocks or reads without end.
 from __future__ import annotations
 
 import io
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -27,6 +25,7 @@ import numpy as np
 import soundfile as sf
 
 from pocketcli.errors import UserError
+from pocketcli.filekind import require_regular
 
 SOUNDFILE_FORMATS = "WAV, FLAC, OGG/Vorbis, Opus, MP3"
 M4A_EXTRA = "pip install 'pockettts[m4a]'"
@@ -208,31 +207,7 @@ def _av_duration(container, stream) -> float:
 
 def check_regular(path: Path) -> None:
     """Missing, a folder, or a special file (FIFO, device, socket): refused before opening."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise AudioReadError(f"audio file not found: {path}") from None
-    except OSError as exc:
-        raise AudioReadError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise AudioReadError(f"{path} is a folder, not an audio file")
-    if not stat.S_ISREG(mode):
-        raise AudioReadError(
-            f"{path} is {special_file_kind(mode)}, not an audio file: give a regular file"
-        )
-
-
-def special_file_kind(mode: int) -> str:
-    """What a non-regular file is, in words ("a FIFO (named pipe)", "a character device")."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
+    require_regular(path, "audio file", AudioReadError)
 
 
 def _check_layout(path: Path, rate: int, channels: int) -> None:

@@ -22,8 +22,7 @@ from pocketcli.cli.model_options import (
     notice,
     validate_choice,
 )
-from pocketcli.cli.text_input import read_text
-from pocketcli.errors import UserError
+from pocketcli.cli.text_input import read_input_file, read_text
 
 HELP = f"""Speak TEXT (or --text, or standard input) into a 24 kHz mono WAV file.
 
@@ -367,12 +366,7 @@ def _warn(message: str) -> None:
 
 
 def _read_batch_input(input_file: Path) -> bytes:
-    if str(input_file) == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return input_file.read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
+    return read_input_file(input_file)
 
 
 def _check_output(output: str, audio_format: str | None, force: bool):
