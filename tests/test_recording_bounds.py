@@ -117,3 +117,18 @@ def test_a_header_that_overstates_the_length_reads_what_is_there(tmp_path) -> No
     else:
         assert decoded.channels == 8 and decoded.samples.shape[0] == 2 * rate
         np.testing.assert_allclose(decoded.samples, expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("value", [1e30, 3e38, 2000.0])
+def test_samples_far_beyond_full_scale_are_refused_without_numpy_noise(tmp_path, value):
+    import warnings
+
+    from pocketcli.voices.prompt import PromptError, load_prompt
+
+    path = tmp_path / "loud.wav"
+    audio = np.where(np.arange(48_000) % 2, value, -value).astype(np.float32)
+    sf.write(path, audio, 24_000, subtype="FLOAT")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning would raise here
+        with pytest.raises(PromptError, match="far beyond full scale"):
+            load_prompt(path, 24_000, on_warning=lambda m: None)
