@@ -66,6 +66,15 @@ def os_reason(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
+def creation_reason(folder: str | Path, exc: OSError) -> str:
+    """Why no file can be created in ``folder``, which may well exist (/proc, /sys)."""
+    if exc.errno == errno.ENOENT and os.path.isdir(folder):
+        return f"{folder} does not take new files (a virtual file system?)"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"{folder} is not writable"
+    return os_reason(exc)
+
+
 def write_error(path: str | Path, exc: OSError) -> UserError:
     return UserError(f"cannot write {path}: {os_reason(exc)}")
 
@@ -132,7 +141,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)
     except OSError as exc:
-        raise write_error(shown, exc) from None
+        raise UserError(f"cannot write {shown}: {creation_reason(folder, exc)}") from None
     os.close(fd)
     register_temporary(tmp)
     try:

@@ -96,10 +96,10 @@ def writable_dir(path: Path | str | None, what: str) -> None:
         raise PathError(f"cannot {action} {what} {path}: {why}")
 
 
-def writable_file(path: Path | str | None, what: str) -> None:
-    """``path`` can be written: an existing writable file, or a new file in a folder
-    that exists (or can be created) and is writable. ``-`` (stdout) is fine, unless
-    the process was started with stdout closed."""
+def writable_file(path: Path | str | None, what: str, *, create_folders: bool = False) -> None:
+    """``path`` can be written: an existing writable file, or a new file in a folder that
+    exists (or, with ``create_folders``, can be created) and takes new files. ``-``
+    (stdout) is fine, unless the process was started with stdout closed."""
     if path is None:
         return
     if str(path) == STDIO:
@@ -109,6 +109,14 @@ def writable_file(path: Path | str | None, what: str) -> None:
             raise PathError(f"cannot write {what} '-': standard output is closed")
         return
     p = Path(path)
+    if not p.is_absolute():
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise PathError(
+                f"cannot write {what} {path}: the current folder no longer exists"
+                " (it was deleted); cd to a folder or give an absolute path"
+            ) from None
     if p.is_dir():
         raise PathError(f"{what} is a folder, not a file: {path}")
     if p.exists():
@@ -117,16 +125,31 @@ def writable_file(path: Path | str | None, what: str) -> None:
         if not os.access(p, os.W_OK):
             raise PathError(f"cannot write {what} {path}: permission denied")
         kind = output_kind(p)  # refuses sockets and block devices
-        folder = Path(os.path.realpath(p)).parent
-        if kind == "file" and not os.access(folder, os.W_OK | os.X_OK):
+        if kind == "file":
             # The new file is written beside the old one, then renamed over it.
-            raise PathError(f"cannot write {what} {path}: {folder} is not writable")
+            _check_takes_files(Path(os.path.realpath(p)).parent, what, path)
         return
     parent = p.absolute().parent
     if parent.is_dir():
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise PathError(f"cannot write {what} {path}: {parent} is not writable")
+        _check_takes_files(parent, what, path)
         return
     why = _not_creatable(parent)
     if why is not None:
         raise PathError(f"cannot write {what} {path}: {why}")
+    if not create_folders:
+        raise PathError(f"cannot write {what} {path}: its folder does not exist ({parent})")
+
+
+def _check_takes_files(folder: Path, what: str, path: Path | str) -> None:
+    """A file can be created in ``folder``: tried for real (os.access is blind to
+    read-only and virtual file systems, and to root)."""
+    import tempfile
+
+    from pocketcli.atomic import creation_reason
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pockettts-check.", dir=folder)
+    except OSError as exc:
+        raise PathError(f"cannot write {what} {path}: {creation_reason(folder, exc)}") from None
+    os.close(fd)
+    os.unlink(probe)

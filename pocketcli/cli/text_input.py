@@ -82,13 +82,13 @@ def _read_utf8(stream: BinaryIO, name: str) -> str:
 
     def check(block: bytes, final: bool) -> None:
         nonlocal offset
-        if b"\x00" in block:
-            raise click.UsageError("the text contains NUL bytes: is it a binary file?")
         try:
             parts.append(decoder.decode(block, final))
         except UnicodeDecodeError as exc:
             byte = offset + exc.start - len(decoder.getstate()[0])
             raise click.UsageError(f"{name} is not UTF-8 text (byte {max(0, byte)})") from None
+        if b"\x00" in block:
+            raise click.UsageError("the text contains NUL bytes: is it a binary file?")
         offset += len(block)
 
     _read_bounded(stream, name, on_block=check)

@@ -229,7 +229,7 @@ def tts_command(
     checks.recording(clone_voice)
     checks.readable_file(input_file, "input file")
     checks.writable_file(save_voice, "--save-voice file")
-    checks.writable_file(metrics, "metrics file")
+    checks.writable_file(metrics, "metrics file", create_folders=True)  # as FluidAudio does
     checks.writable_dir(output_dir, "output folder")
     if input_file is None:
         checks.writable_file(output if live is None else live.output, "output file")
@@ -389,8 +389,6 @@ def _write_file(tts, words: str, voice, output: Path, options, warn, timing: Tim
     peak normalisation is a second pass over the file."""
     from pocketcli.audio.output import open_audio_writer
 
-    if output.parent != Path(""):
-        output.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     peak = options.peak_normalized
     with open_audio_writer(output, fmt, tts.sample_rate, peak_normalize=peak) as writer:
