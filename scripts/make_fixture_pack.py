@@ -33,7 +33,9 @@ from oracle.reference import (  # noqa: E402
 )
 
 from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
+from pocketcli.packs.builder import build_pack, write_batch_graphs  # noqa: E402
+from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
+from pocketcli.packs.manifest import PackManifest  # noqa: E402
 
 WEIGHT_SEED = 2026
 TEXT = "Hello world. This fixture speaks two short chunks!"
@@ -52,8 +54,16 @@ CLONE_TEXT = "Hello world."
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "tiny")
+    parser.add_argument(
+        "--batch-graphs",
+        action="store_true",
+        help="only add the scheduler's batched graphs to the existing pack (nothing else moves)",
+    )
     args = parser.parse_args()
     out: Path = args.out
+    if args.batch_graphs:
+        add_batch_graphs(out / "pack", out / "model.safetensors")
+        return
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -102,6 +112,18 @@ def main() -> None:
     reference["clone"] = _clone_fixture(ref, out)
     (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out}")
+
+
+def add_batch_graphs(pack: Path, checkpoint: Path) -> None:
+    """Adds the batched graphs to a built pack: its other files and the oracle's
+    reference audio stay exactly as they are."""
+    manifest = PackManifest.read(pack)
+    weights = read_checkpoint(checkpoint)
+    added = write_batch_graphs(weights, manifest.config, pack, manifest.precisions)
+    graphs = {p: {**g, **added.get(p, {})} for p, g in manifest.graphs.items()}
+    replace_manifest = type(manifest)(**{**manifest.__dict__, "graphs": graphs})
+    replace_manifest.write(pack)
+    print(f"added {sorted({f for g in added.values() for f in g.values()})} to {pack}")
 
 
 def _clone_fixture(ref, out: Path) -> dict:
