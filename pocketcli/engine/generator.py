@@ -76,7 +76,7 @@ def generate_frames(
     index = 0
     for item in chunks:
         if isinstance(item, Pause):
-            yield from _silence(
+            yield from silence_frames(
                 item.seconds, runtime.config.mimi.sample_rate, runtime.config.mimi.samples_per_frame
             )
             continue
@@ -87,7 +87,7 @@ def generate_frames(
         index += 1
 
 
-def _silence(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Frame]:
+def silence_frames(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Frame]:
     remaining = int(round(seconds * sample_rate))
     i = 0
     while remaining > 0:

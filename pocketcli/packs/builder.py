@@ -30,7 +30,7 @@ from pocketcli.packs.flowlm_graphs import (
     build_text_embedding,
 )
 from pocketcli.packs.graph_files import remove_graph, save_graph
-from pocketcli.packs.manifest import ENCODER_GRAPH, PRECISIONS, PackManifest
+from pocketcli.packs.manifest import BATCH_GRAPHS, ENCODER_GRAPH, PRECISIONS, PackManifest
 from pocketcli.packs.mimi_encoder_graph import build_mimi_encoder
 from pocketcli.packs.mimi_graphs import build_mimi_decoder
 from pocketcli.packs.quantize import quantise_int4, quantise_int8, quantise_rows_int8
@@ -45,10 +45,8 @@ _QUANTISED = ("flowlm_step", "flow_head", "mimi_decoder")
 # 5.9 ms per frame) and further from fp32 (27 against 40 dB SNR) on the full-size decoder.
 _INT4_TAKES_INT8 = ("mimi_decoder",)
 CONSTANTS_FILE = "constants.safetensors"
-# The scheduler's graphs (many streams, one frame each per call); optional in a pack: a pack
-# without them (built before) is served one row at a time. Their int8 is weight-only
-# (MatMulNBits, bits=8) so that a row never depends on the other rows of its batch.
-BATCH_GRAPHS = ("flowlm_step_batch", "flow_head_batch")
+# The batched graphs' int8 is weight-only (MatMulNBits, bits=8) so that a row never
+# depends on the other rows of its batch.
 _BATCH_QUANTISERS = {"int8": quantise_rows_int8, "int4": quantise_int4}
 
 Progress = Callable[[str], None]
