@@ -358,9 +358,14 @@ class Scheduler:
         self.stats.batch_sizes[len(rows)] += 1
         if not going:
             return
-        noise = {s.handle.id: s.noise(self._latent_dim) for s in going}
+        noise: dict[int, np.ndarray] = {}
         by_steps: dict[int, list[_Stream]] = {}
         for s in going:
+            try:  # a stream's own noise source may stop it (a session's cancel does)
+                noise[s.handle.id] = s.noise(self._latent_dim)
+            except Exception as exc:
+                self._fail(s, exc)
+                continue
             by_steps.setdefault(s.settings.decode_steps, []).append(s)
         latents: dict[int, np.ndarray] = {}
         for steps, group in by_steps.items():
