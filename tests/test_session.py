@@ -262,3 +262,4 @@ def test_two_sessions_on_one_model_speak_at_once(pack_dir, voice_path) -> None:
     assert _close(results[1], solo[1], 1e-5) and _close(results[2], solo[2], 1e-5)
     assert not _close(results[1], results[2], 1e-5)
     assert tts.scheduler.stats.batch_sizes[2] > before  # they did share ticks
+    assert tts.scheduler.stats.batched_calls > 0  # in batched calls

@@ -91,6 +91,7 @@ def test_fp32_streams_together_sound_as_alone(fp32, fixture_dir) -> None:
     try:
         together = _together(scheduler, fp32, fixture_dir)
         sizes = scheduler.stats.batch_sizes
+        assert scheduler.stats.batched_calls > 0
     finally:
         scheduler.close()
     assert len({len(frames) for frames in alone}) == 3  # three different lengths
@@ -140,6 +141,7 @@ def test_a_pack_without_batched_graphs_is_served_round_robin(
         assert not scheduler.batches
         together = _together(scheduler, old, fixture_dir)
         sizes = scheduler.stats.batch_sizes
+        assert scheduler.stats.batched_calls == 0
     finally:
         scheduler.close()
     # One row at a time, each stream a frame per tick: exactly the audio alone.

@@ -133,6 +133,7 @@ class SchedulerStats:
     ticks: int = 0
     frames: int = 0
     batch_sizes: Counter[int] = field(default_factory=Counter)  # rows per tick -> ticks
+    batched_calls: int = 0  # FlowLM calls that advanced several rows at once
 
 
 class Scheduler:
@@ -340,6 +341,7 @@ class Scheduler:
                 )
                 for i, s in enumerate(stepping):
                     z[s.handle.id], eos[s.handle.id] = zs[i], float(logits[i])
+                self.stats.batched_calls += len(stepping) > 1
             for s in rows:
                 if s.handle.id not in z:
                     assert s.run is not None
