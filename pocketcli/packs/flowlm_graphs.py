@@ -201,8 +201,11 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
             g.concat([g.shape_dim(x, 0), g.const([1], np.int64)], axis=0),
         ],
     )
-    mask = g.unsqueeze(g.concat([cache_visible, ones], axis=1), [1, 2])  # [B, 1, 1, C + 1]
-    split_sizes = g.concat([capacity, g.const([1], np.int64)], axis=0)
+    # The new key comes first: a row's scores then sit at the same places whatever the
+    # capacity its batch shares (the masked tail only adds exact zeros), so its sums are
+    # made in the same order alone and in any batch: the same bits.
+    mask = g.unsqueeze(g.concat([ones, cache_visible], axis=1), [1, 2])  # [B, 1, 1, 1 + C]
+    split_sizes = g.concat([g.const([1], np.int64), capacity], axis=0)
     scale = g.const(1.0 / np.sqrt(head_dim))
     minus_inf = g.const(-np.inf)
 
@@ -215,11 +218,11 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
         g.output(new_values, f"new_values_{i}", np.float32, ["batch", kv_heads, 1, head_dim])
 
         scores = g.concat(
-            [g.op("MatMul", [q, key_cache]), g.op("MatMul", [q, new_keys])], axis=3
-        )  # [B, Hkv, G, C + 1]
+            [g.op("MatMul", [q, new_keys]), g.op("MatMul", [q, key_cache])], axis=3
+        )  # [B, Hkv, G, 1 + C]
         scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
         probs = g.op("Softmax", [scores], axis=-1)
-        p_cache, p_new = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
+        p_new, p_cache = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
         attn = g.op(
             "Add",
             [g.op("MatMul", [p_cache, value_cache]), g.op("MatMul", [p_new, new_values])],

@@ -143,11 +143,11 @@ class OnnxRuntime:
         self._batch_files = {name: files.get(name) for name in BATCH_GRAPHS}
         self._batch_sessions: tuple[ort.InferenceSession, ort.InferenceSession] | None = None
         self._batch_load = threading.Lock()
-        # Quantised frames always go through the batched graphs (one row when alone): their
-        # weight-only blocks give a row the same result whatever shares its call, and the
-        # per-call activation scale of the row graphs would not. fp32 rows are independent
-        # in both, and alone keep the row graphs (the samples of earlier releases).
-        self._frames_batched = precision != "fp32" and self.batch_unavailable_reason is None
+        # Frames always go through the batched graphs when the pack has them (one row when
+        # alone), so a stream's bytes never depend on what shares its calls: the int8 row
+        # graphs scale a call's activations by one number, and even in fp32 the row and
+        # batched graphs round differently (about 1e-7).
+        self._frames_batched = self.batch_unavailable_reason is None
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
 
     @property
@@ -325,8 +325,9 @@ class OnnxRuntime:
                 seq.keys[0].base is batch.keys[0] for seq in seqs
             )  # a row call may have moved a sequence out (growing its own cache)
         )
-        if not stacked:
-            self._restack(batch, seqs, max(needed + CACHE_STEP, batch.capacity))
+        if not stacked:  # capacity in whole steps: the same shapes alone and in a batch
+            steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
+            self._restack(batch, seqs, max(steps * CACHE_STEP, batch.capacity))
         positions = np.array([seq.length for seq in seqs], np.int64)
         feeds: dict[str, np.ndarray] = {
             "latents": np.asarray(latents, np.float32).reshape(len(seqs), 1, self._latent_dim),
