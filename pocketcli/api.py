@@ -399,9 +399,10 @@ class PocketTTS:
         noise: NoiseSource | None = None,
         on_warning: Callable[[str], None] | None = None,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
+        together: bool = False,
         **overrides: Any,
     ) -> Iterator[Frame]:
-        """Yields frames as they are generated.
+        """Yields frames as they are generated (``together``: see ``stream_together``).
 
         ``options`` is a ``SpeakOptions``; keyword ``overrides`` (``seed=1``,
         ``temperature=0.7``...) change single fields of it. ``noise``
@@ -423,7 +424,7 @@ class PocketTTS:
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
         noise = self.noise_for(opts) if noise is None else noise
-        return self.frames_for(chunks, voice, opts, noise, on_chunk)
+        return self.frames_for(chunks, voice, opts, noise, on_chunk, together=together)
 
     def frames_for(
         self,
@@ -457,27 +458,11 @@ class PocketTTS:
                 self._scheduler = Scheduler(self.runtime)
             return self._scheduler
 
-    def stream_together(
-        self,
-        text: str,
-        voice: VoiceState | str | Path | None = None,
-        options: SpeakOptions | None = None,
-        *,
-        noise: NoiseSource | None = None,
-        on_warning: Callable[[str], None] | None = None,
-        on_chunk: Callable[[ChunkTrace], None] | None = None,
-        **overrides: Any,
-    ) -> Iterator[Frame]:
+    def stream_together(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Frame]:
         """``stream``, spoken by the scheduler alongside every other stream of this model
         (from any thread): a frame each per tick, in one batched call where the runtime
-        can. Closing the iterator cancels the stream."""
-        voice = self._as_voice(voice)
-        opts = (options or SpeakOptions()).with_(**overrides)
-        chunks = self._script(
-            text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
-        )
-        noise = self.noise_for(opts) if noise is None else noise
-        return self.frames_for(chunks, voice, opts, noise, on_chunk, together=True)
+        can, the same frames as alone. Closing the iterator cancels the stream."""
+        return self.stream(text, *args, together=True, **kwargs)
 
     def synthesize_many(
         self,
@@ -514,8 +499,7 @@ class PocketTTS:
                 pieces = [f.audio for f in frames]
             finally:
                 frames.close()  # type: ignore[attr-defined]
-            audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
-            return peak_normalize(audio) if opts.peak_normalized and audio.size else audio
+            return _joined(pieces, opts)
 
         if n == 0:
             return []
@@ -545,8 +529,7 @@ class PocketTTS:
                 pieces.append(frame.audio)
         finally:
             frames.close()  # type: ignore[attr-defined]
-        audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
-        return peak_normalize(audio) if opts.peak_normalized and audio.size else audio
+        return _joined(pieces, opts)
 
     def script_for(
         self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
@@ -604,14 +587,18 @@ class PocketTTS:
             **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
         )
         keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
-        frames = [f.audio for f in self.stream(text, voice, opts, **keywords)]
-        if not frames:
-            return np.zeros(0, np.float32)
-        audio = np.concatenate(frames)
-        return peak_normalize(audio) if opts.peak_normalized else audio
+        return _joined([f.audio for f in self.stream(text, voice, opts, **keywords)], opts)
 
 
 _STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
+
+
+def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:
+    """A synthesis's frames as one utterance (peak-normalised when the options say so)."""
+    if not pieces:
+        return np.zeros(0, np.float32)
+    audio = np.concatenate(pieces)
+    return peak_normalize(audio) if opts.peak_normalized else audio
 
 
 def _handle_frames(handle: StreamHandle) -> Iterator[Frame]:
