@@ -139,7 +139,7 @@ class OnnxRuntime:
         self._threads = threads
         self._encoder: ort.InferenceSession | None = None  # loaded on first clone
         # The batched graphs (a pack built before them has none: served a row at a time),
-        # loaded when a scheduler first asks for a batch.
+        # loaded with the pack.
         self._batch_files = {name: files.get(name) for name in BATCH_GRAPHS}
         self._batch_sessions: tuple[ort.InferenceSession, ort.InferenceSession] | None = None
         self._batch_load = threading.Lock()
@@ -148,6 +148,8 @@ class OnnxRuntime:
         # graphs scale a call's activations by one number, and even in fp32 the row and
         # batched graphs round differently (about 1e-7).
         self._frames_batched = self.batch_unavailable_reason is None
+        if self._frames_batched:  # loaded now: every frame uses them, the first one too
+            self._batch_graphs()
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
 
     @property
