@@ -23,6 +23,7 @@ from pocketcli.cli import (
     serve,
     tts,
     voices,
+    wyoming,
 )
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
@@ -56,6 +57,7 @@ for _name, _help, _command in (
     ("clone", clone.HELP, clone.clone_command),
     ("inspect", inspect.HELP, inspect.inspect_command),
     ("serve", serve.HELP, serve.serve_command),
+    ("wyoming", wyoming.HELP, wyoming.wyoming_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
