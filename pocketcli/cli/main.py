@@ -19,6 +19,7 @@ from pocketcli.cli import (
     completion,
     download,
     inspect,
+    mcp,
     normalize,
     serve,
     tts,
@@ -58,6 +59,7 @@ for _name, _help, _command in (
     ("inspect", inspect.HELP, inspect.inspect_command),
     ("serve", serve.HELP, serve.serve_command),
     ("wyoming", wyoming.HELP, wyoming.wyoming_command),
+    ("mcp", mcp.HELP, mcp.mcp_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
