@@ -109,14 +109,6 @@ def test_tools_and_synthesize_returns_wav_and_writes_only_where_allowed(tmp_path
     assert not still.is_error  # the server kept serving
 
 
-def test_without_an_output_dir_no_file_is_written(tmp_path) -> None:
-    async def steps(session: ClientSession):
-        return await session.call_tool("synthesize", {"text": "Hi.", "path": "hi.wav"})
-
-    result = call(list(TINY_ARGS), steps)
-    assert result.is_error and "--output-dir" in text_of(result)
-
-
 def _status(result) -> dict:
     assert not result.is_error, text_of(result)
     return result.structured_content
@@ -160,19 +152,20 @@ def test_speak_plays_on_the_device_in_turn_and_stops(tmp_path) -> None:
     assert done["spoken"] == 1 and done["waiting"] == 0 and done["last_error"] is None
 
 
-def test_speak_without_a_sound_device_says_so_and_the_server_goes_on(tmp_path) -> None:
+def test_no_sound_device_nor_output_dir_are_said_and_the_server_goes_on(tmp_path) -> None:
     env = _portaudio_env(tmp_path, None)
     if _probe(env) != "none":
         pytest.skip("this machine has a sound device (or no PortAudio)")
 
     async def steps(session: ClientSession):
-        return await session.call_tool("speak", {"text": "Hi."}), await session.call_tool(
-            "list_voices", {}
-        )
+        spoken = await session.call_tool("speak", {"text": "Hi."})
+        written = await session.call_tool("synthesize", {"text": "Hi.", "path": "hi.wav"})
+        return spoken, written, await session.call_tool("list_voices", {})
 
-    spoken, listed = call(list(TINY_ARGS), steps, env)
+    spoken, written, listed = call(list(TINY_ARGS), steps, env)
     assert spoken.is_error and "no sound output device" in text_of(spoken)
     assert "synthesize returns the audio" in text_of(spoken)
+    assert written.is_error and "--output-dir" in text_of(written)
     assert not listed.is_error
 
 
