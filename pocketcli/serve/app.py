@@ -43,6 +43,7 @@ from pocketcli.serve.scheduler import (
 from pocketcli.serve.voices import Resolved, VoiceBook, VoiceNotFound
 
 if TYPE_CHECKING:
+    from pocketcli.serve.sse import SpeechEvents
     from pocketcli.voices.state import VoiceState
 
 # Ids OpenAI clients send, all served by the one loaded model.
@@ -226,10 +227,10 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             )
         fmt = body.response_format or ("mp3" if "mp3" in available_formats() else "wav")
         _check_format(fmt)
-        if body.stream_format not in (None, "audio"):
+        if body.stream_format not in (None, "audio", "sse"):
             raise ApiError(
                 400,
-                "stream_format: only 'audio' (bytes as they are made) is served",
+                "stream_format: 'audio' (bytes as they are made) or 'sse' (events)",
                 "invalid_stream_format",
             )
         if not MIN_SPEED <= body.speed <= MAX_SPEED or not math.isfinite(body.speed):
@@ -240,7 +241,8 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         options = _options(seed=body.seed, temperature=body.temperature)
         voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
         voice = await _voice(voice_name)
-        return await _speak(request, "speech", body.input, voice, options, fmt, notices, {})
+        sse = body.stream_format == "sse"
+        return await _speak(request, "speech", body.input, voice, options, fmt, notices, {}, sse)
 
     # -- voices -----------------------------------------------------------------
     @app.get("/v1/voices")
@@ -429,6 +431,7 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         fmt: str,
         notices: list[str],
         headers: dict[str, str],
+        sse: bool = False,
     ) -> Response:
         backend, _, scheduler = state.ready()
         if not text.strip():
@@ -477,7 +480,12 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
             out_headers[NOTICE_HEADER] = _header_text("; ".join(notices))
         encoder = StreamEncoder(fmt, backend.sample_rate)
         arrived = request.scope.get("state", {}).get(ARRIVED, job.accepted)
-        return AudioStream(job, first, encoder, record, _finish, out_headers, arrived)
+        events = None
+        if sse:
+            from pocketcli.serve.sse import SpeechEvents
+
+            events = SpeechEvents(len(text))
+        return AudioStream(job, first, encoder, record, _finish, out_headers, arrived, events)
 
     def _finish(
         job: Job,
@@ -559,13 +567,18 @@ class AudioStream(StreamingResponse):
         finish: Callable[..., None],
         headers: dict[str, str],
         arrived: float,
+        events: SpeechEvents | None = None,
     ) -> None:
         self.job, self.encoder, self.record, self.finish = job, encoder, record, finish
         self.arrived = arrived
         self.outcome = "cancelled"  # what it stays if the server stops the stream (shutdown)
         self.samples = 0
         self.error: str | None = None
-        super().__init__(self._body(first), media_type=encoder.media_type, headers=headers)
+        body, media_type = self._body(first), encoder.media_type
+        if events is not None:  # stream_format "sse": the same bytes, as events
+            body = events.wrap(body, lambda: job.items, lambda: self.error)
+            media_type = events.media_type
+        super().__init__(body, media_type=media_type, headers=headers)
 
     async def _body(self, first: tuple[str, Any]) -> AsyncIterator[bytes]:
         kind, value = first
