@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pocketcli import __version__
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
+from pocketcli.serve.turns import language_problem
 from pocketcli.serve.voices import VoiceBook, VoiceNotFound
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
 
     def resolve(voice: str | None, language: str | None, text: str) -> Any:
         _check_text(text, settings.max_chars)
-        _check_language(backend, language)
+        problem = language_problem(backend.language, language)
+        if problem is not None:
+            raise ToolError(problem)
         try:
             return voices.resolve(voice)
         except VoiceNotFound as exc:
@@ -135,25 +138,6 @@ def _check_text(text: str, max_chars: int) -> None:
 
 def _language(backend: Backend) -> str:
     return backend.language or "english"
-
-
-def _check_language(backend: Backend, language: str | None) -> None:
-    """One model speaks one language: a request for another says how to get it."""
-    if language is None or not language.strip():
-        return
-    from pocketcli.normalize.languages import LANGUAGES, resolve
-
-    ours = resolve(_language(backend))
-    wanted = language.strip().lower()
-    match = next(
-        (lang for lang in LANGUAGES.values() if wanted in (lang.name, lang.code)),
-        None,
-    )
-    if match is None or match.name != ours.name:
-        raise ToolError(
-            f"this server speaks {ours.name}, not {language!r}; start another with "
-            f"pockettts mcp --language {wanted if match is None else match.name}"
-        )
 
 
 def _allowed_path(path: str, output_dir: Path | None) -> Path:

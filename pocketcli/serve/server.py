@@ -46,6 +46,8 @@ def build(
         timeout_graceful_shutdown=settings.shutdown_seconds,
         # The audio is already compressed or tiny per chunk; keep-alive as usual.
         timeout_keep_alive=5,
+        # A websocket frame is refused past this, before it is all buffered.
+        ws_max_size=settings.limits.ws_max_message_bytes,
     )
     server = uvicorn.Server(config)
     state = app.state.pockettts

@@ -56,6 +56,24 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
     return f"internal error ({type(exc).__name__}); see the server's log", "internal"
 
 
+def language_problem(ours: str | None, asked: object) -> str | None:
+    """Why a request for language ``asked`` cannot be spoken by a model of language
+    ``ours`` (a pack's language; None: english), or None when it can. ``asked`` may be
+    a name or a code (``fr``, ``fr-FR``); one loaded model speaks one language."""
+    if asked is None or (isinstance(asked, str) and not asked.strip()):
+        return None
+    from pocketcli.normalize.languages import LANGUAGES, resolve
+
+    mine = resolve(ours or "english")
+    if not isinstance(asked, str):
+        return f"language must be a string, not {asked!r}"
+    wanted = asked.strip().lower().replace("_", "-").split("-")[0]
+    if wanted in (mine.name, mine.code):
+        return None
+    known = next((lang.name for lang in LANGUAGES.values() if wanted == lang.code), wanted)
+    return f"this server speaks {mine.name}, not {asked[:40]!r}; start one with --language {known}"
+
+
 _END = object()
 
 
