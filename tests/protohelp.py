@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -82,3 +83,18 @@ def spawn(
         if proc.poll() is None:
             proc.kill()
         proc.wait(30)
+
+
+def without_module(module: str, *argv: str) -> subprocess.CompletedProcess:
+    """``pockettts ARGV...`` in a process where ``module`` cannot be imported."""
+    code = (
+        f"import sys; sys.modules[{module!r}] = None; sys.argv = ['pockettts', *{list(argv)!r}];"
+        "from pocketcli.cli.entry import run; run()"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+
+
+def one_line(stderr: bytes) -> str:
+    lines = stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]

@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ pytest.importorskip("mcp")
 import soundfile as sf  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
-from protohelp import SCRIPT, TINY_ARGS, VOICE, spawn  # noqa: E402
+from protohelp import SCRIPT, TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
 from test_playback import NULL_ALSA, _portaudio_env, _probe  # noqa: E402
 
 
@@ -186,14 +185,9 @@ def test_bad_flags_and_the_missing_extra_are_one_line(tmp_path) -> None:
         timeout=60,
     )
     assert r.returncode == 1 and b"--output-dir is not a folder" in r.stderr, r.stderr
-    code = (
-        "import sys; sys.modules['mcp'] = None; sys.argv = ['pockettts', 'mcp'];"
-        "from pocketcli.cli.entry import run; run()"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    r = without_module("mcp", "mcp")
     assert r.returncode == 1
-    lines = r.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "pip install 'pockettts[mcp]'" in lines[0], lines
+    assert "pip install 'pockettts[mcp]'" in one_line(r.stderr)
 
 
 def test_readme_snippet_is_what_the_help_shows() -> None:

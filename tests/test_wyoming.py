@@ -8,13 +8,12 @@ import asyncio
 import shutil
 import signal
 import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("wyoming")
 
-from protohelp import TINY_ARGS, VOICE, spawn  # noqa: E402
+from protohelp import TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
 from wyoming.audio import AudioChunk, AudioStart  # noqa: E402
 from wyoming.client import AsyncClient  # noqa: E402
 from wyoming.error import Error  # noqa: E402
@@ -267,11 +266,6 @@ def test_flags_and_uri_are_checked_before_loading(tmp_path) -> None:
 
 
 def test_without_the_extra_one_line_names_it() -> None:
-    code = (
-        "import sys; sys.modules['wyoming'] = None; sys.argv = ['pockettts', 'wyoming'];"
-        "from pocketcli.cli.entry import run; run()"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    r = without_module("wyoming", "wyoming")
     assert r.returncode == 1
-    lines = r.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "pip install 'pockettts[wyoming]'" in lines[0], lines
+    assert "pip install 'pockettts[wyoming]'" in one_line(r.stderr)

@@ -58,15 +58,7 @@ def mcp_command(
     if output_dir is not None and not output_dir.is_dir():
         raise checks.PathError(f"--output-dir is not a folder: {output_dir}")
     load = backend_loader(
-        language=language,
-        runtime=runtime,
-        precision=precision,
-        voice=voice,
-        voice_file=voice_file,
-        voice_dir=voice_dir,
-        model_dir=model_dir,
-        config=config,
-        offline=offline,
+        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
     )
     logs.configure(level)
     backend = load()

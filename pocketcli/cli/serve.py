@@ -51,7 +51,6 @@ def check_log_level(log_level: str) -> str:
 
 
 def backend_loader(
-    *,
     language: str | None,
     runtime: str,
     precision: str | None,
@@ -152,15 +151,7 @@ def serve_command(
 
     check_log_level(log_level)
     load = backend_loader(
-        language=language,
-        runtime=runtime,
-        precision=precision,
-        voice=voice,
-        voice_file=voice_file,
-        voice_dir=voice_dir,
-        model_dir=model_dir,
-        config=config,
-        offline=offline,
+        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
     )
     settings = ServeSettings(
         limits=Limits(

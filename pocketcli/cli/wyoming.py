@@ -66,15 +66,7 @@ def wyoming_command(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--uri") from None
     load = backend_loader(
-        language=language,
-        runtime=runtime,
-        precision=precision,
-        voice=voice,
-        voice_file=voice_file,
-        voice_dir=voice_dir,
-        model_dir=model_dir,
-        config=config,
-        offline=offline,
+        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
     )
     if address.scheme == "tcp" and address.host not in LOOPBACK:
         logs.configure(level)
