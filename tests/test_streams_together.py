@@ -222,3 +222,44 @@ def test_pauses_keep_their_place_in_a_stream(fp32, fixture_dir) -> None:
     assert sum(f.audio.size for f in frames if f.is_pause) == silent
     start = kinds.index(True)
     assert start > 0 and not any(kinds[start + sum(kinds) :])  # speech, silence, speech
+
+
+class _CallLog:
+    """The runtime, with the order of its FlowLM calls written down."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._runtime, name)
+        if name not in ("prefill_then_step", "step", "step_batch"):
+            return attr
+
+        def logged(*args, **kwargs):
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+
+        return logged
+
+
+def test_at_most_one_prefill_joins_a_tick(fp32, fixture_dir) -> None:
+    log = _CallLog(fp32.runtime)
+    assert batching(log) is not None
+    jobs = _jobs(fp32, fixture_dir) + _jobs(fp32, fixture_dir)  # six streams at once
+    scheduler = Scheduler(log)
+    try:
+        handles = [scheduler.submit(*job) for job in jobs]
+        for handle in handles:
+            list(handle)
+    finally:
+        scheduler.close()
+    # Between two batched steps of the running streams, at most one stream starts a chunk.
+    ticks = "".join(
+        "B" if c == "step_batch" else "P" if c.startswith("prefill") else "s" for c in log.calls
+    )
+    assert "B" in ticks and "PP" not in ticks.replace("s", "")
+    assert ticks.count("P") == sum(
+        sum(1 for item in job[0] if not isinstance(item, Pause)) for job in jobs
+    )
