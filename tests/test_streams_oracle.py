@@ -8,7 +8,6 @@ alone is (tests/test_engine_equivalence.py).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -20,6 +19,7 @@ from oracle.reference import (  # noqa: E402
     make_config,
     synthetic_voice_audio,
 )
+from test_engine_equivalence import compare_with_oracle  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.engine.generator import ChunkTrace  # noqa: E402
@@ -27,7 +27,6 @@ from pocketcli.engine.noise import InjectedNoise  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-TOLERANCE = 1e-4
 LINES = (  # text, voice, seed, eos_threshold
     ("Hello world. Three streams speak at once, each in its own voice!", 0, 5, None),
     ("A short one.", 1, 6, None),
@@ -80,14 +79,4 @@ def test_three_streams_together_match_pocket_tts(tmp_path) -> None:
     assert len({r.audio.size for r in runs}) == 3
     assert tts.scheduler.stats.batch_sizes[3] > 0 and tts.scheduler.stats.batched_calls > 0
     for run, got, trace in zip(runs, frames, traces, strict=True):
-        assert len(trace) == len(run.chunks)
-        for index, (chunk, t) in enumerate(zip(run.chunks, trace, strict=True)):
-            assert t.frames == chunk.emitted_frames
-            n = len(t.eos_logits)
-            np.testing.assert_allclose(t.eos_logits, chunk.eos_logits[:n], atol=TOLERANCE)
-            latents = np.stack([f.latent for f in got if f.chunk_index == index])
-            assert np.abs(latents - chunk.latents[: chunk.emitted_frames]).max() <= TOLERANCE
-        audio = np.concatenate([f.audio for f in got])
-        assert audio.shape == run.audio.shape
-        assert np.abs(audio - run.audio).max() <= TOLERANCE
-        assert np.abs(run.audio).max() > 0.01
+        compare_with_oracle(run, got, trace)
