@@ -216,3 +216,18 @@ def test_the_config_is_the_released_one_when_the_bundle_has_no_sidecar(tmp_path)
     with pytest.raises(BundleError, match="attention caches; model 'english_2026-04' has 6"):
         KevinAhmRuntime(bundle)
     assert ModelConfig.from_yaml(TINY_CONFIG).flow_lm.transformer.num_layers == 2
+
+
+def test_decoder_ring_buffer_is_laid_out_as_published() -> None:
+    """Position p of the Mimi attention is at slot p mod 1000, head-major; the offsets
+    count the positions written (16 per latent)."""
+    rt = KevinAhmRuntime(tiny_bundle())
+    state = rt.start_decoder()
+    rt.decode(state, np.random.default_rng(1).standard_normal((3, 32)).astype(np.float32))
+    by_path = {e.path: e.input_name for e in rt.bundle.mimi_states}
+    module = "decoder_transformer.transformer.layers.0.self_attn"
+    cache = state.feeds[by_path[f"{module}/cache"]]  # [2, 1, heads, 1000, head_dim]
+    written = np.abs(cache).sum(axis=(0, 1, 2, 4)) > 0
+    assert written[:48].all() and not written[48:].any()
+    assert state.feeds[by_path[f"{module}/end_offset"]].tolist() == [48]
+    assert state.feeds[by_path[f"{module}/offset"]].tolist() == [48]
