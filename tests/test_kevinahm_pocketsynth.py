@@ -26,7 +26,8 @@ from pocketcli.options import SpeakOptions
 from pocketcli.voices.cloning import voice_from_conditioning
 
 pocketsynth = pytest.importorskip(
-    "pocketsynth", reason="pocketsynth is not installed (pip install 'pocketsynth[cpu]')"
+    "pocketsynth",
+    reason="pocketsynth is not installed (pip install pocketsynth: the test extra has it)",
 )
 from pocketsynth.config import GenerationConfig  # noqa: E402
 
