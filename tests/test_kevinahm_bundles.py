@@ -231,3 +231,17 @@ def test_decoder_ring_buffer_is_laid_out_as_published() -> None:
     assert written[:48].all() and not written[48:].any()
     assert state.feeds[by_path[f"{module}/end_offset"]].tolist() == [48]
     assert state.feeds[by_path[f"{module}/offset"]].tolist() == [48]
+
+
+def test_the_server_speaks_from_a_bundle_as_from_our_pack(models, voice_path) -> None:
+    import httpx
+    from servehelp import expected_pcm, pcm16, serving, tiny_loader
+
+    text = "Served from a bundle."
+    with serving(tiny_loader(tiny_bundle(), voice_path)) as (url, _):
+        body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": "pcm"}
+        got = httpx.post(f"{url}/v1/audio/speech", json={**body, "seed": 11}, timeout=60)
+    assert got.status_code == 200, got.text
+    pack = models["pack"]
+    want = expected_pcm(pack, text, pack.load_voice(voice_path), seed=11)
+    assert np.abs(pcm16(got.content).astype(int) - want.astype(int)).max() <= 1
