@@ -37,6 +37,10 @@ class Limits:
     header_seconds: float = 10.0  # a connection's request line and headers, likewise
     idle_seconds: float = 5.0  # an idle keep-alive connection is closed after this
     max_connections: int = 64  # open connections; requests beyond get 503
+    # The streaming websocket (/tts/ws): text per turn is max_chars.
+    ws_max_message_bytes: int = 64 * 1024  # one client frame
+    ws_idle_seconds: float = 300.0  # a socket that sends nothing (and hears nothing) this long
+    ws_max_sockets: int = 16  # open at once; more are refused with an error frame
 
     @property
     def max_body_bytes(self) -> int:
@@ -197,6 +201,16 @@ class BodyLimit:
 OPEN_PATHS = ("/healthz", "/readyz", "/health", "/", "/favicon.ico")
 
 
+def key_matches(headers: dict[bytes, bytes], key: bytes) -> bool:
+    """Whether a request's headers carry ``key``: ``Authorization: Bearer KEY`` or
+    ``X-API-Key`` (compared in constant time). The websocket checks its handshake so."""
+    given = headers.get(b"x-api-key", b"")
+    auth = headers.get(b"authorization", b"")
+    if auth[:7].lower() == b"bearer ":
+        given = auth[7:].strip()
+    return hmac.compare_digest(given, key)
+
+
 class ApiKey:
     """With a key set, every request but health and the page carries it, compared in
     constant time: ``Authorization: Bearer KEY`` (OpenAI's clients) or ``X-API-Key``."""
@@ -208,12 +222,7 @@ class ApiKey:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        given = headers.get(b"x-api-key", b"")
-        auth = headers.get(b"authorization", b"")
-        if auth[:7].lower() == b"bearer ":
-            given = auth[7:].strip()
-        if not hmac.compare_digest(given, self.key):
+        if not key_matches(dict(scope["headers"]), self.key):
             await send_json(
                 send,
                 401,
