@@ -9,6 +9,7 @@ import importlib.metadata
 import importlib.util
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 
 import numpy as np
@@ -150,8 +151,8 @@ def test_cancel_stops_the_turn_and_the_next_turn_hears_only_its_own_audio(server
     after, reused = run(with_socket(url, steps))
     assert reused
     np.testing.assert_array_equal(pcm16(after), expected(tts, ["Short one."], 2))
-    turns = [r for r in records.records if r["event"] == "ws turn"]
-    assert all(r["chars"] < 100 for r in turns)  # the long turn never reached its final
+    long_turns = [r for r in records.records if r["event"] == "ws turn" and r["chars"] > 100]
+    assert long_turns and all(r["outcome"] == "cancelled" for r in long_turns)
 
 
 def test_several_sockets_at_once_and_base64_frames_and_other_rates(server, tts) -> None:
@@ -259,3 +260,33 @@ def test_an_idle_socket_is_told_and_closed() -> None:
         error, closed = run(go())
         assert error.message.startswith("idle_timeout")
         assert closed.type == aiohttp.WSMsgType.CLOSE
+
+
+def test_cancel_stops_the_generation_and_no_final_comes(server) -> None:
+    url, records = server
+    long = " ".join(f"Sentence number {i} goes on for a while." for i in range(90))
+
+    async def go():
+        async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+            await ws.send_str(protocol.client_message("config", config(seed=1)))
+            accepted = protocol.interpret(await ws.receive(timeout=60))
+            await ws.send_str(protocol.client_message("text", {"text": long}))
+            await ws.send_str(protocol.client_message("flush"))
+            assert protocol.interpret(await ws.receive(timeout=60)).kind == "audio"
+            await ws.send_str(protocol.client_message("cancel"))
+            await ws.send_str(protocol.client_message("ping"))
+            kinds = []
+            while not kinds or kinds[-1] != "pong":  # the cancel is handled before the ping
+                kinds.append(protocol.interpret(await ws.receive(timeout=60)).kind)
+            # The turn's record, while the socket is still open (closing it would cancel too).
+            deadline = time.monotonic() + 60
+            rid = accepted.request_id
+            while not (done := [r for r in records.records if r.get("request_id") == rid]):
+                assert time.monotonic() < deadline, "no log record of the cancelled turn"
+                await asyncio.sleep(0.05)
+            return kinds, done[0]
+
+    kinds, done = run(go())
+    assert "final" not in kinds
+    assert done["outcome"] == "cancelled"
+    assert done["samples"] < 90 * 4 * 1920  # stopped well before its end

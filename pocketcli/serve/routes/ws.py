@@ -259,6 +259,7 @@ class _Socket:
             import soxr
 
             resampler = soxr.ResampleStream(backend.sample_rate, rate, 1, dtype="float32")
+        outcome = "cancelled"  # what it stays if the socket or the server goes away
         try:
             async for audio in turn.audio():
                 if resampler is not None:
@@ -271,18 +272,24 @@ class _Socket:
                 await self._send_audio(encoder.encode(tail), binary)
             await self._send_audio(encoder.finish(), binary)
             await self.send_event("final", request_id)
-            log = logs.logger()
-            log.info(
-                "ws turn",
-                extra={"request_id": request_id, "chars": turn.chars, "samples": turn.samples},
-            )
+            outcome = "done"
         except (WebSocketDisconnect, RuntimeError, asyncio.CancelledError):
             await turn.cancel()
             raise
         except Exception as exc:
+            outcome = "error"
             await self.error(*describe_failure(exc))
         finally:
             encoder.close()
+            logs.logger().info(
+                "ws turn",
+                extra={
+                    "request_id": request_id,
+                    "outcome": outcome,
+                    "chars": turn.chars,
+                    "samples": turn.samples,
+                },
+            )
 
     async def _send_audio(self, pcm: bytes, binary: bool) -> None:
         if not pcm:
