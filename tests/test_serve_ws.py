@@ -248,16 +248,23 @@ def test_the_api_key_is_checked_in_the_handshake() -> None:
         assert run(with_socket(url, speaks, api_key="sesame")) > 0
 
 
-def test_an_idle_socket_is_told_and_closed() -> None:
-    settings = ServeSettings(limits=Limits(ws_idle_seconds=1))
+def test_an_idle_socket_is_told_and_closed_and_sockets_are_bounded() -> None:
+    settings = ServeSettings(limits=Limits(ws_idle_seconds=1, ws_max_sockets=1))
     with serving(settings=settings) as (http_url, _):
         url = http_url.replace("http://", "ws://") + "/tts/ws"
 
         async def go():
             async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
-                return protocol.interpret(await ws.receive(timeout=60)), await ws.receive(60)
+                async with http.ws_connect(url) as second:
+                    refused = protocol.interpret(await second.receive(timeout=60))
+                return (
+                    refused,
+                    protocol.interpret(await ws.receive(timeout=60)),
+                    await ws.receive(60),
+                )
 
-        error, closed = run(go())
+        refused, error, closed = run(go())
+        assert refused.message.startswith("too_many_sockets")
         assert error.message.startswith("idle_timeout")
         assert closed.type == aiohttp.WSMsgType.CLOSE
 
