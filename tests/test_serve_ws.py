@@ -8,6 +8,7 @@ import asyncio
 import importlib.metadata
 import importlib.util
 import json
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -297,3 +298,32 @@ def test_cancel_stops_the_generation_and_no_final_comes(server) -> None:
     assert "final" not in kinds
     assert done["outcome"] == "cancelled"
     assert done["samples"] < 90 * 4 * 1920  # stopped well before its end
+
+
+def test_sigterm_closes_speaking_sockets_and_the_server_exits_cleanly() -> None:
+    from protohelp import SCRIPT, TINY_ARGS
+    from servehelp import spawn
+
+    long = " ".join(f"Sentence number {i} goes on for a while." for i in range(90))
+    with spawn(SCRIPT, *TINY_ARGS) as (proc, http_url):
+        url = http_url.replace("http://", "ws://") + "/tts/ws"
+
+        async def go():
+            async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+                await ws.send_str(protocol.client_message("config", config(seed=1)))
+                await ws.receive(timeout=60)
+                await ws.send_str(protocol.client_message("text", {"text": long}))
+                await ws.send_str(protocol.client_message("flush"))
+                assert protocol.interpret(await ws.receive(timeout=60)).kind == "audio"
+                proc.send_signal(signal.SIGTERM)
+                kinds = []
+                while kinds[-1:] != ["close"]:
+                    kinds.append(protocol.interpret(await ws.receive(timeout=60)).kind)
+                return kinds
+
+        kinds = run(go())
+        assert "final" not in kinds
+        assert proc.wait(30) == 143
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
+    assert '"outcome": "cancelled"' in err and "Traceback" not in err
