@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("pocket_tts")
 
 from oracle.reference import TOKENIZER_MODEL, build_reference, synthetic_voice_audio  # noqa: E402
-from test_all_configs import TEXT, shrunk  # noqa: E402
+from test_all_configs import assert_speaks_as_the_oracle, shrunk  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
@@ -55,18 +54,7 @@ def test_config_exports_a_bundle_that_matches_the_oracle(
     )
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
-    run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)
     tts = PocketTTS.load(bundle)
     layers = config["flow_lm"]["transformer"]["num_layers"]
     assert tts.runtime.config.flow_lm.transformer.num_layers == layers
-    ours = tts.synthesize(
-        TEXT,
-        tts.load_voice(tmp_path / "voice.safetensors"),
-        temperature=0.0,
-        eos_threshold=1e9,
-        normalize=False,
-        output_chain=False,
-    )
-    assert ours.shape == run.audio.shape
-    assert np.abs(ours - run.audio).max() <= 1e-4
-    assert np.abs(run.audio).max() > 1e-3
+    assert_speaks_as_the_oracle(ref, voice_state, tts, tmp_path)
