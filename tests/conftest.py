@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests run the same examples on every run unless asked otherwise: "ci" (the
+# default, and what .ci/run selects) is derandomised with a fixed number of examples, so
+# what a fuzzer catches does not change from run to run. HYPOTHESIS_PROFILE=explore draws
+# fresh random examples (more of them) to look for new failures by hand.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=100,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny"
 
