@@ -26,6 +26,10 @@ settings.register_profile("explore", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny"
+# The tiny model with a loud last decoder layer: its raw audio crosses zero and passes full
+# scale (about -1.26 to 1.06; the tiny model's is 0.0 to 0.25). Every test of clipping,
+# peak normalisation and the output chain uses it. Voice: the tiny fixture's.
+LOUD = Path(__file__).parent / "fixtures" / "loud"
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +50,13 @@ def voice_path() -> Path:
 @pytest.fixture(scope="session")
 def reference() -> dict:
     return json.loads((FIXTURE / "reference.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def loud_pack_dir() -> Path:
+    return LOUD / "pack"
+
+
+@pytest.fixture(scope="session")
+def loud_reference() -> dict:
+    return json.loads((LOUD / "reference.json").read_text(encoding="utf-8"))
