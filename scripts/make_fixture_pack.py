@@ -149,9 +149,8 @@ def _clone_fixture(ref, out: Path) -> dict:
 
 def _loud_fixture(out: Path, tiny: Path) -> None:
     """The tiny model with a loud last decoder convolution, and the oracle's numbers for it."""
-    from safetensors.numpy import load_file, save_file
-
     from oracle.reference import Reference
+    from safetensors.numpy import load_file, save_file
 
     if out.exists():
         shutil.rmtree(out)

@@ -1,7 +1,8 @@
 """Mutation run: single-line mistakes, each applied to a scratch copy, each must fail a test.
 
-Every entry of ``MUTATIONS`` names a file, one line's text as it is now, the mistake to put
-in its place and the tests that should catch it. The script copies the repository's files
+Every entry of scripts/mutations.txt names a file, one line as it is now (with context
+lines when it is not unique), the mistake to put in its place and the tests that should
+catch it. The script copies the repository's files
 (tracked and untracked, not ignored) into a temporary folder, checks that the listed tests
 pass there unchanged, then for each mistake edits the copy, runs its tests with the copy
 first on ``sys.path`` (the CLI's subprocesses too, through ``PYTHONPATH``), and puts the
@@ -30,69 +31,64 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+MUTATIONS_FILE = Path(__file__).with_name("mutations.txt")
+
+
 @dataclass(frozen=True)
 class Mutation:
     name: str
     path: str  # relative to the repository root
-    old: str  # must occur exactly once in the file
+    old: str  # whole lines; must occur exactly once in the file
     new: str
     tests: tuple[str, ...]  # pytest arguments: files, node ids, "-k" expressions
 
 
-def m(name: str, path: str, old: str, new: str, *tests: str) -> Mutation:
-    return Mutation(name, path, old, new, tests)
+class MutationsFileError(ValueError):
+    pass
 
 
-GEN = "pocketcli/engine/generator.py"
-CHUNKING = "pocketcli/text/chunking.py"
-OUTPUT = "pocketcli/audio/output.py"
-POST = "pocketcli/audio/postprocess.py"
-STATE = "pocketcli/voices/state.py"
-OPTIONS = "pocketcli/options.py"
-TENSOR = "pocketcli/tensorfile.py"
-ORACLE = "tests/test_oracle_defaults.py"
-LEVELS = "tests/test_output_levels.py"
-CUTS = "tests/test_sentence_cuts.py"
-SHAPES = "tests/test_voice_state_checks.py"
-FUZZ = "tests/test_file_fuzzing.py"
-PUBLISH = "tests/test_signal_before_publish.py"
+def parse_mutations(text: str) -> list[Mutation]:
+    """The entries of a mutations file (its format is described at its top)."""
+    entries: list[Mutation] = []
+    fields: dict[str, str] = {}
+    old: list[str] = []
+    new: list[str] = []
 
-MUTATIONS: tuple[Mutation, ...] = (
-    # Issue 25, item 1: frames_after_eos=0 must stop at the EOS frame itself.
-    m("eos tail one frame long", GEN,
-      "if eos_step is not None and step >= eos_step + plan.frames_after_eos:\n                break\n            latent",
-      "if eos_step is not None and step > eos_step + plan.frames_after_eos:\n                break\n            latent",
-      ORACLE),
-    m("eos minimum off by one", GEN, "and step >= MIN_FRAMES_BEFORE_EOS", "and step > MIN_FRAMES_BEFORE_EOS", ORACLE),
-    m("eos threshold inclusive", GEN, "eos_logit > settings.eos_threshold", "eos_logit >= settings.eos_threshold - 1.0", ORACLE),
-    m("eos fires again", GEN, "and eos_step is None\n", "\n", ORACLE),
-    # Item 2: the default chunk size is pocket-tts's.
-    m("default max_tokens 40", CHUNKING, "MAX_TOKENS_PER_CHUNK = 50", "MAX_TOKENS_PER_CHUNK = 40", ORACLE),
-    m("default max_tokens 60", CHUNKING, "MAX_TOKENS_PER_CHUNK = 50", "MAX_TOKENS_PER_CHUNK = 60", ORACLE),
-    m("options default max_tokens", OPTIONS, "max_tokens: int = MAX_TOKENS_PER_CHUNK", "max_tokens: int = 49", ORACLE),
-    m("eos tail bonus", CHUNKING, "else prepared.frames_after_eos_guess + _EOS_TAIL_BONUS", "else prepared.frames_after_eos_guess + _EOS_TAIL_BONUS + 1", ORACLE),
-    # Item 3: a period then a digit is a decimal only after a digit.
-    m("decimal rule without the digit before", CHUNKING, "        and before[-2].isdigit()\n", "", CUTS),
-    m("decimal rule without the digit after", CHUNKING, "        and after[0].isdigit()\n", "", CUTS),
-    m("decimal rule without the period", CHUNKING, '        and before[-1] == "."\n', "", CUTS),
-    # Item 8: clipping and peak normalisation.
-    m("pcm16 not clipped", OUTPUT, "return np.round(_clipped(audio) * 32767.0)", "return np.round(np.asarray(audio, np.float32) * 32767.0)", LEVELS),
-    m("float not clipped", OUTPUT, "return np.clip(np.asarray(block, np.float32), -1.0, 1.0)", "return np.asarray(block, np.float32)", LEVELS),
-    m("clip one-sided", OUTPUT, "return np.clip(np.asarray(block, np.float32), -1.0, 1.0)", "return np.clip(np.asarray(block, np.float32), None, 1.0)", LEVELS),
-    m("pcm16 scale 32768", OUTPUT, "_clipped(audio) * 32767.0", "_clipped(audio) * 32768.0", LEVELS),
-    m("peak by max", POST, "peak = float(np.max(np.abs(audio)))", "peak = float(np.max(audio))", LEVELS),
-    m("writer peak by max", OUTPUT, "self._peak = max(self._peak, float(np.abs(block).max()))", "self._peak = max(self._peak, float(block.max()))", LEVELS),
-    m("writer peak of the first block", OUTPUT, "self._peak = max(self._peak, float(np.abs(block).max()))", "self._peak = self._peak or float(np.abs(block).max())", LEVELS),
-    m("writer peak before the chain", OUTPUT, "            if self._chain is not None:\n                block = self._chain.process(block)\n", "", LEVELS),
-    # Item 10: voice state shapes and offsets.
-    m("batched voice state accepted", STATE, "or cache.shape[1] != 1", "or cache.shape[1] < 1", SHAPES),
-    m("offset 0 accepted", STATE, "if not 0 < offset <= cache.shape[2]:", "if not 0 <= offset <= cache.shape[2]:", SHAPES),
-    m("offset past the cache accepted", STATE, "if not 0 < offset <= cache.shape[2]:", "if not 0 < offset:", SHAPES),
-    m("padding accepted", STATE, "        if pad != 0:\n", "        if pad > 1:\n", SHAPES),
-    m("layers may disagree", STATE, "    if len(lengths) != 1 or len(shapes) != 1:\n", "    if False:\n", SHAPES),
-    m("cache pair order", STATE, "keys.append(np.ascontiguousarray(valid[0]))", "keys.append(np.ascontiguousarray(valid[1]))", SHAPES),
-    m("whole cache used", STATE, "valid = cache[:, 0, :offset].astype(np.float32)", "valid = cache[:, 0].astype(np.float32)", SHAPES),
-)  # fmt: skip
+    def close() -> None:
+        if not fields:
+            return
+        missing = {"name", "file", "tests"} - set(fields)
+        if missing or not old:
+            what = ", ".join(sorted(missing)) or "a '-' line"
+            raise MutationsFileError(f"entry {fields.get('name', '?')!r} has no {what}")
+        before, after = "".join(old), "".join(new)
+        if before == after:
+            raise MutationsFileError(f"entry {fields['name']!r} changes nothing")
+        tests = tuple(fields["tests"].split())
+        entries.append(Mutation(fields["name"], fields["file"], before, after, tests))
+
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("== "):
+            close()
+            fields, old, new = {"name": line[3:].strip()}, [], []
+        elif not fields or not line.strip() or line.startswith("#"):
+            continue
+        elif line.startswith(("file: ", "tests: ")):
+            key, _, value = line.partition(": ")
+            fields[key] = value.strip()
+        elif line[0] in "-+ ":
+            body = line[1:] + "\n"
+            if line[0] != "+":
+                old.append(body)
+            if line[0] != "-":
+                new.append(body)
+        else:
+            raise MutationsFileError(f"line {number}: not part of an entry: {line!r}")
+    close()
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names):
+        raise MutationsFileError("two entries have the same name")
+    return entries
 
 
 def _copy_repository(dest: Path) -> None:
@@ -125,7 +121,8 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the mistakes and exit")
     parser.add_argument("-k", default="", help="only mistakes whose name contains this")
     args = parser.parse_args()
-    chosen = [mu for mu in MUTATIONS if args.k in mu.name]
+    mutations = parse_mutations(MUTATIONS_FILE.read_text(encoding="utf-8"))
+    chosen = [mu for mu in mutations if args.k in mu.name]
     if args.list:
         for mu in chosen:
             print(f"{mu.name}: {mu.path} -> {' '.join(mu.tests)}")
@@ -147,7 +144,9 @@ def main() -> int:
             text = path.read_text(encoding="utf-8")
             if text.count(mu.old) != 1:
                 stale.append(mu)
-                print(f"STALE     {mu.name}: its line occurs {text.count(mu.old)} times in {mu.path}")
+                print(
+                    f"STALE     {mu.name}: its line occurs {text.count(mu.old)} times in {mu.path}"
+                )
                 continue
             path.write_text(text.replace(mu.old, mu.new), encoding="utf-8")
             start = time.monotonic()
