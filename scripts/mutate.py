@@ -157,12 +157,12 @@ def main() -> int:
             seconds = time.monotonic() - start
             if result.returncode == 0:
                 survived.append(mu)
-                print(f"SURVIVED  {mu.name} ({seconds:.0f} s)")
+                print(f"SURVIVED  {mu.name} ({seconds:.0f} s)", flush=True)
             else:
                 caught.append(mu)
                 failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
                 how = failed[0].removeprefix("FAILED ") if failed else f"exit {result.returncode}"
-                print(f"caught    {mu.name} ({seconds:.0f} s): {how[:110]}")
+                print(f"caught    {mu.name} ({seconds:.0f} s): {how[:110]}", flush=True)
         print(
             f"{len(chosen)} mistakes tried: {len(caught)} caught, {len(survived)} survived,"
             f" {len(stale)} stale"

@@ -19,6 +19,7 @@ CASES = {
         "5 people stayed.",
     ],
     "It costs 3.5 dollars. 4 people paid.": ["It costs 3.5 dollars.", "4 people paid."],
+    "The war ended in 1945. Then peace came.": ["The war ended in 1945.", "Then peace came."],
     "Room 12 is full. 30 chairs. Version 2.0 ships.": [
         "Room 12 is full.",
         "30 chairs.",
