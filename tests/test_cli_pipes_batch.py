@@ -8,13 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 from test_cli_tts import SCRIPT, run
+from waiting import DEADLINE, wait_until_writing
 
 from pocketcli import PocketTTS
 from pocketcli.audio.postprocess import OutputChain
@@ -193,8 +193,7 @@ def test_long_text_without_punctuation_is_spoken(pack_dir, tmp_path) -> None:
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_leaves_no_partial_file(pack_dir, tmp_path, sig, code) -> None:
-    # Long enough to outlast the sleep by far (the tiny model speaks 400 sentences in
-    # under 3 s with start-up), given on stdin.
+    # Far longer than any machine speaks before the signal (given on stdin).
     text = " ".join(f"Sentence number {i} is here." for i in range(8000))
     out = tmp_path / "long.wav"
     env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
@@ -208,9 +207,9 @@ def test_interrupt_leaves_no_partial_file(pack_dir, tmp_path, sig, code) -> None
     assert proc.stdin is not None
     proc.stdin.write(text.encode())
     proc.stdin.close()
-    time.sleep(3.0)  # loaded and generating
+    wait_until_writing(proc, tmp_path)  # loaded, generating, its handlers armed
     proc.send_signal(sig)
-    proc.wait(timeout=60)
+    proc.wait(timeout=DEADLINE)
     assert proc.stderr is not None
     err = proc.stderr.read()
     assert proc.returncode == code, err

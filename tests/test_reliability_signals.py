@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+from waiting import DEADLINE, wait_until_writing
 
 from tests.test_cli_tts import SCRIPT
 
@@ -23,7 +24,6 @@ TEXT = " ".join(
     f"Sentence number {i} is here to keep the model busy for a while." for i in range(8000)
 )
 EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
-DEADLINE = 60.0  # generous: a loaded machine is slow, never a reason to fail
 
 
 def _env() -> dict[str, str]:
@@ -43,15 +43,6 @@ def _start(out, pack_dir, voice_path) -> subprocess.Popen:
             stderr=subprocess.PIPE,
             env=_env(),
         )
-
-
-def _wait_until_writing(proc: subprocess.Popen, folder) -> None:
-    """Until the output's temporary file exists: the model is loaded and speaking."""
-    deadline = time.monotonic() + DEADLINE
-    while not any(p.name.endswith(".part") for p in folder.iterdir()):
-        assert proc.poll() is None, proc.communicate()[1].decode(errors="replace")
-        assert time.monotonic() < deadline, "no output file begun within 60 s"
-        time.sleep(0.01)
 
 
 def _check_end(proc: subprocess.Popen, first: int, folder) -> bool:
@@ -114,7 +105,7 @@ def test_two_signals_during_synthesis(pack_dir, voice_path, tmp_path) -> None:
     folder = tmp_path / "run"
     folder.mkdir()
     proc = _start(folder / "out.wav", pack_dir, voice_path)
-    _wait_until_writing(proc, folder)
+    wait_until_writing(proc, folder)
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGTERM)  # while the first is being handled
     assert _check_end(proc, signal.SIGINT, folder), "pockettts was writing: it must answer"
@@ -134,7 +125,7 @@ def test_thirty_random_signal_sequences(pack_dir, voice_path, tmp_path) -> None:
             folder.mkdir()
             proc = _start(folder / "out.wav", pack_dir, voice_path)
             if not early:
-                _wait_until_writing(proc, folder)
+                wait_until_writing(proc, folder)
             time.sleep(delay)
             assert proc.poll() is None, "the run ended before the first signal"
             for sig, gap in zip(signals, gaps, strict=True):
