@@ -120,9 +120,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="print the mistakes and exit")
     parser.add_argument("-k", default="", help="only mistakes whose name contains this")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        type=int,
+        default=1,
+        metavar="N",
+        help="start at the Nth mistake (to split a run in parts)",
+    )
     args = parser.parse_args()
     mutations = parse_mutations(MUTATIONS_FILE.read_text(encoding="utf-8"))
-    chosen = [mu for mu in mutations if args.k in mu.name]
+    chosen = [mu for mu in mutations[args.start - 1 :] if args.k in mu.name]
     if args.list:
         for mu in chosen:
             print(f"{mu.name}: {mu.path} -> {' '.join(mu.tests)}")

