@@ -93,8 +93,9 @@ class LineWorker:
     def load(cls, spec: ModelSpec, voice, options: SpeakOptions) -> LineWorker:
         return cls(spec.load(), voice, options)
 
-    def make(self, job: Job, folder: Path | None = None) -> LineResult:
-        """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``)."""
+    def make(self, job: Job, folder: Path | None = None, together: bool = False) -> LineResult:
+        """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``);
+        ``together``: as a stream of the model's scheduler, beside other lines."""
         from pocketcli.audio.output import open_audio_writer
 
         result = LineResult(job, worker=self.name)
@@ -108,7 +109,8 @@ class LineWorker:
         try:
             peak = self.options.peak_normalized
             with open_audio_writer(part, "wav", rate, peak_normalize=peak) as writer:
-                for frame in self.tts.stream(
+                speak = self.tts.stream_together if together else self.tts.stream
+                for frame in speak(
                     job.text,
                     self.voice,
                     self.options,

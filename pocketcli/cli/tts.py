@@ -147,6 +147,12 @@ def tts_command(
     jobs: str | None = typer.Option(
         None, "--jobs", metavar="N", help="Batch: N worker processes, or auto (measured split)."
     ),
+    streams: str | None = typer.Option(
+        None,
+        "--streams",
+        metavar="N",
+        help="Batch in one process: N lines spoken at once (rows of one batch), or auto.",
+    ),
     ray: str | None = typer.Option(
         None,
         "--ray",
@@ -204,8 +210,8 @@ def tts_command(
             raise click.UsageError("--metrics reports one utterance: drop it with --input-file")
     elif output_dir is not None:
         raise click.UsageError("--output-dir goes with --input-file")
-    elif jobs is not None or ray is not None:
-        raise click.UsageError("--jobs and --ray go with --input-file")
+    elif jobs is not None or ray is not None or streams is not None:
+        raise click.UsageError("--jobs, --ray and --streams go with --input-file")
     from pocketcli.cli.live import prepare_live
 
     live = prepare_live(
@@ -264,6 +270,7 @@ def tts_command(
                 voices,
                 jobs=jobs,
                 ray=ray,
+                streams=streams,
                 overwrite=overwrite,
                 quiet=quiet,
                 on_warning=None if quiet else _warn,

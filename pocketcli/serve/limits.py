@@ -30,13 +30,19 @@ class Limits:
     # Decoded samples of one recording, all channels (float32: 4 bytes each): the
     # first 30 s of 96 kHz stereo fit; the header is checked before decoding.
     max_decoded_samples: int = 6_000_000
-    max_queue: int = 4  # requests waiting while one is generated; more get 503
+    max_queue: int = 4  # requests waiting while max_streams are generated; more get 503
+    # Requests generated at once (rows of one batch per frame); `pockettts serve` says 4.
+    max_streams: int = 1
     request_seconds: float = 300.0  # per request, from acceptance to the last byte
     max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
     body_seconds: float = 30.0  # a request's body must have arrived by then (else 408)
     header_seconds: float = 10.0  # a connection's request line and headers, likewise
     idle_seconds: float = 5.0  # an idle keep-alive connection is closed after this
     max_connections: int = 64  # open connections; requests beyond get 503
+    # The streaming websocket (/tts/ws): text per turn is max_chars.
+    ws_max_message_bytes: int = 64 * 1024  # one client frame
+    ws_idle_seconds: float = 300.0  # a socket that sends nothing (and hears nothing) this long
+    ws_max_sockets: int = 16  # open at once; more are refused with an error frame
 
     @property
     def max_body_bytes(self) -> int:
@@ -50,6 +56,7 @@ MAXIMA = {
     "max_clone_seconds": 3600.0,
     "max_decoded_samples": 100_000_000,
     "max_queue": 1000,
+    "max_streams": 256,
     "request_seconds": 86_400.0,
     "body_seconds": 3600.0,
     "header_seconds": 300.0,
@@ -197,6 +204,16 @@ class BodyLimit:
 OPEN_PATHS = ("/healthz", "/readyz", "/health", "/", "/favicon.ico")
 
 
+def key_matches(headers: dict[bytes, bytes], key: bytes) -> bool:
+    """Whether a request's headers carry ``key``: ``Authorization: Bearer KEY`` or
+    ``X-API-Key`` (compared in constant time). The websocket checks its handshake so."""
+    given = headers.get(b"x-api-key", b"")
+    auth = headers.get(b"authorization", b"")
+    if auth[:7].lower() == b"bearer ":
+        given = auth[7:].strip()
+    return hmac.compare_digest(given, key)
+
+
 class ApiKey:
     """With a key set, every request but health and the page carries it, compared in
     constant time: ``Authorization: Bearer KEY`` (OpenAI's clients) or ``X-API-Key``."""
@@ -208,12 +225,7 @@ class ApiKey:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        given = headers.get(b"x-api-key", b"")
-        auth = headers.get(b"authorization", b"")
-        if auth[:7].lower() == b"bearer ":
-            given = auth[7:].strip()
-        if not hmac.compare_digest(given, self.key):
+        if not key_matches(dict(scope["headers"]), self.key):
             await send_json(
                 send,
                 401,
