@@ -59,3 +59,15 @@ def test_a_deleted_working_folder_names_the_path(pack_dir, voice_path, tmp_path)
     assert r.returncode == 1, r.stderr
     assert b"cannot write output file e.wav: the current folder no longer exists" in r.stderr
     assert r.stderr.count(b"\n") == 1
+
+
+def test_a_deeply_nested_safetensors_header_is_one_line(pack_dir, tmp_path) -> None:
+    import struct
+
+    body = b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    voice = tmp_path / "deep.safetensors"
+    voice.write_bytes(struct.pack("<Q", len(body)) + body)
+    r = run("tts", "Hi.", "-o", tmp_path / "x.wav", "--voice-file", voice, "--model-dir", pack_dir)
+    assert r.returncode == 1, r.stderr
+    assert b"nested too deeply" in r.stderr and b"RecursionError" not in r.stderr, r.stderr
+    assert r.stderr.count(b"\n") == 1
