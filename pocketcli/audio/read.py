@@ -16,7 +16,11 @@ is opened, so nothing blocks or reads without end.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -58,7 +62,8 @@ def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAud
     path = Path(path)
     check_regular(path)
     try:
-        decoded = _read_soundfile(path, max_seconds)
+        with _quiet_decoder(path):
+            decoded = _read_soundfile(path, max_seconds)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         decoded = _read_fallback(path, max_seconds, exc)
     if decoded.samples.shape[0] == 0:
@@ -142,7 +147,7 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
             ) from None
         raise AudioReadError(
             f"cannot read {path}: not a {SOUNDFILE_FORMATS} file, or damaged"
-            f" ({_first_line(error)}); M4A/AAC needs {M4A_EXTRA}"
+            f" ({_cause(error)}); M4A/AAC needs {M4A_EXTRA}"
         ) from None
     try:
         return _read_av(path, max_seconds)
@@ -152,7 +157,7 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
     # Neither could read it: libsndfile says more about a damaged WAV/FLAC than FFmpeg.
     raise AudioReadError(
         f"cannot read {path}: not a {SOUNDFILE_FORMATS} or M4A/AAC file,"
-        f" or damaged ({_first_line(error)})"
+        f" or damaged ({_cause(error)})"
     ) from None
 
 
@@ -254,6 +259,48 @@ def _looks_like_mp4(path: Path) -> bool:
     except OSError:
         return False
     return head[4:8] == b"ftyp" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0)
+
+
+def _cause(exc: BaseException) -> str:
+    """libsndfile's reason without its guesses: a regular file that it cannot open is
+    unrecognised or damaged data, never "a pipe"."""
+    text = exc.error_string if isinstance(exc, sf.LibsndfileError) else _first_line(exc)
+    if "possibly a pipe" in text or "does not exist" in text:
+        return "unrecognised or damaged data"
+    return text
+
+
+@contextlib.contextmanager
+def _quiet_decoder(path: Path) -> Iterator[None]:
+    """libmpg123 (inside libsndfile) prints its resync notes straight to descriptor 2:
+    while an MP3 is decoded, that descriptor points at /dev/null. Only for MP3, whose
+    decoder is the noisy one, and only when stderr is a real descriptor."""
+    if path.suffix.lower() != ".mp3" and not _looks_like_mp3(path):
+        yield
+        return
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        sys.stderr.flush()
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _looks_like_mp3(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3)
+    except OSError:
+        return False
+    return head == b"ID3" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0)
 
 
 def _first_line(exc: BaseException) -> str:
