@@ -62,3 +62,21 @@ def test_a_closed_stdout_is_never_reused_by_a_file_the_run_opens(pack_dir, voice
     r = shell(">&-", *args)
     assert r.returncode == 0, r.stderr
     assert sf.info(str(out)).frames > 0 and metrics.read_text().startswith("{")
+
+
+def test_a_wav_on_a_stdout_that_is_a_file_gets_its_sizes(pack_dir, voice_path, tmp_path) -> None:
+    import struct
+
+    out = tmp_path / "out.wav"
+    r = shell(f"> {out}", *_speak(pack_dir, voice_path, Path("-")), "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    data = out.read_bytes()
+    riff, size = struct.unpack("<I", data[4:8])[0], struct.unpack("<I", data[40:44])[0]
+    assert (riff, size) == (len(data) - 8, len(data) - 44)
+    # In append mode a patch would land at the end: the sizes stay "unknown", the file whole.
+    appended = tmp_path / "appended.wav"
+    appended.write_bytes(b"")
+    r = shell(f">> {appended}", *_speak(pack_dir, voice_path, Path("-")), "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    again = appended.read_bytes()
+    assert len(again) == len(data) and again[44:] == data[44:]
