@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import resource
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.test_cli_tts import SCRIPT
+from tests.test_recording_bounds import _socket
 
 
 def _limit_memory() -> None:
@@ -84,14 +84,6 @@ def test_a_pipe_whose_writer_is_slow_is_still_read(pack_dir, voice_path, tmp_pat
     r = run(*args, "-q", shell=late)
     assert r.returncode == 0, r.stderr
     assert (out / "a.wav").stat().st_size > 44
-
-
-def _socket(tmp_path: Path) -> Path:
-    path = tmp_path / "in.sock"
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(str(path))
-    s.close()
-    return path
 
 
 def test_a_socket_is_refused_as_an_input_file(pack_dir, tmp_path) -> None:
