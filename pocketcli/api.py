@@ -27,10 +27,10 @@ from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
-from pocketcli.options import SpeakOptions
+from pocketcli.options import DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 from pocketcli.text import ChunkPlan, EmptyTextError, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 from pocketcli.text.overlong import split_overlong
@@ -53,7 +53,7 @@ class PocketTTS:
         runtime: Runtime,
         tokenizer_path: Path,
         tokenizer_kind: str,
-        language: str = "english",
+        language: str = DEFAULT_LANGUAGE,
         *,
         spec: RuntimeSpec | None = None,
         request: ModelRequest | None = None,
@@ -117,8 +117,8 @@ class PocketTTS:
     @classmethod
     def from_request(cls, request: ModelRequest) -> PocketTTS:
         """``open`` for a ``ModelRequest`` (what front ends build from their flags)."""
-        request = request.checked()
-        spec = request.spec
+        request = registry.check(request)
+        spec = registry.spec_for(request)
         loaded = spec.load(spec.find_pack(request), request)
         return cls(
             loaded.runtime,
@@ -238,6 +238,38 @@ class PocketTTS:
         """The voice state of ``default_voice_name()`` (None: no voice prompt)."""
         name = self.default_voice_name()
         return None if name is None else self.voice(name)
+
+    def choose_voice(
+        self,
+        voice: str | None = None,
+        voice_file: str | Path | None = None,
+        clone_voice: str | Path | None = None,
+        save_voice: str | Path | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> ChosenVoice:
+        """The voice every front end speaks with, by one rule: a recording to
+        clone (saved to ``save_voice`` when given), else a voice file (``voice``
+        then picks one voice of a voices.bin), else the built-in ``voice`` by
+        name, else the model's default (none for a model without built-in
+        voices: no voice prompt)."""
+        if clone_voice is not None:
+            state = self.clone_voice(clone_voice, on_warning=on_warning)
+            if save_voice is not None:
+                self.save_voice(state, save_voice, on_warning=on_warning)
+            saved = Path(save_voice) if save_voice is not None else None
+            return ChosenVoice(state, Path(clone_voice).stem, saved)
+        if voice_file is not None:
+            state = self.load_voice(voice_file, voice, on_warning=on_warning)
+            return ChosenVoice(state, voice or Path(voice_file).stem, Path(voice_file))
+        name = voice or self.default_voice_name()
+        if name is None:
+            return ChosenVoice(None, "none")
+        from pocketcli.store.catalog import canonical_voice
+
+        name = canonical_voice(name)
+        path = self.voice_file(name)
+        return ChosenVoice(self.load_voice(path, on_warning=on_warning), name, path)
 
     def load_voice(
         self,
@@ -496,6 +528,46 @@ class PocketTTS:
             return np.zeros(0, np.float32)
         audio = np.concatenate(frames)
         return peak_normalize(audio) if opts.peak_normalized else audio
+
+    def synthesize_to_file(
+        self,
+        text: str,
+        path: str | Path,
+        voice: VoiceState | str | Path | None = None,
+        options: SpeakOptions | None = None,
+        format: str | None = None,
+        **kwargs: Any,
+    ) -> float:
+        """Speaks ``text`` into an audio file and returns its length in seconds.
+
+        The file is what ``synthesize`` gives, encoded as ``format`` (wav, flac,
+        ogg, opus, mp3, s16le, f32le; default: from the file name, else wav).
+        Frames are streamed to a hidden file beside ``path`` as they are made
+        (memory does not grow with the text), which replaces ``path`` only once
+        complete: a failure or an interrupt leaves no partial file. Keywords as
+        ``synthesize`` (``seed=``, ``on_warning=``, ``on_chunk=``...).
+        """
+        from pocketcli.audio.output import open_audio_writer
+
+        opts = (options or SpeakOptions()).with_(
+            **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
+        )
+        keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
+        rate = self.sample_rate
+        with open_audio_writer(path, format, rate, peak_normalize=opts.peak_normalized) as out:
+            for frame in self.stream(text, voice, opts, **keywords):
+                out.write(frame.audio, speech=not frame.is_pause)
+        return out.samples / rate
+
+
+@dataclasses.dataclass(frozen=True)
+class ChosenVoice:
+    """The voice ``PocketTTS.choose_voice`` picked: its state (None: no voice
+    prompt), a name for reports and metrics, and its file when there is one."""
+
+    state: VoiceState | None
+    name: str
+    path: Path | None = None
 
 
 _STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})

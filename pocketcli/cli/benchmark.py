@@ -13,10 +13,12 @@ from pocketcli.bench import ASR_BACKENDS
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import (
+    MODEL,
+    ModelFlags,
     check_voice_name,
     choose_voice,
     load_model,
-    validate_choice,
+    takes_model_flags,
 )
 from pocketcli.cli.store_options import usage_error
 from pocketcli.errors import UnknownNameError
@@ -103,6 +105,7 @@ def _print_table(report, ratios: dict | None) -> None:
     Console(stderr=True).print(table)
 
 
+@takes_model_flags()
 def benchmark_command(
     corpus: str = typer.Option(
         "minimax-english",
@@ -114,15 +117,9 @@ def benchmark_command(
     corpus_path: Path | None = typer.Option(
         None, "--corpus-path", metavar="FILE", help="Phrase file (# comments)."
     ),
-    language: str | None = flags.language(),
     voice: str | None = flags.voice(),
     voice_file: Path | None = flags.voice_file(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
-    compute_units: str | None = flags.compute_units(),
-    placement: str | None = flags.placement(),
-    model_dir: Path | None = flags.model_dir(),
-    offline: bool = flags.offline(),
+    model: ModelFlags = MODEL,
     output_json: Path | None = typer.Option(
         None, "--output-json", metavar="FILE", help="Write the report."
     ),
@@ -159,24 +156,14 @@ def benchmark_command(
         raise click.BadParameter(
             f"{asr_backend!r}; choose from {', '.join(ASR_BACKENDS)}", param_hint="--asr-backend"
         )
-    if compare_reference and model_dir is None:
+    if compare_reference and model.model_dir is None:
         raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
     options = SpeakOptions(temperature=temperature, output_chain=False)  # main names the flag
     checks.readable_file(corpus_path, "corpus file")
     checks.voice_file(voice_file, voice)
     checks.writable_file(output_json, "--output-json file")
     checks.writable_dir(audio_dir, "--audio-dir folder")
-    choice = validate_choice(
-        model_dir,
-        language,
-        None,
-        runtime,
-        precision,
-        compute_units,
-        placement,
-        offline,
-        quiet=quiet,
-    )
+    choice = model.request(quiet=quiet)
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
     try:
@@ -208,11 +195,12 @@ def benchmark_command(
     if compare_reference:
         from pocketcli.bench.reference import ReferenceSide
 
-        assert model_dir is not None
+        pack = choice.model_dir
+        assert pack is not None
 
         def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
             return ReferenceSide(
-                model_dir,
+                pack,
                 voice=voice_path[0],
                 temperature=temperature,
                 quantize=choice.precision == "int8",
@@ -232,7 +220,7 @@ def benchmark_command(
         "language": choice.language,
         "placement": choice.placement,
         "compute_units": choice.compute_units,
-        "model_dir": str(model_dir) if model_dir else None,
+        "model_dir": str(choice.model_dir) if choice.model_dir else None,
         "runtime": choice.runtime,
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,

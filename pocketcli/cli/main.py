@@ -27,9 +27,8 @@ from pocketcli.cli import (
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError, OptionsError, UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
-from pocketcli.options import OptionsError
 
 app = typer.Typer(
     name="pockettts",
@@ -142,12 +141,16 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
     except Terminated:
         fail("terminated", 143)
     except OptionsError as exc:  # a value out of range, from any command: name its flag
-        from pocketcli.cli.flags import options_message
+        from pocketcli.cli.flags import in_flags
 
-        _usage(click.UsageError(options_message(exc)), argv or [])
+        _usage(click.UsageError(in_flags(exc)), argv or [])
     except UserError as exc:
         if debug:
             raise
+        if isinstance(exc, FieldError):  # the library names fields; the user typed flags
+            from pocketcli.cli.flags import in_flags
+
+            fail(in_flags(exc), 1)
         fail(str(exc), 1)
     except OSError as exc:
         if debug:

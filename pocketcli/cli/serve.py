@@ -8,6 +8,7 @@ import typer
 
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
 and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
@@ -25,6 +26,7 @@ Examples:
 """
 
 
+@takes_model_flags(only=("language", "runtime", "precision", "model_dir", "config", "offline"))
 def serve_command(
     host: str = typer.Option(
         "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
@@ -32,17 +34,12 @@ def serve_command(
     port: int = typer.Option(
         8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
     ),
-    language: str | None = flags.language(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
+    model: ModelFlags = MODEL,
     voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = typer.Option(
         None, "--voice-dir", metavar="DIR", help="Folder of voice files requests may name."
     ),
-    model_dir: Path | None = flags.model_dir(),
-    config: str | None = flags.config(),
-    offline: bool = flags.offline(),
     api_key: str | None = typer.Option(
         None,
         "--api-key",
@@ -90,11 +87,7 @@ def serve_command(
     from pocketcli.serve import require_extra
 
     require_extra()
-    from pocketcli.cli.model_options import (
-        check_voice_name,
-        names_voices_inside,
-        validate_choice,
-    )
+    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
     from pocketcli.serve.limits import Limits, ServeSettings
 
     if log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -109,9 +102,7 @@ def serve_command(
     picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin
     if voice is not None and voice_file is not None and not picks_inside:
         raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
-    choice = validate_choice(
-        model_dir, language, config, runtime, precision, offline=offline, quiet=True
-    )
+    choice = model.request(quiet=True)
     if not picks_inside:
         check_voice_name(choice, voice)
     settings = ServeSettings(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pocketcli.errors import UserError
+from pocketcli.options import ModelRequest
 from pocketcli.runtimes.coreml import units
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 
 
 class CoreMLSpec(RuntimeSpec):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pocketcli.errors import OptionConflict, UserError
+from pocketcli.options import ModelRequest
 from pocketcli.packs.manifest import PRECISIONS
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 
 RECORDED_LANGUAGE = "language"  # the manifest's source field naming the pack's language
 
@@ -37,10 +38,12 @@ class OnnxSpec(RuntimeSpec):
 
         if req.config is not None:
             raise OptionConflict(
-                "built-in voices were computed with the released weights; with --config "
-                "use --voice-file or --clone-voice",
-                "--voice",
-                "--config",
+                "built-in voices were computed with the released weights; with {config} "
+                "use {voice_file} or {clone_voice}",
+                "voice",
+                "config",
+                "voice_file",
+                "clone_voice",
             )
         if req.model_dir is None:
             check_voice(name, req.model_language)

@@ -315,7 +315,7 @@ def create_app(load: Callable[[], Backend], settings: ServeSettings | None = Non
         try:
             return SpeakOptions().with_(**fields)
         except OptionsError as exc:  # the request's fields are SpeakOptions' names
-            raise ApiError(400, exc.named(exc.field), "invalid_option") from None
+            raise ApiError(400, str(exc), "invalid_option") from None
 
     async def _voice(name: str | None) -> Resolved:
         _, voices, _ = state.ready()

@@ -163,7 +163,7 @@ def catalog() -> Catalog:
 
 def _check_runtime(runtime: str) -> str:
     if runtime not in RUNTIMES:
-        raise UnknownNameError("--runtime", runtime, RUNTIMES)
+        raise UnknownNameError("runtime", runtime, RUNTIMES)
     return runtime
 
 
@@ -202,20 +202,20 @@ def check_language(runtime: str, language: str) -> str:
         hint = ""
         if runtime == "coreml" and language in catalog().kyutai:
             hint = "(FluidAudio has no CoreML pack for it; --runtime onnx has)"
-        raise UnknownNameError("--language", language, valid, hint)
+        raise UnknownNameError("language", language, valid, hint)
     return language
 
 
 def check_precision(runtime: str, precision: str) -> str:
     valid = known_precisions(runtime)
     if precision not in valid:
-        raise UnknownNameError("--precision", precision, valid, f"for the {runtime} runtime")
+        raise UnknownNameError("precision", precision, valid, f"for the {runtime} runtime")
     return precision
 
 
 def check_placement(placement: str) -> str:
     if placement not in known_placements():
-        raise UnknownNameError("--placement", placement, known_placements())
+        raise UnknownNameError("placement", placement, known_placements())
     return placement
 
 
@@ -230,7 +230,7 @@ def check_voice(name: str, language: str | None = None) -> str:
     valid = known_voices(language)
     if voice not in valid:
         where = f"for {language}" if language and voice in catalog().voices else ""
-        raise UnknownNameError("--voice", name, valid, where)
+        raise UnknownNameError("voice", name, valid, where)
     return voice
 
 
