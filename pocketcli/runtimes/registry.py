@@ -218,10 +218,9 @@ class RuntimeSpec:
     # -- voices ----------------------------------------------------------------
     def default_voice(self, model: LoadedModel, req: ModelRequest) -> str | None:
         """The voice to speak with when none is named (None: no voice prompt)."""
-        from pocketcli.store.catalog import catalog, native_voice
+        from pocketcli.store.catalog import default_voice_for
 
-        language = model.language or req.model_language
-        return native_voice(language) or catalog().default_voice
+        return default_voice_for(model.language or req.model_language)
 
     def voice_file(self, model: LoadedModel, req: ModelRequest, name: str) -> Path:
         """The file of a built-in voice (fetched if needed)."""

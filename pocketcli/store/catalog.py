@@ -246,6 +246,12 @@ def native_voice(language: str) -> str | None:
     return None
 
 
+def default_voice_for(language: str) -> str:
+    """The voice spoken in a language when none is named: its own (pocket-tts's
+    choice), else the catalogue's default (alba)."""
+    return native_voice(language) or catalog().default_voice
+
+
 def kyutai_language(language: str) -> KyutaiLanguage:
     check_language("onnx", language)
     return catalog().kyutai[language]
