@@ -176,9 +176,11 @@ def quiet(what: str = "No summary on stderr.") -> Any:
     return typer.Option(False, "-q", "--quiet", help=what)
 
 
-def voice(what: str = "Built-in voice (default: the language's own, else alba).") -> Any:
+def voice(
+    what: str = "Built-in voice (default: the language's own, else alba).", *aliases: str
+) -> Any:
     return typer.Option(
-        None, "-v", "--voice", metavar="NAME", autocompletion=complete_voice, help=what
+        None, "-v", "--voice", *aliases, metavar="NAME", autocompletion=complete_voice, help=what
     )
 
 

@@ -9,6 +9,11 @@ import typer
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
+from pocketcli.serve.settings import Limits, ServeSettings
+
+LIMITS = Limits()  # the defaults of the limit flags
+SETTINGS = ServeSettings()
+MB = 2**20
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
 and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
@@ -35,7 +40,9 @@ def serve_command(
         8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
     ),
     model: ModelFlags = MODEL,
-    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    voice: str | None = flags.voice(
+        "Default built-in voice (default: the language's own).", "--default-voice"
+    ),
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = typer.Option(
         None, "--voice-dir", metavar="DIR", help="Folder of voice files requests may name."
@@ -55,26 +62,38 @@ def serve_command(
         help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
     ),
     max_queue: int = typer.Option(
-        4, "--max-queue", metavar="N", min=0, help="Requests waiting for the model; more get 503."
+        LIMITS.max_queue,
+        "--max-queue",
+        metavar="N",
+        min=0,
+        help="Requests waiting for the model; more get 503.",
     ),
     max_chars: int = typer.Option(
-        4096, "--max-chars", metavar="N", min=1, help="Text per request."
+        LIMITS.max_chars, "--max-chars", metavar="N", min=1, help="Text per request."
     ),
     max_upload_mb: float = typer.Option(
-        10.0, "--max-upload-mb", metavar="MB", min=0.01, help="Size of a recording to clone."
+        LIMITS.max_upload_bytes / MB,
+        "--max-upload-mb",
+        metavar="MB",
+        min=0.01,
+        help="Size of a recording to clone.",
     ),
     max_clone_seconds: float = typer.Option(
-        60.0, "--max-clone-seconds", metavar="S", min=1.0, help="Length of a recording to clone."
+        LIMITS.max_clone_seconds,
+        "--max-clone-seconds",
+        metavar="S",
+        min=1.0,
+        help="Length of a recording to clone.",
     ),
     request_timeout: float = typer.Option(
-        300.0,
+        LIMITS.request_seconds,
         "--request-timeout",
         metavar="S",
         min=1.0,
         help="Seconds per request, queue wait included.",
     ),
     shutdown_timeout: float = typer.Option(
-        10.0,
+        SETTINGS.shutdown_seconds,
         "--shutdown-timeout",
         metavar="S",
         min=0.0,
@@ -88,7 +107,6 @@ def serve_command(
 
     require_extra()
     from pocketcli.cli.model_options import check_voice_name, names_voices_inside
-    from pocketcli.serve.limits import Limits, ServeSettings
 
     if log_level.lower() not in ("debug", "info", "warning", "error"):
         raise click.BadParameter(
@@ -108,7 +126,7 @@ def serve_command(
     settings = ServeSettings(
         limits=Limits(
             max_chars=max_chars,
-            max_upload_bytes=int(max_upload_mb * 2**20),
+            max_upload_bytes=int(max_upload_mb * MB),
             max_clone_seconds=max_clone_seconds,
             max_queue=max_queue,
             request_seconds=request_timeout,

@@ -73,6 +73,10 @@ class TtsFlags:
     play: bool = False
     device: str | None = None
     follow: bool = False
+    # Habits of the tools people come from (``cli/habits.py``).
+    quantize: bool = False  # Kyutai's pocket-tts
+    piper_model: str | None = None  # piper's -m
+    output_raw: bool = False  # piper's --output-raw
 
     @property
     def text_given(self) -> bool:

@@ -8,6 +8,7 @@ import typer
 
 from pocketcli.cli import flags
 from pocketcli.cli.fluid_compat import HELP_LINE, accept_fluidaudio_flags
+from pocketcli.cli.habits import translate_habits
 from pocketcli.cli.model_options import MODEL, ModelFlags, notice, takes_model_flags
 from pocketcli.cli.speak import DEFAULT_OUTPUT, TtsFlags, run_tts
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
@@ -56,6 +57,9 @@ def tts_command(
         None,
         "-o",
         "--output",
+        "--output-path",  # Kyutai's pocket-tts
+        "--output-file",  # piper
+        "--output_file",
         metavar="FILE",
         help=f"Audio file to write (default {DEFAULT_OUTPUT}); '-' streams to stdout.",
     ),
@@ -84,6 +88,27 @@ def tts_command(
     temperature: float | None = flags.temperature(),
     seed: int | None = flags.seed(),
     noise_clamp: float | None = flags.noise_clamp(),
+    eos_threshold: float | None = typer.Option(
+        None,
+        "--eos-threshold",
+        metavar="X",
+        help="End-of-speech threshold (pocket-tts's; default: the model's).",
+    ),
+    frames_after_eos: int | None = typer.Option(
+        None,
+        "--frames-after-eos",
+        metavar="N",
+        help="Frames spoken after the end of speech (pocket-tts's; default: from the text).",
+    ),
+    quantize: bool = typer.Option(
+        False, "--quantize", hidden=True, help="Kyutai's pocket-tts: --precision int8."
+    ),
+    piper_model: str | None = typer.Option(
+        None, "-m", "--model", hidden=True, help="piper's model: --model-dir or --language."
+    ),
+    output_raw: bool = typer.Option(
+        False, "--output-raw", "--output_raw", hidden=True, help="piper's: -o - --format s16le."
+    ),
     backend: str = typer.Option(
         "pocket", "--backend", metavar="NAME", help="pocket or pockettts (FluidAudio's flag)."
     ),
@@ -145,38 +170,41 @@ def tts_command(
     ),
 ) -> None:
     """Declarations only: the work is ``cli.speak.run_tts``."""
-    run_tts(
-        TtsFlags(
-            text_arg=text_arg,
-            text=text,
-            output=output,
-            audio_format=audio_format,
-            force=force,
-            voice=voice,
-            voice_file=voice_file,
-            clone_voice=clone_voice,
-            save_voice=save_voice,
-            temperature=temperature,
-            seed=seed,
-            noise_clamp=noise_clamp,
-            backend=backend,
-            no_deess=no_deess,
-            metrics=metrics,
-            input_file=input_file,
-            output_dir=output_dir,
-            overwrite=overwrite,
-            jobs=jobs,
-            ray=ray,
-            max_tokens=max_tokens,
-            no_normalize=no_normalize,
-            ssml=ssml,
-            quiet=quiet,
-            play=play,
-            device=device,
-            follow=follow,
-        ),
-        model,
+    given = TtsFlags(
+        text_arg=text_arg,
+        text=text,
+        output=output,
+        audio_format=audio_format,
+        force=force,
+        voice=voice,
+        voice_file=voice_file,
+        clone_voice=clone_voice,
+        save_voice=save_voice,
+        temperature=temperature,
+        seed=seed,
+        noise_clamp=noise_clamp,
+        eos_threshold=eos_threshold,
+        frames_after_eos=frames_after_eos,
+        quantize=quantize,
+        piper_model=piper_model,
+        output_raw=output_raw,
+        backend=backend,
+        no_deess=no_deess,
+        metrics=metrics,
+        input_file=input_file,
+        output_dir=output_dir,
+        overwrite=overwrite,
+        jobs=jobs,
+        ray=ray,
+        max_tokens=max_tokens,
+        no_normalize=no_normalize,
+        ssml=ssml,
+        quiet=quiet,
+        play=play,
+        device=device,
+        follow=follow,
     )
+    run_tts(*translate_habits(given, model))
 
 
 tts_command = accept_fluidaudio_flags(tts_command, notice)

@@ -9,35 +9,14 @@ from __future__ import annotations
 import hmac
 import json
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pocketcli.serve.settings import Limits, ServeSettings
+
+__all__ = ["ApiKey", "BodyLimit", "Limits", "ServeSettings", "error_body", "send_json"]
+
 ARRIVED = "pockettts_arrived"  # scope state: when the request reached the app
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_chars: int = 4096  # text per request (OpenAI's own limit)
-    max_upload_bytes: int = 10 * 2**20  # a recording to clone
-    max_clone_seconds: float = 60.0  # longer recordings are refused (30 s are used)
-    max_queue: int = 4  # requests waiting while one is generated; more get 503
-    request_seconds: float = 300.0  # per request, from acceptance to the last byte
-    max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
-
-    @property
-    def max_body_bytes(self) -> int:
-        return self.max_upload_bytes + 64 * 1024  # the upload and its form fields
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    limits: Limits = Limits()
-    api_key: str | None = None
-    voice_dir: Path | None = None
-    shutdown_seconds: float = 10.0
-    cors_origins: tuple[str, ...] = ()  # web pages on these origins may call the API
 
 
 async def send_json(send: Send, status: int, body: dict, headers: dict | None = None) -> None:
