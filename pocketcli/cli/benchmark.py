@@ -102,7 +102,7 @@ def _print_table(report, ratios: dict | None) -> None:
             f"{100 * s['wer_macro']:.1f}% / {100 * s['cer_macro']:.1f}%",
             *([""] * 2 if report.reference else []),
         )
-    Console(stderr=True).print(table)
+    Console().print(table)  # the result: on stdout, where a script can take it
 
 
 @takes_model_flags()
@@ -145,7 +145,7 @@ def benchmark_command(
     compare_reference: bool = typer.Option(
         False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
     ),
-    quiet: bool = flags.quiet("No table on stderr."),
+    quiet: bool = flags.quiet("No table on stdout, no progress on stderr."),
 ) -> None:
     from pocketcli.bench.asr import load_recognizer
     from pocketcli.bench.corpus import load_corpus
@@ -185,11 +185,13 @@ def benchmark_command(
         return tts, chosen.state
 
     def progress(done: int, total: int) -> None:
-        if not quiet:
-            sys.stderr.write(f"\r{done}/{total} phrases")
-            sys.stderr.flush()
-            if done == total:
-                sys.stderr.write("\n")
+        if quiet:
+            return
+        if sys.stderr.isatty():  # one line, redrawn
+            sys.stderr.write(f"\r{done}/{total} phrases" + ("\n" if done == total else ""))
+        else:  # a log or a pipe: plain lines
+            sys.stderr.write(f"pockettts: {done}/{total} phrases\n")
+        sys.stderr.flush()
 
     reference = None
     if compare_reference:

@@ -58,6 +58,22 @@ for _name, _help, _command in (
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
+HELP_COMMAND = "help"
+
+
+@app.command(HELP_COMMAND, help="The help of pockettts, or of a command: pockettts help tts.")
+def _help_command(
+    command: list[str] | None = typer.Argument(None, metavar="[COMMAND]"),
+) -> None:
+    """Never runs: ``run`` reads ``help X`` as ``X --help`` (so it is the same text)."""
+
+
+def help_as_flag(argv: list[str]) -> list[str]:
+    """``pockettts help [COMMAND]`` is ``pockettts [COMMAND] --help``."""
+    if argv[:1] == [HELP_COMMAND]:
+        return [*argv[1:], "--help"]
+    return argv
+
 
 def _version(value: bool) -> None:
     if value:
@@ -93,7 +109,7 @@ def run(argv: list[str] | None = None) -> None:
     debug = os.environ.get("POCKETTTS_DEBUG") == "1"
     from pocketcli.batch.argv import bare_ray_means_local
 
-    argv = bare_ray_means_local(sys.argv[1:] if argv is None else argv)
+    argv = help_as_flag(bare_ray_means_local(sys.argv[1:] if argv is None else argv))
     try:
         result = app(
             args=argv, prog_name="pockettts", standalone_mode=False, complete_var=COMPLETE_VAR
