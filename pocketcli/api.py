@@ -119,7 +119,12 @@ class PocketTTS:
         """``open`` for a ``ModelRequest`` (what front ends build from their flags)."""
         request = registry.check(request)
         spec = registry.spec_for(request)
-        loaded = spec.load(spec.find_pack(request), request)
+        return cls._from_loaded(spec.load(spec.find_pack(request), request), spec, request)
+
+    @classmethod
+    def _from_loaded(
+        cls, loaded: LoadedModel, spec: RuntimeSpec, request: ModelRequest
+    ) -> PocketTTS:
         return cls(
             loaded.runtime,
             loaded.tokenizer_path,
@@ -157,28 +162,20 @@ class PocketTTS:
         config named like the pack. The flow decoder's 8 steps are baked in,
         so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
         """
-        from pocketcli.runtimes.coreml import CoreMLRuntime
-
-        runtime = CoreMLRuntime(
-            pack_dir, precision, placement, compute_units, predictor_factory, config=config
-        )
         request = ModelRequest(
             model_dir=Path(pack_dir),
             runtime="coreml",
-            precision=runtime.precision,
-            placement=runtime.placement,
+            precision=precision,
+            placement=placement,
             compute_units=compute_units,
         )
-        return cls(
-            runtime,
-            runtime.tokenizer_path,
-            runtime.tokenizer_kind,
-            runtime.language,
-            spec=registry.get("coreml"),
-            request=request,
-            pack_dir=Path(pack_dir),
-            pack_language=runtime.language,
-        )
+        # Through the registry like every runtime; need_here=False: the predictors
+        # may be twins that run anywhere (the runtime says when Core ML is missing).
+        request = registry.check(request, need_here=False)
+        spec = registry.spec_for(request)
+        extras = {"predictor_factory": predictor_factory, "config": config}
+        loaded = spec.load(Path(pack_dir), request, **extras)  # type: ignore[call-arg]
+        return cls._from_loaded(loaded, spec, request)
 
     @property
     def sample_rate(self) -> int:
@@ -447,10 +444,10 @@ class PocketTTS:
         chunks = self._script(
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
-        noise = self.noise_for(opts) if noise is None else noise
-        return self.frames_for(chunks, voice, opts, noise, on_chunk)
+        noise = self._noise_for(opts) if noise is None else noise
+        return self._frames_for(chunks, voice, opts, noise, on_chunk)
 
-    def frames_for(
+    def _frames_for(
         self,
         chunks: Iterable[ChunkPlan | Pause],
         voice: VoiceState | None,
@@ -461,13 +458,13 @@ class PocketTTS:
         """The frames ``stream`` yields for a text scripted into ``chunks`` (sessions
         use it per text, with one noise source across texts)."""
         frames = generate_frames(
-            self.runtime, chunks, voice, noise, self.settings_for(opts), on_chunk
+            self.runtime, chunks, voice, noise, self._settings_for(opts), on_chunk
         )
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
 
-    def script_for(
+    def _script_for(
         self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
     ) -> list[ChunkPlan | Pause]:
         """``script`` with the text options of ``opts``."""
@@ -480,12 +477,12 @@ class PocketTTS:
             on_warning=on_warning,
         )
 
-    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+    def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
         """The seeded noise a synthesis with ``opts`` draws from."""
         temp = self.config.default_temperature if opts.temperature is None else opts.temperature
         return GaussianNoise(temp, opts.seed, opts.noise_clamp)
 
-    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+    def _settings_for(self, opts: SpeakOptions) -> GenerationSettings:
         eos = opts.eos_threshold
         return GenerationSettings(
             eos_threshold=self.config.default_eos_threshold if eos is None else eos,
@@ -506,7 +503,28 @@ class PocketTTS:
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
-        return Session(self, self._as_voice(voice), opts, on_warning=on_warning)
+        return Session(_SessionModel(self), self._as_voice(voice), opts, on_warning=on_warning)
+
+    # -- deprecated: the internals sessions used; a session now gets _SessionModel --
+    def frames_for(self, *args: Any, **kwargs: Any) -> Iterator[Frame]:
+        """Deprecated (internal): use ``stream`` or ``session``."""
+        _deprecated("frames_for", "stream or session")
+        return self._frames_for(*args, **kwargs)
+
+    def script_for(self, *args: Any, **kwargs: Any) -> list[ChunkPlan | Pause]:
+        """Deprecated: use ``script(text, normalize=..., max_tokens=...)``."""
+        _deprecated("script_for", "script")
+        return self._script_for(*args, **kwargs)
+
+    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+        """Deprecated (internal): ``SpeakOptions(seed=...)`` sets the noise."""
+        _deprecated("noise_for", "SpeakOptions(seed=...)")
+        return self._noise_for(opts)
+
+    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+        """Deprecated (internal): ``SpeakOptions`` carries the settings."""
+        _deprecated("settings_for", "SpeakOptions")
+        return self._settings_for(opts)
 
     def synthesize(
         self,
@@ -571,6 +589,39 @@ class ChosenVoice:
 
 
 _STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
+
+
+class _SessionModel:
+    """The narrow side of a loaded model that a ``Session`` drives (``session.SessionModel``):
+    its runtime and lock, scripting a text, frames of a script, the seeded noise."""
+
+    def __init__(self, tts: PocketTTS) -> None:
+        self._tts = tts
+        self.runtime = tts.runtime
+        self.generation_lock = tts.generation_lock
+
+    def script(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+    ) -> list[ChunkPlan | Pause]:
+        return self._tts._script_for(text, opts, on_warning)
+
+    def frames(
+        self,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+    ) -> Iterator[Frame]:
+        return self._tts._frames_for(chunks, voice, opts, noise)
+
+    def noise(self, opts: SpeakOptions) -> GaussianNoise:
+        return self._tts._noise_for(opts)
+
+
+def _deprecated(name: str, instead: str) -> None:
+    warnings.warn(
+        f"PocketTTS.{name} is deprecated; use {instead}", DeprecationWarning, stacklevel=3
+    )
 
 
 def _filtered(frames: Iterator[Frame], chain: OutputChain) -> Iterator[Frame]:

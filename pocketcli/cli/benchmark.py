@@ -148,7 +148,6 @@ def benchmark_command(
     quiet: bool = flags.quiet("No table on stdout, no progress on stderr."),
 ) -> None:
     from pocketcli.bench.asr import load_recognizer
-    from pocketcli.bench.corpus import load_corpus
     from pocketcli.bench.runner import run_benchmark
     from pocketcli.options import SpeakOptions
 
@@ -166,12 +165,7 @@ def benchmark_command(
     choice = model.request(quiet=quiet)
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
-    try:
-        phrases = load_corpus(corpus, corpus_path)[:limit]
-    except UnknownNameError as exc:
-        raise usage_error(exc) from None
-    if not phrases:
-        raise click.UsageError("the corpus has no phrases")
+    phrases = _phrases(corpus, corpus_path, limit)
     language_name = choice.model_language
     recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
@@ -183,15 +177,6 @@ def benchmark_command(
         voice_path[0] = chosen.path
         threads[0] = getattr(tts.runtime, "threads", None)
         return tts, chosen.state
-
-    def progress(done: int, total: int) -> None:
-        if quiet:
-            return
-        if sys.stderr.isatty():  # one line, redrawn
-            sys.stderr.write(f"\r{done}/{total} phrases" + ("\n" if done == total else ""))
-        else:  # a log or a pipe: plain lines
-            sys.stderr.write(f"pockettts: {done}/{total} phrases\n")
-        sys.stderr.flush()
 
     reference = None
     if compare_reference:
@@ -214,10 +199,10 @@ def benchmark_command(
         options=options,
         audio_dir=audio_dir,
         recognizer=recognizer,
-        progress=progress,
+        progress=None if quiet else _progress,
         reference=reference,
     )
-    report.settings = {
+    settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
         "language": choice.language,
         "placement": choice.placement,
@@ -232,6 +217,32 @@ def benchmark_command(
         "reference_text": "ours after normalisation" if compare_reference else None,
         "order": "alternating, phrase by phrase" if compare_reference else None,
     }
+    _report(report, settings, output_json, quiet)
+
+
+def _phrases(corpus: str, corpus_path: Path | None, limit: int | None) -> list:
+    from pocketcli.bench.corpus import load_corpus
+
+    try:
+        phrases = load_corpus(corpus, corpus_path)[:limit]
+    except UnknownNameError as exc:
+        raise usage_error(exc) from None
+    if not phrases:
+        raise click.UsageError("the corpus has no phrases")
+    return phrases
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():  # one line, redrawn
+        sys.stderr.write(f"\r{done}/{total} phrases" + ("\n" if done == total else ""))
+    else:  # a log or a pipe: plain lines
+        sys.stderr.write(f"pockettts: {done}/{total} phrases\n")
+    sys.stderr.flush()
+
+
+def _report(report, settings: dict, output_json: Path | None, quiet: bool) -> None:
+    """The report's settings and ratios, then the JSON file and the table on stdout."""
+    report.settings = settings
     ratios = None
     if report.reference is not None:
         ratios = _ratios(report.summary.__dict__, report.reference)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pocketcli.errors import UserError
 from pocketcli.options import ModelRequest
 from pocketcli.runtimes.coreml import units
 from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
+
+if TYPE_CHECKING:
+    from pocketcli.config import ModelConfig
+    from pocketcli.runtimes.coreml.predictor import PredictorFactory
 
 
 class CoreMLSpec(RuntimeSpec):
@@ -61,11 +66,25 @@ class CoreMLSpec(RuntimeSpec):
             progress=req.progress,
         )
 
-    def load(self, pack_dir: Path, req: ModelRequest) -> LoadedModel:
+    def load(
+        self,
+        pack_dir: Path,
+        req: ModelRequest,
+        *,
+        predictor_factory: PredictorFactory | None = None,
+        config: ModelConfig | None = None,
+    ) -> LoadedModel:
+        """``predictor_factory`` and ``config`` replace Core ML's predictors and the
+        bundled config (``PocketTTS.load_coreml``: twins of the models on any OS)."""
         from pocketcli.runtimes.coreml import CoreMLRuntime
 
         runtime = CoreMLRuntime(
-            pack_dir, str(req.precision), str(req.placement), str(req.compute_units)
+            pack_dir,
+            str(req.precision),
+            str(req.placement),
+            str(req.compute_units),
+            predictor_factory,
+            config=config,
         )
         return LoadedModel(
             runtime, runtime.tokenizer_path, runtime.tokenizer_kind, runtime.language, pack_dir
