@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pocketcli.cli import flags
 from pocketcli.cli.store_options import usage_error
-from pocketcli.errors import FieldError, UnknownNameError
+from pocketcli.errors import FieldError, OptionConflict, UnknownNameError
 from pocketcli.options import AUTO_RUNTIME, ModelRequest
 from pocketcli.runtimes import registry
 
@@ -135,7 +135,7 @@ def check_voice_name(choice: ModelRequest, voice: str | None) -> None:
         return
     try:
         registry.spec_for(choice).check_voice(choice, voice)
-    except (UnknownNameError, FieldError) as exc:
+    except (UnknownNameError, OptionConflict) as exc:  # other errors: exit 1, as at load
         raise usage_error(exc) from None
 
 

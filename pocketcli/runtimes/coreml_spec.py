@@ -43,7 +43,7 @@ class CoreMLSpec(RuntimeSpec):
         from pocketcli.store.catalog import known_languages
 
         if language in known_languages("onnx"):
-            return "(FluidAudio has no CoreML pack for it; --runtime onnx has)"
+            return "(FluidAudio has no CoreML pack for it; the onnx runtime has)"
         return ""
 
     def check_voice(self, req: ModelRequest, name: str) -> None:

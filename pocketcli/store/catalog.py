@@ -201,7 +201,7 @@ def check_language(runtime: str, language: str) -> str:
     if language not in valid:
         hint = ""
         if runtime == "coreml" and language in catalog().kyutai:
-            hint = "(FluidAudio has no CoreML pack for it; --runtime onnx has)"
+            hint = "(FluidAudio has no CoreML pack for it; the onnx runtime has)"
         raise UnknownNameError("language", language, valid, hint)
     return language
 
