@@ -1,4 +1,4 @@
-"""Commands that describe: `inspect` on a pack folder and on a recording, `help`
+"""Commands that describe: `inspect` on a recording, `help`
 (real subprocess runs on the tiny pack and the committed tiny recording)."""
 
 from __future__ import annotations
@@ -9,16 +9,6 @@ from pathlib import Path
 from test_cli_tts import run
 
 RECORDING = Path(__file__).resolve().parent / "fixtures" / "tiny" / "clone_prompt_24k.wav"
-
-
-def test_inspect_describes_a_pack_folder(pack_dir) -> None:
-    r = run("inspect", str(pack_dir), "--json")
-    assert r.returncode == 0, r.stderr
-    report = json.loads(r.stdout)
-    assert report["kind"] == "pack" and report["precisions"] == ["fp32", "int8"]
-    assert report["d_model"] == 64 and report["voice_cloning"] is True
-    text = run("inspect", str(pack_dir)).stdout.decode()
-    assert text.startswith(f"{pack_dir}: model pack for ") and "precisions: fp32, int8" in text
 
 
 def test_inspect_describes_a_recording() -> None:

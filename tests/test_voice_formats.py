@@ -340,10 +340,10 @@ def test_container_names_are_case_insensitive_but_exact_names_win(tts, tmp_path)
         tts.load_voice(path, "EVE")  # two names differ only in case: say so, pick none
 
 
-def test_inspect_a_folder_that_is_no_pack_says_so_and_help_names_path(tmp_path) -> None:
+def test_inspect_a_folder_says_so_and_help_names_path(tmp_path) -> None:
     r = run("inspect", str(tmp_path))
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
-    assert f"{tmp_path} is a folder but no model pack (it has no pack.json)" in r.stderr
+    assert f"{tmp_path} is a folder that holds no model" in r.stderr
     usage = run("inspect", "--help").stdout
     assert "PATH" in usage.splitlines()[0]
 

@@ -17,9 +17,10 @@ from pocketcli.store.catalog import catalog
 from pocketcli.tensorfile import TensorFile, TensorFileError, dtype_counts, looks_like_safetensors
 
 HELP = """Tell what PATH is: a voice file (its format, frames, width, dtype and the
-models it fits), a Kyutai checkpoint (dtypes, parameters, the configs it fits),
-a model pack folder (language, precisions, voices, cloning) or a recording
-(length, rate, channels: what --clone-voice would take).
+models it fits), a Kyutai checkpoint (dtypes, parameters, the configs it fits), a
+model folder (a pockettts pack or a KevinAHM v2 bundle: its layout, precisions,
+languages, size and whether it can clone voices) or a recording (length, rate,
+channels: what --clone-voice would take).
 
 Voice formats are recognised from the content: Kyutai voice states (F32, BF16
 or F16 caches), Kyutai's 'audio_prompt' embeddings, the web demos' voices.bin
@@ -33,7 +34,7 @@ Examples:
 
   pockettts inspect model.safetensors
 
-  pockettts inspect ./pack
+  pockettts inspect bundles/english_2026-04
 
   pockettts inspect me.wav
 """
@@ -129,27 +130,6 @@ def describe_checkpoint(path: Path, f: TensorFile) -> dict[str, Any]:
     }
 
 
-def describe_pack(path: Path) -> dict[str, Any]:
-    """A model pack folder, from its manifest (no graph is loaded)."""
-    from pocketcli.packs.manifest import PackManifest
-
-    manifest = PackManifest.read(path)
-    t = manifest.config.flow_lm.transformer
-    voices = sorted(p.stem for p in (path / "voices").glob("*.safetensors"))
-    return {
-        "file": str(path),
-        "kind": "pack",
-        "language": manifest.source.get("language") or None,
-        "precisions": sorted(manifest.graphs),
-        "d_model": t.d_model,
-        "flow_lm_layers": t.num_layers,
-        "voices": voices,
-        "voice_cloning": manifest.voice_cloning,
-        "voice_cloning_note": manifest.voice_cloning_note or None,
-        "source": {k: v for k, v in manifest.source.items() if isinstance(v, str | int | float)},
-    }
-
-
 def describe_recording(path: Path) -> dict[str, Any] | None:
     """A recording's header (what ``--clone-voice`` would read); None when it is none."""
     import soundfile as sf
@@ -169,13 +149,13 @@ def describe_recording(path: Path) -> dict[str, Any] | None:
 
 
 def describe(path: Path) -> dict[str, Any]:
-    from pocketcli.cli.checks import PathError, readable_file
+    from pocketcli.cli.checks import readable_file
     from pocketcli.voices.state import VoiceError
 
     if path.is_dir():
-        if not (path / "pack.json").is_file():
-            raise PathError(f"{path} is a folder but no model pack (it has no pack.json)")
-        return describe_pack(path)
+        from pocketcli.cli.inspect_folder import describe_folder
+
+        return describe_folder(path)
     readable_file(path, "input")
     size = path.stat().st_size
     with open(path, "rb") as fh:
@@ -192,20 +172,11 @@ def describe(path: Path) -> dict[str, Any]:
     return recording if recording is not None else describe_voice_file(path)
 
 
-def _pack_text(report: dict[str, Any]) -> list[str]:
-    cloning = "yes" if report["voice_cloning"] else f"no ({report['voice_cloning_note']})"
-    return [
-        f"{report['file']}: model pack for {report['language'] or 'an unnamed language'}",
-        f"  precisions: {', '.join(report['precisions'])}",
-        f"  FlowLM: d_model {report['d_model']}, {report['flow_lm_layers']} layers",
-        f"  voices: {', '.join(report['voices']) or 'none (use --voice-file or --clone-voice)'}",
-        f"  voice cloning: {cloning}",
-    ]
-
-
 def _text(report: dict[str, Any]) -> list[str]:
-    if report["kind"] == "pack":
-        return _pack_text(report)
+    if report["kind"] == "folder":
+        from pocketcli.cli.inspect_folder import folder_text
+
+        return folder_text(report)
     if report["kind"] == "recording":
         return [
             f"{report['file']}: recording ({report['format']}), {report['seconds']:.2f} s,"
@@ -247,7 +218,7 @@ def _text(report: dict[str, Any]) -> list[str]:
 
 def inspect_command(
     file: Path = typer.Argument(
-        ..., metavar="PATH", help="A voice file, a checkpoint, a pack folder or a recording."
+        ..., metavar="PATH", help="A voice file, a checkpoint, a model folder or a recording."
     ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of text."),
 ) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -14,6 +16,9 @@ from pocketcli.serve.settings import Limits, ServeSettings
 LIMITS = Limits()  # the defaults of the limit flags
 SETTINGS = ServeSettings()
 MB = 2**20
+
+if TYPE_CHECKING:
+    from pocketcli.serve.backend import Backend
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
 and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
@@ -31,7 +36,52 @@ Examples:
 """
 
 
-@takes_model_flags(only=("language", "runtime", "precision", "model_dir", "config", "offline"))
+def voice_dir_option() -> Any:
+    return typer.Option(
+        None, "--voice-dir", metavar="DIR", help="Folder of voice files requests may name."
+    )
+
+
+def log_level_option() -> Any:
+    return typer.Option(
+        "info", "--log-level", metavar="LEVEL", help="debug, info, warning or error."
+    )
+
+
+def check_log_level(log_level: str) -> str:
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        raise click.BadParameter(
+            f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
+        )
+    return log_level.lower()
+
+
+def backend_loader(
+    model: ModelFlags, voice: str | None, voice_file: Path | None, voice_dir: Path | None
+) -> Callable[[], Backend]:
+    """Checks the model and voice flags every server takes (serve, wyoming, mcp) before
+    anything loads; returns what loads the model and its default voice."""
+    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
+    from pocketcli.serve.backend import load_backend
+
+    checks.voice_file(voice_file, voice)
+    if voice_dir is not None and voice_dir.exists() and not voice_dir.is_dir():
+        raise checks.PathError(f"--voice-dir is a file, not a folder: {voice_dir}")
+    if voice_dir is not None and not voice_dir.is_dir():
+        raise checks.PathError(f"voice folder not found: {voice_dir}")
+    picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin
+    if voice is not None and voice_file is not None and not picks_inside:
+        raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
+    choice = model.request(quiet=True)
+    if not picks_inside:
+        check_voice_name(choice, voice)
+    return lambda: load_backend(choice, voice, voice_file)
+
+
+SERVER_MODEL_FLAGS = ("language", "runtime", "precision", "model_dir", "config", "offline")
+
+
+@takes_model_flags(only=SERVER_MODEL_FLAGS)
 def serve_command(
     host: str = typer.Option(
         "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
@@ -44,9 +94,7 @@ def serve_command(
         "Default built-in voice (default: the language's own).", "--default-voice"
     ),
     voice_file: Path | None = flags.voice_file(),
-    voice_dir: Path | None = typer.Option(
-        None, "--voice-dir", metavar="DIR", help="Folder of voice files requests may name."
-    ),
+    voice_dir: Path | None = voice_dir_option(),
     api_key: str | None = typer.Option(
         None,
         "--api-key",
@@ -99,30 +147,13 @@ def serve_command(
         min=0.0,
         help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
     ),
-    log_level: str = typer.Option(
-        "info", "--log-level", metavar="LEVEL", help="debug, info, warning or error."
-    ),
+    log_level: str = log_level_option(),
 ) -> None:
     from pocketcli.serve import require_extra
 
     require_extra()
-    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
-
-    if log_level.lower() not in ("debug", "info", "warning", "error"):
-        raise click.BadParameter(
-            f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
-        )
-    checks.voice_file(voice_file, voice)
-    if voice_dir is not None and voice_dir.exists() and not voice_dir.is_dir():
-        raise checks.PathError(f"--voice-dir is a file, not a folder: {voice_dir}")
-    if voice_dir is not None and not voice_dir.is_dir():
-        raise checks.PathError(f"voice folder not found: {voice_dir}")
-    picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin
-    if voice is not None and voice_file is not None and not picks_inside:
-        raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
-    choice = model.request(quiet=True)
-    if not picks_inside:
-        check_voice_name(choice, voice)
+    check_log_level(log_level)
+    load = backend_loader(model, voice, voice_file, voice_dir)
     settings = ServeSettings(
         limits=Limits(
             max_chars=max_chars,
@@ -137,7 +168,6 @@ def serve_command(
         cors_origins=tuple(cors_origin or ()),
     )
     from pocketcli.serve import logs
-    from pocketcli.serve.backend import load_backend
     from pocketcli.serve.server import run
 
     if not api_key and host not in ("127.0.0.1", "localhost", "::1"):
@@ -146,4 +176,4 @@ def serve_command(
             "listening beyond this machine without --api-key: anyone who reaches it can use it",
             extra={"host": host},
         )
-    run(lambda: load_backend(choice, voice, voice_file), settings, host, port, log_level.lower())
+    run(load, settings, host, port, log_level.lower())
