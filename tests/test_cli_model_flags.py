@@ -5,21 +5,14 @@ default voice that is really spoken."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from test_cli_tts import run
 
 
 @pytest.fixture
-def english_pack(pack_dir, tmp_path):
-    """The tiny pack, recorded as built for English (as `pockettts download` records it)."""
-    pack = tmp_path / "pack"
-    shutil.copytree(pack_dir, pack)
-    manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
-    manifest["source"]["language"] = "english"
-    (pack / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
-    return pack
+def english_pack(pack_built_for):
+    return pack_built_for("english")
 
 
 def test_a_pack_with_its_own_language_is_accepted(english_pack, voice_path, tmp_path) -> None:
