@@ -53,9 +53,10 @@ def _piper_model(value: str, model: ModelFlags) -> Path:
 def _voice_as_file(f: TtsFlags) -> TtsFlags:
     """Kyutai's ``--voice FILE``: a recording is cloned (our ``--clone-voice``), a
     voice-state file is read (our ``--voice-file``); a name stays a name."""
-    path = Path(f.voice or "")
-    if not path.is_file():
-        return f
+    value = f.voice or ""
+    path = Path(value)
+    if not (path.suffix or "/" in value or "\\" in value) or not path.is_file():
+        return f  # a name (a file named "alba" in this folder does not make it a path)
     if path.suffix.lower() in VOICE_FILE_SUFFIXES:
         return replace(f, voice=None, voice_file=path)
     return replace(f, voice=None, clone_voice=path)
