@@ -116,6 +116,14 @@ def serve_command(
         min=0,
         help="Requests waiting for the model; more get 503.",
     ),
+    max_streams: int = typer.Option(
+        4,
+        "--max-streams",
+        metavar="N",
+        min=1,
+        max=256,
+        help="Requests spoken at once (rows of one batch); more wait in the queue.",
+    ),
     max_chars: int = typer.Option(
         LIMITS.max_chars, "--max-chars", metavar="N", min=1, help="Text per request."
     ),
@@ -160,6 +168,7 @@ def serve_command(
             max_upload_bytes=int(max_upload_mb * MB),
             max_clone_seconds=max_clone_seconds,
             max_queue=max_queue,
+            max_streams=max_streams,
             request_seconds=request_timeout,
         ),
         api_key=api_key or None,

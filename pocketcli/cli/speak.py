@@ -66,6 +66,7 @@ class TtsFlags:
     overwrite: bool = False
     jobs: str | None = None
     ray: str | None = None
+    streams: str | None = None
     max_tokens: int | None = None
     no_normalize: bool = False
     ssml: bool | None = None
@@ -160,8 +161,8 @@ def _check_batch_flags(f: TtsFlags) -> None:
     if f.input_file is None:
         if f.output_dir is not None:
             raise click.UsageError("--output-dir goes with --input-file")
-        if f.jobs is not None or f.ray is not None:
-            raise click.UsageError("--jobs and --ray go with --input-file")
+        if f.jobs is not None or f.ray is not None or f.streams is not None:
+            raise click.UsageError("--jobs, --ray and --streams go with --input-file")
         return
     if f.output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
@@ -289,6 +290,7 @@ def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> 
         VoiceFlags(f.voice, f.voice_file, f.clone_voice, f.save_voice),
         jobs=f.jobs,
         ray=f.ray,
+        streams=f.streams,
         overwrite=f.overwrite,
         quiet=f.quiet,
         on_warning=_warning(f),

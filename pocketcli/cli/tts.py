@@ -134,6 +134,12 @@ def tts_command(
     jobs: str | None = typer.Option(
         None, "--jobs", metavar="N", help="Batch: N worker processes, or auto (measured split)."
     ),
+    streams: str | None = typer.Option(
+        None,
+        "--streams",
+        metavar="N",
+        help="Batch in one process: N lines spoken at once (rows of one batch), or auto.",
+    ),
     ray: str | None = typer.Option(
         None,
         "--ray",
@@ -196,6 +202,7 @@ def tts_command(
         overwrite=overwrite,
         jobs=jobs,
         ray=ray,
+        streams=streams,
         max_tokens=max_tokens,
         no_normalize=no_normalize,
         ssml=ssml,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pocketcli.engine.scheduler import SchedulerStats
 from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
@@ -52,13 +53,17 @@ class Backend:
     ) -> Iterator[np.ndarray]:
         """Audio frames as they are generated (with ``options.output_chain``, through
         the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
-        # The model's lock, shared with sessions: one generation at a time per model.
-        with (
-            self.tts.generation_lock,
-            closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames,
-        ):
+        # A stream of the model's scheduler: concurrent requests (and sessions) are rows
+        # of one batched call per frame.
+        with closing(
+            self.tts.stream_together(text, voice, options, on_warning=on_warning)
+        ) as frames:
             for frame in frames:
                 yield frame.audio
+
+    def engine_stats(self) -> SchedulerStats:
+        """The engine scheduler's figures (ticks by batch size, frames)."""
+        return self.tts.scheduler.stats
 
     def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
         with self.tts.generation_lock:
