@@ -69,7 +69,7 @@ def os_reason(exc: OSError) -> str:
 def creation_reason(folder: str | Path, exc: OSError) -> str:
     """Why no file can be created in ``folder``, which may well exist (/proc, /sys)."""
     if exc.errno == errno.ENOENT and os.path.isdir(folder):
-        return f"{folder} does not take new files (a virtual file system?)"
+        return f"{folder} takes no new files (a virtual file system?)"
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"{folder} is not writable"
     return os_reason(exc)

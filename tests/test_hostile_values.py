@@ -44,7 +44,7 @@ def test_a_missing_output_folder_is_not_created(pack_dir, voice_path, tmp_path) 
 def test_a_virtual_file_system_is_named_as_the_cause(pack_dir, voice_path) -> None:
     r = run(*_speak(pack_dir, voice_path, "/proc/version"))
     assert r.returncode == 1, r.stderr
-    assert b"/proc does not take new files" in r.stderr and b"folder does not" not in r.stderr
+    assert b"/proc takes no new files" in r.stderr and b"folder does not" not in r.stderr
 
 
 def test_a_deleted_working_folder_names_the_path(pack_dir, voice_path, tmp_path) -> None:

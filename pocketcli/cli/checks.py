@@ -83,6 +83,28 @@ def _not_creatable(folder: Path) -> str | None:
         return f"{base} is a file, not a folder"
     if not os.access(base, os.W_OK | os.X_OK):
         return f"{base} is not writable"
+    return _refused(base)
+
+
+def _new_file_fits(folder: Path, what: str, path: Path | str) -> None:
+    """A new file can be made in ``folder`` (for ``path``, the user's words)."""
+    why = f"{folder} is not writable" if not os.access(folder, os.W_OK | os.X_OK) else None
+    why = why or _refused(folder)
+    if why is not None:
+        raise PathError(f"cannot write {what} {path}: {why}")
+
+
+def _refused(folder: Path) -> str | None:
+    """Why a new file cannot be made in ``folder`` (tried: permissions do not tell
+    for root, /proc or a read-only mount), or None."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".pockettts-check-")
+    except OSError as exc:
+        return f"{folder} takes no new files ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(probe)
     return None
 
 
@@ -125,31 +147,16 @@ def writable_file(path: Path | str | None, what: str, *, create_folders: bool = 
         if not os.access(p, os.W_OK):
             raise PathError(f"cannot write {what} {path}: permission denied")
         kind = output_kind(p)  # refuses sockets and block devices
-        if kind == "file":
-            # The new file is written beside the old one, then renamed over it.
-            _check_takes_files(Path(os.path.realpath(p)).parent, what, path)
+        folder = Path(os.path.realpath(p)).parent
+        if kind == "file":  # the new file is written beside the old one, then renamed
+            _new_file_fits(folder, what, path)
         return
     parent = p.absolute().parent
     if parent.is_dir():
-        _check_takes_files(parent, what, path)
+        _new_file_fits(parent, what, path)
         return
     why = _not_creatable(parent)
     if why is not None:
         raise PathError(f"cannot write {what} {path}: {why}")
     if not create_folders:
         raise PathError(f"cannot write {what} {path}: its folder does not exist ({parent})")
-
-
-def _check_takes_files(folder: Path, what: str, path: Path | str) -> None:
-    """A file can be created in ``folder``: tried for real (os.access is blind to
-    read-only and virtual file systems, and to root)."""
-    import tempfile
-
-    from pocketcli.atomic import creation_reason
-
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".pockettts-check.", dir=folder)
-    except OSError as exc:
-        raise PathError(f"cannot write {what} {path}: {creation_reason(folder, exc)}") from None
-    os.close(fd)
-    os.unlink(probe)
