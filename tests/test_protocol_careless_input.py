@@ -174,3 +174,12 @@ def test_mcp_file_names_that_cannot_be_files_are_one_line(tmp_path) -> None:
     assert missing_error and missing.endswith(f": cannot write {target}: its folder does not exist")
     assert missing.count("cannot write") == 1, missing
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("uri", ["tcp://127.0.0.1:99999", "tcp://127.0.0.1:port"])
+def test_wyoming_uri_with_a_port_that_is_no_port_says_so(uri) -> None:
+    from pocketcli.wyoming.server import parse_uri
+
+    with pytest.raises(ValueError) as caught:
+        parse_uri(uri)
+    assert str(caught.value) == f"{uri!r}: the port must be a number from 0 to 65535"
