@@ -8,6 +8,10 @@ import typer
 
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
+from pocketcli.serve.settings import MAXIMA as _MAX
+from pocketcli.serve.settings import Limits, ServeSettings
+
+_D = Limits()  # the defaults live there
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
 and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
@@ -58,29 +62,91 @@ def serve_command(
         help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
     ),
     max_queue: int = typer.Option(
-        4, "--max-queue", metavar="N", min=0, help="Requests waiting for the model; more get 503."
+        _D.max_queue,
+        "--max-queue",
+        metavar="N",
+        min=0,
+        max=_MAX["max_queue"],
+        help="Requests waiting for the model; more get 503.",
     ),
     max_chars: int = typer.Option(
-        4096, "--max-chars", metavar="N", min=1, help="Text per request."
+        _D.max_chars,
+        "--max-chars",
+        metavar="N",
+        min=1,
+        max=_MAX["max_chars"],
+        help="Text per request.",
     ),
     max_upload_mb: float = typer.Option(
-        10.0, "--max-upload-mb", metavar="MB", min=0.01, help="Size of a recording to clone."
+        _D.max_upload_bytes / 2**20,
+        "--max-upload-mb",
+        metavar="MB",
+        min=0.01,
+        max=_MAX["max_upload_bytes"] / 2**20,
+        help="Size of a recording to clone.",
     ),
     max_clone_seconds: float = typer.Option(
-        60.0, "--max-clone-seconds", metavar="S", min=1.0, help="Length of a recording to clone."
+        _D.max_clone_seconds,
+        "--max-clone-seconds",
+        metavar="S",
+        min=1.0,
+        max=_MAX["max_clone_seconds"],
+        help="Length of a recording to clone.",
+    ),
+    max_decoded_samples: int = typer.Option(
+        _D.max_decoded_samples,
+        "--max-decoded-samples",
+        metavar="N",
+        min=1000,
+        max=_MAX["max_decoded_samples"],
+        help="Samples (all channels) one recording may decode to; checked from its header.",
     ),
     request_timeout: float = typer.Option(
-        300.0,
+        _D.request_seconds,
         "--request-timeout",
         metavar="S",
         min=1.0,
+        max=_MAX["request_seconds"],
         help="Seconds per request, queue wait included.",
     ),
+    body_timeout: float = typer.Option(
+        _D.body_seconds,
+        "--body-timeout",
+        metavar="S",
+        min=0.1,
+        max=_MAX["body_seconds"],
+        help="Seconds a request's body may take to arrive (else 408).",
+    ),
+    header_timeout: float = typer.Option(
+        _D.header_seconds,
+        "--header-timeout",
+        metavar="S",
+        min=0.1,
+        max=_MAX["header_seconds"],
+        help="Seconds a connection may take to send a request's headers (else it is closed).",
+    ),
+    idle_timeout: float = typer.Option(
+        _D.idle_seconds,
+        "--idle-timeout",
+        metavar="S",
+        min=0.1,
+        max=_MAX["idle_seconds"],
+        help="Seconds an idle keep-alive connection stays open.",
+    ),
+    max_connections: int = typer.Option(
+        _D.max_connections,
+        "--max-connections",
+        metavar="N",
+        min=1,
+        max=_MAX["max_connections"],
+        help="Open connections; requests on more get 503.",
+    ),
     shutdown_timeout: float = typer.Option(
-        10.0,
+        ServeSettings.shutdown_seconds,
         "--shutdown-timeout",
         metavar="S",
         min=0.0,
+        max=3600.0,
         help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
     ),
     log_level: str = typer.Option(
@@ -95,7 +161,6 @@ def serve_command(
         names_voices_inside,
         validate_choice,
     )
-    from pocketcli.serve.limits import Limits, ServeSettings
 
     if log_level.lower() not in ("debug", "info", "warning", "error"):
         raise click.BadParameter(
@@ -119,8 +184,13 @@ def serve_command(
             max_chars=max_chars,
             max_upload_bytes=int(max_upload_mb * 2**20),
             max_clone_seconds=max_clone_seconds,
+            max_decoded_samples=max_decoded_samples,
             max_queue=max_queue,
             request_seconds=request_timeout,
+            body_seconds=body_timeout,
+            header_seconds=header_timeout,
+            idle_seconds=idle_timeout,
+            max_connections=max_connections,
         ),
         api_key=api_key or None,
         voice_dir=voice_dir,

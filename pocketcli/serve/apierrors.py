@@ -8,6 +8,7 @@ that names neither the exception nor a path; the log has both).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,9 +61,19 @@ def as_api_error(exc: BaseException, what: str) -> ApiError:
     if isinstance(exc, Cancelled):
         return ApiError(503, f"stopped: {exc.reason}", exc.reason)
     if isinstance(exc, MarkupError | EmptyTextError | OptionsError | UserError):
-        return ApiError(400, str(exc), f"invalid_{what}")
+        return ApiError(400, redact_paths(str(exc)), f"invalid_{what}")
     logs.logger().error("internal error", exc_info=exc)
     return ApiError(500, "internal error; see the server's log", "internal")
+
+
+# An absolute path of this machine (not a URL's path: no scheme or host before it).
+_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s'\"/:]+/)+[^\s'\",;:)]*")
+
+
+def redact_paths(message: str) -> str:
+    """A library message with this machine's absolute paths taken out (clients never
+    learn where the server keeps its files)."""
+    return _PATH.sub("<server file>", message)
 
 
 def _validation_message(errors: list) -> tuple[str, str | None]:

@@ -17,9 +17,10 @@ from fastapi import APIRouter, FastAPI
 
 from pocketcli.serve import apierrors
 from pocketcli.serve.backend import Backend
-from pocketcli.serve.limits import ApiKey, BodyLimit, ServeSettings
+from pocketcli.serve.limits import ApiKey, BodyLimit
 from pocketcli.serve.metrics import CountRequests
 from pocketcli.serve.routes import form, health, speech, voices
+from pocketcli.serve.settings import ServeSettings
 from pocketcli.serve.state import ServerState
 from pocketcli.serve.streaming import NOTICE_HEADER
 

@@ -14,9 +14,9 @@ from pocketcli.serve import logs
 from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.backend import Backend
 from pocketcli.serve.encoding import available_formats
-from pocketcli.serve.limits import ServeSettings
 from pocketcli.serve.metrics import Metrics
 from pocketcli.serve.scheduler import JobRunner, make_scheduler
+from pocketcli.serve.settings import ServeSettings
 from pocketcli.serve.voices import VoiceBook
 
 
