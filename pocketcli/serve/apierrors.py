@@ -9,7 +9,9 @@ that names neither the exception nor a path; the log has both).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -30,6 +32,47 @@ class ApiError(Exception):
         super().__init__(message)
         self.status, self.message, self.code, self.headers = status, message, code, headers
         self.param = param
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI's error body (``detail``: the same message, as pocket-tts's clients read it)."""
+
+    error: ErrorDetail
+    detail: str
+
+
+def _documented(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+# What any route may answer besides success (each router is included with these).
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented("Bad request: body, fields or upload"),
+    401: _documented("Missing or wrong API key (when the server has one)"),
+    404: _documented("No such model, voice or endpoint"),
+    408: _documented("The request body did not arrive in time"),
+    413: _documented("Body or upload over the server's limit"),
+    500: _documented("Internal error, or a damaged voice file of the server"),
+    503: _documented("Loading, busy (Retry-After), shutting down, or past the request's limit"),
+}
+
+
+def without_422(document: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI documents 422 for validation errors; this server answers them 400."""
+    for methods in document.get("paths", {}).values():
+        for operation in methods.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    return document
 
 
 def error_body(

@@ -14,21 +14,23 @@ from pocketcli.serve.state import state_of
 router = APIRouter()
 
 
-@router.api_route("/healthz", methods=["GET", "HEAD"])
+@router.get("/healthz")
+@router.head("/healthz", operation_id="healthz_head")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.api_route("/health", methods=["GET", "HEAD"])  # pocket-tts serve's
+@router.get("/health")  # pocket-tts serve's
+@router.head("/health", operation_id="health_head")
 async def health() -> dict[str, str]:
     return {"status": "healthy"}
 
 
-@router.api_route(
-    "/readyz",
-    methods=["GET", "HEAD"],
-    responses={503: {"description": "The model is loading, or failed to load"}},
-)
+_NOT_READY = {503: {"description": "The model is loading, or failed to load"}}
+
+
+@router.get("/readyz", responses=_NOT_READY)
+@router.head("/readyz", operation_id="readyz_head", responses=_NOT_READY)
 async def readyz(request: Request) -> JSONResponse:
     state = state_of(request)
     if state.backend is None:
