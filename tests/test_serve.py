@@ -461,8 +461,10 @@ def test_disconnect_stops_generation_within_one_frame() -> None:
     """A client that hangs up mid-stream: the job stops (the active-jobs gauge falls to 0,
     the speech is not finished), within the frame being made."""
     reached = threading.Event()
+    made = [0]  # frames the model was asked for
 
     def before(i: int) -> None:  # 288 frames at 50 ms or more each: 14 s at least
+        made[0] = i + 1
         if i >= 3:
             reached.set()
             time.sleep(0.05)
@@ -476,6 +478,7 @@ def test_disconnect_stops_generation_within_one_frame() -> None:
             assert reached.wait(60)
             assert _gauge(url, "pockettts_active_jobs") == 1.0
         _wait_gauge(url, "pockettts_active_jobs", 0.0)
+        assert made[0] < 288, "the model made the whole speech for a client that left"
         record = records.speech(request_id)
     assert record["outcome"] == "disconnected"
     assert record["frames_after_cancel"] <= 1, record
