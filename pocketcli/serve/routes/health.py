@@ -7,6 +7,7 @@ from importlib import resources
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from pocketcli.serve.apierrors import redact_paths
 from pocketcli.serve.encoding import available_formats
 from pocketcli.serve.metrics import CONTENT_TYPE
 from pocketcli.serve.state import state_of
@@ -35,7 +36,8 @@ async def readyz(request: Request) -> JSONResponse:
     state = state_of(request)
     if state.backend is None:
         status = "failed" if state.load_error else "loading"
-        return JSONResponse({"status": status, "error": state.load_error}, 503)
+        error = None if state.load_error is None else redact_paths(state.load_error)
+        return JSONResponse({"status": status, "error": error}, 503)
     return JSONResponse(
         {
             "status": "ready",
