@@ -216,3 +216,32 @@ def test_the_config_is_the_released_one_when_the_bundle_has_no_sidecar(tmp_path)
     with pytest.raises(BundleError, match="attention caches; model 'english_2026-04' has 6"):
         KevinAhmRuntime(bundle)
     assert ModelConfig.from_yaml(TINY_CONFIG).flow_lm.transformer.num_layers == 2
+
+
+def test_decoder_ring_buffer_is_laid_out_as_published() -> None:
+    """Position p of the Mimi attention is at slot p mod 1000, head-major; the offsets
+    count the positions written (16 per latent)."""
+    rt = KevinAhmRuntime(tiny_bundle())
+    state = rt.start_decoder()
+    rt.decode(state, np.random.default_rng(1).standard_normal((3, 32)).astype(np.float32))
+    by_path = {e.path: e.input_name for e in rt.bundle.mimi_states}
+    module = "decoder_transformer.transformer.layers.0.self_attn"
+    cache = state.feeds[by_path[f"{module}/cache"]]  # [2, 1, heads, 1000, head_dim]
+    written = np.abs(cache).sum(axis=(0, 1, 2, 4)) > 0
+    assert written[:48].all() and not written[48:].any()
+    assert state.feeds[by_path[f"{module}/end_offset"]].tolist() == [48]
+    assert state.feeds[by_path[f"{module}/offset"]].tolist() == [48]
+
+
+def test_the_server_speaks_from_a_bundle_as_from_our_pack(models, voice_path) -> None:
+    import httpx
+    from servehelp import expected_pcm, pcm16, serving, tiny_loader
+
+    text = "Served from a bundle."
+    with serving(tiny_loader(tiny_bundle(), voice_path)) as (url, _):
+        body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": "pcm"}
+        got = httpx.post(f"{url}/v1/audio/speech", json={**body, "seed": 11}, timeout=60)
+    assert got.status_code == 200, got.text
+    pack = models["pack"]
+    want = expected_pcm(pack, text, pack.load_voice(voice_path), seed=11)
+    assert np.abs(pcm16(got.content).astype(int) - want.astype(int)).max() <= 1

@@ -20,10 +20,12 @@ from pocketcli.cli import (
     download,
     export,
     inspect,
+    mcp,
     normalize,
     serve,
     tts,
     voices,
+    wyoming,
 )
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
@@ -58,6 +60,8 @@ for _name, _help, _command in (
     ("clone", clone.HELP, clone.clone_command),
     ("inspect", inspect.HELP, inspect.inspect_command),
     ("serve", serve.HELP, serve.serve_command),
+    ("wyoming", wyoming.HELP, wyoming.wyoming_command),
+    ("mcp", mcp.HELP, mcp.mcp_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 

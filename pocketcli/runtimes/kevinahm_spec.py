@@ -77,7 +77,9 @@ class KevinAhmSpec(OnnxSpec):
         from pocketcli.store.catalog import known_languages
 
         bundle = _bundle(pack_dir)
-        language = bundle.sidecar.get("source", {}).get("language") or bundle.language
+        source = bundle.sidecar.get("source")
+        recorded = source.get("language") if isinstance(source, dict) else None
+        language = recorded if isinstance(recorded, str) else bundle.language
         return language if language in known_languages("onnx") else None
 
     def fetch_voices(self, req: ModelRequest, names: tuple[str | None, ...]) -> None:

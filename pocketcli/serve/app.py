@@ -19,13 +19,19 @@ from pocketcli.serve import apierrors
 from pocketcli.serve.backend import Backend
 from pocketcli.serve.limits import ApiKey, BodyLimit
 from pocketcli.serve.metrics import CountRequests
-from pocketcli.serve.routes import form, health, speech, voices
+from pocketcli.serve.routes import form, health, speech, voices, ws
 from pocketcli.serve.settings import ServeSettings
 from pocketcli.serve.state import ServerState
 from pocketcli.serve.streaming import NOTICE_HEADER
 
 # Each area of the API; a new front end adds its router here.
-ROUTERS: tuple[APIRouter, ...] = (health.router, speech.router, form.router, voices.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    health.router,
+    speech.router,
+    form.router,
+    voices.router,
+    ws.router,
+)
 
 
 def create_app(

@@ -153,6 +153,16 @@ class BodyLimit:
 OPEN_PATHS = ("/healthz", "/readyz", "/health", "/", "/favicon.ico")
 
 
+def key_matches(headers: dict[bytes, bytes], key: bytes) -> bool:
+    """Whether a request's headers carry ``key``: ``Authorization: Bearer KEY`` or
+    ``X-API-Key`` (compared in constant time). The websocket checks its handshake so."""
+    given = headers.get(b"x-api-key", b"")
+    auth = headers.get(b"authorization", b"")
+    if auth[:7].lower() == b"bearer ":
+        given = auth[7:].strip()
+    return hmac.compare_digest(given, key)
+
+
 class ApiKey:
     """With a key set, every request but health and the page carries it, compared in
     constant time: ``Authorization: Bearer KEY`` (OpenAI's clients) or ``X-API-Key``."""
@@ -164,12 +174,7 @@ class ApiKey:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        given = headers.get(b"x-api-key", b"")
-        auth = headers.get(b"authorization", b"")
-        if auth[:7].lower() == b"bearer ":
-            given = auth[7:].strip()
-        if not hmac.compare_digest(given, self.key):
+        if not key_matches(dict(scope["headers"]), self.key):
             await send_json(
                 send,
                 401,

@@ -138,6 +138,8 @@ def build(
         timeout_graceful_shutdown=settings.shutdown_seconds,
         timeout_keep_alive=limits.idle_seconds,  # type: ignore[arg-type]  (float works)
         h11_max_incomplete_event_size=H11_MAX_HEADER_BYTES,
+        # A websocket frame is refused past this, before it is all buffered.
+        ws_max_size=settings.limits.ws_max_message_bytes,
     )
     server = StoppingServer(config)
     state = app.state.pockettts
@@ -156,6 +158,11 @@ def run(
     load: Callable[[], Backend], settings: ServeSettings, host: str, port: int, log_level: str
 ) -> None:
     logs.configure(log_level)
+    if not _websockets_available():
+        logs.logger().warning(
+            "the streaming websocket /tts/ws needs the websockets package: "
+            "install it with pip install 'pockettts[serve]'"
+        )
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -180,3 +187,16 @@ def run(
         raise UserError(f"the model could not be loaded: {error}")
     if server.stopped_by:  # the normal stop: the status says which signal, no error line
         raise SystemExit(128 + server.stopped_by[0])
+
+
+def _websockets_available() -> bool:
+    """Whether uvicorn can speak websockets here (it uses websockets, else wsproto)."""
+    import importlib
+
+    for module in ("websockets", "wsproto"):
+        try:
+            importlib.import_module(module)
+            return True
+        except ImportError:
+            pass
+    return False

@@ -22,6 +22,10 @@ class Limits:
     header_seconds: float = 10.0  # a connection's request line and headers, likewise
     idle_seconds: float = 5.0  # an idle keep-alive connection is closed after this
     max_connections: int = 64  # open connections; requests beyond get 503
+    # The streaming websocket (/tts/ws): text per turn is max_chars.
+    ws_max_message_bytes: int = 64 * 1024  # one client frame
+    ws_idle_seconds: float = 300.0  # a socket that sends nothing (and hears nothing) this long
+    ws_max_sockets: int = 16  # open at once; more are refused with an error frame
 
     @property
     def max_body_bytes(self) -> int:

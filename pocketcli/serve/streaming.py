@@ -27,6 +27,7 @@ from pocketcli.serve.apierrors import ApiError, as_api_error
 from pocketcli.serve.encoding import StreamEncoder
 from pocketcli.serve.limits import ARRIVED
 from pocketcli.serve.scheduler import END, ERROR, Cancelled, Job, QueueFull, ShuttingDown
+from pocketcli.serve.sse import SpeechEvents
 from pocketcli.serve.state import Loaded, ServerState
 from pocketcli.serve.voices import Resolved
 
@@ -82,6 +83,7 @@ class Speech:
     fmt: str
     notices: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
+    events: SpeechEvents | None = None  # stream_format "sse": the audio as OpenAI's events
 
 
 def check_text(text: str, max_chars: int) -> None:
@@ -146,7 +148,7 @@ async def speak(request: Request, loaded: Loaded, speech: Speech) -> StreamingRe
         headers[NOTICE_HEADER] = header_text("; ".join(notices))
     encoder = StreamEncoder(speech.fmt, loaded.backend.sample_rate)
     arrived = request.scope.get("state", {}).get(ARRIVED, job.accepted)
-    return AudioStream(state, job, first, encoder, record, headers, arrived)
+    return AudioStream(state, job, first, encoder, record, headers, arrived, speech.events)
 
 
 def finish(
@@ -222,13 +224,18 @@ class AudioStream(StreamingResponse):
         record: dict,
         headers: dict[str, str],
         arrived: float,
+        events: SpeechEvents | None = None,
     ) -> None:
         self.state, self.job, self.encoder, self.record = state, job, encoder, record
         self.arrived = arrived
         self.outcome = "cancelled"  # what it stays if the server stops the stream (shutdown)
         self.samples = 0
         self.error: str | None = None
-        super().__init__(self._body(first), media_type=encoder.media_type, headers=headers)
+        body, media_type = self._body(first), encoder.media_type
+        if events is not None:  # the same bytes, as events
+            body = events.wrap(body, lambda: job.items, lambda: self.error)
+            media_type = events.media_type
+        super().__init__(body, media_type=media_type, headers=headers)
 
     async def _body(self, first: tuple[str, Any]) -> AsyncIterator[bytes]:
         kind, value = first

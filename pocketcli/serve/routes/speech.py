@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.encoding import available_formats
+from pocketcli.serve.sse import SpeechEvents
 from pocketcli.serve.state import Ready
 from pocketcli.serve.streaming import Speech, speak
 
@@ -78,10 +79,10 @@ def speech_fields(body: SpeechRequest) -> tuple[str, list[str]]:
     fmt = fields.response_format(
         body.response_format, "mp3" if "mp3" in available_formats() else "wav"
     )
-    if body.stream_format not in (None, "audio"):
+    if body.stream_format not in (None, "audio", "sse"):
         raise ApiError(
             400,
-            "stream_format: only 'audio' (bytes as they are made) is served",
+            "stream_format: 'audio' (bytes as they are made) or 'sse' (events)",
             "invalid_stream_format",
             param="stream_format",
         )
@@ -101,4 +102,7 @@ async def speech(body: SpeechRequest, request: Request, loaded: Ready) -> Stream
     options = fields.speak_options(seed=body.seed, temperature=body.temperature)
     voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
     voice = await fields.voice(loaded, voice_name)
-    return await speak(request, loaded, Speech("speech", body.input, voice, options, fmt, notices))
+    said = Speech("speech", body.input, voice, options, fmt, notices)
+    if body.stream_format == "sse":
+        said.events = SpeechEvents(len(body.input))
+    return await speak(request, loaded, said)
