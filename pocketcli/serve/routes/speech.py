@@ -43,7 +43,7 @@ class SpeechRequest(BaseModel):
     response_format: str | None = Field(None, json_schema_extra=FORMAT_ENUM)
     speed: float = Field(1.0, json_schema_extra={"minimum": MIN_SPEED, "maximum": MAX_SPEED})
     instructions: str | None = None
-    stream_format: str | None = Field(None, json_schema_extra={"enum": ["audio"]})
+    stream_format: str | None = Field(None, json_schema_extra={"enum": ["audio", "sse"]})
     seed: int | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 2**32 - 1})
     temperature: float | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 10})
 
