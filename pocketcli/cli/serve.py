@@ -10,10 +10,13 @@ import typer
 
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
 from pocketcli.serve.settings import MAXIMA as _MAX
 from pocketcli.serve.settings import Limits, ServeSettings
 
-_D = Limits()  # the defaults live there
+LIMITS = Limits()  # the defaults of the limit flags
+SETTINGS = ServeSettings()
+MB = 2**20
 
 if TYPE_CHECKING:
     from pocketcli.serve.backend import Backend
@@ -55,23 +58,11 @@ def check_log_level(log_level: str) -> str:
 
 
 def backend_loader(
-    language: str | None,
-    runtime: str,
-    precision: str | None,
-    voice: str | None,
-    voice_file: Path | None,
-    voice_dir: Path | None,
-    model_dir: Path | None,
-    config: str | None,
-    offline: bool,
+    model: ModelFlags, voice: str | None, voice_file: Path | None, voice_dir: Path | None
 ) -> Callable[[], Backend]:
     """Checks the model and voice flags every server takes (serve, wyoming, mcp) before
     anything loads; returns what loads the model and its default voice."""
-    from pocketcli.cli.model_options import (
-        check_voice_name,
-        names_voices_inside,
-        validate_choice,
-    )
+    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
     from pocketcli.serve.backend import load_backend
 
     checks.voice_file(voice_file, voice)
@@ -82,14 +73,16 @@ def backend_loader(
     picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin
     if voice is not None and voice_file is not None and not picks_inside:
         raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
-    choice = validate_choice(
-        model_dir, language, config, runtime, precision, offline=offline, quiet=True
-    )
+    choice = model.request(quiet=True)
     if not picks_inside:
         check_voice_name(choice, voice)
     return lambda: load_backend(choice, voice, voice_file)
 
 
+SERVER_MODEL_FLAGS = ("language", "runtime", "precision", "model_dir", "config", "offline")
+
+
+@takes_model_flags(only=SERVER_MODEL_FLAGS)
 def serve_command(
     host: str = typer.Option(
         "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
@@ -97,15 +90,12 @@ def serve_command(
     port: int = typer.Option(
         8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
     ),
-    language: str | None = flags.language(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
-    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    model: ModelFlags = MODEL,
+    voice: str | None = flags.voice(
+        "Default built-in voice (default: the language's own).", "--default-voice"
+    ),
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = voice_dir_option(),
-    model_dir: Path | None = flags.model_dir(),
-    config: str | None = flags.config(),
-    offline: bool = flags.offline(),
     api_key: str | None = typer.Option(
         None,
         "--api-key",
@@ -121,15 +111,23 @@ def serve_command(
         help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
     ),
     max_queue: int = typer.Option(
-        _D.max_queue,
+        LIMITS.max_queue,
         "--max-queue",
         metavar="N",
         min=0,
         max=_MAX["max_queue"],
         help="Requests waiting for the model; more get 503.",
     ),
+    max_streams: int = typer.Option(
+        4,
+        "--max-streams",
+        metavar="N",
+        min=1,
+        max=_MAX["max_streams"],
+        help="Requests spoken at once (rows of one batch); more wait in the queue.",
+    ),
     max_chars: int = typer.Option(
-        _D.max_chars,
+        LIMITS.max_chars,
         "--max-chars",
         metavar="N",
         min=1,
@@ -137,15 +135,15 @@ def serve_command(
         help="Text per request.",
     ),
     max_upload_mb: float = typer.Option(
-        _D.max_upload_bytes / 2**20,
+        LIMITS.max_upload_bytes / MB,
         "--max-upload-mb",
         metavar="MB",
         min=0.01,
-        max=_MAX["max_upload_bytes"] / 2**20,
+        max=_MAX["max_upload_bytes"] / MB,
         help="Size of a recording to clone.",
     ),
     max_clone_seconds: float = typer.Option(
-        _D.max_clone_seconds,
+        LIMITS.max_clone_seconds,
         "--max-clone-seconds",
         metavar="S",
         min=1.0,
@@ -153,7 +151,7 @@ def serve_command(
         help="Length of a recording to clone.",
     ),
     max_decoded_samples: int = typer.Option(
-        _D.max_decoded_samples,
+        LIMITS.max_decoded_samples,
         "--max-decoded-samples",
         metavar="N",
         min=1000,
@@ -161,7 +159,7 @@ def serve_command(
         help="Samples (all channels) one recording may decode to; checked from its header.",
     ),
     request_timeout: float = typer.Option(
-        _D.request_seconds,
+        LIMITS.request_seconds,
         "--request-timeout",
         metavar="S",
         min=1.0,
@@ -169,7 +167,7 @@ def serve_command(
         help="Seconds per request, queue wait included.",
     ),
     body_timeout: float = typer.Option(
-        _D.body_seconds,
+        LIMITS.body_seconds,
         "--body-timeout",
         metavar="S",
         min=0.1,
@@ -177,7 +175,7 @@ def serve_command(
         help="Seconds a request's body may take to arrive (else 408).",
     ),
     header_timeout: float = typer.Option(
-        _D.header_seconds,
+        LIMITS.header_seconds,
         "--header-timeout",
         metavar="S",
         min=0.1,
@@ -185,7 +183,7 @@ def serve_command(
         help="Seconds a connection may take to send a request's headers (else it is closed).",
     ),
     idle_timeout: float = typer.Option(
-        _D.idle_seconds,
+        LIMITS.idle_seconds,
         "--idle-timeout",
         metavar="S",
         min=0.1,
@@ -193,7 +191,7 @@ def serve_command(
         help="Seconds an idle keep-alive connection stays open.",
     ),
     max_connections: int = typer.Option(
-        _D.max_connections,
+        LIMITS.max_connections,
         "--max-connections",
         metavar="N",
         min=1,
@@ -201,7 +199,7 @@ def serve_command(
         help="Open connections; requests on more get 503.",
     ),
     shutdown_timeout: float = typer.Option(
-        ServeSettings.shutdown_seconds,
+        SETTINGS.shutdown_seconds,
         "--shutdown-timeout",
         metavar="S",
         min=0.0,
@@ -213,18 +211,16 @@ def serve_command(
     from pocketcli.serve import require_extra
 
     require_extra()
-
     check_log_level(log_level)
-    load = backend_loader(
-        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
-    )
+    load = backend_loader(model, voice, voice_file, voice_dir)
     settings = ServeSettings(
         limits=Limits(
             max_chars=max_chars,
-            max_upload_bytes=int(max_upload_mb * 2**20),
+            max_upload_bytes=int(max_upload_mb * MB),
             max_clone_seconds=max_clone_seconds,
             max_decoded_samples=max_decoded_samples,
             max_queue=max_queue,
+            max_streams=max_streams,
             request_seconds=request_timeout,
             body_seconds=body_timeout,
             header_seconds=header_timeout,

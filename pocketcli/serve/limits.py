@@ -16,9 +16,18 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pocketcli.serve.apierrors import error_body
-from pocketcli.serve.settings import Limits, ServeSettings
+from pocketcli.serve.settings import MAXIMA, Limits, ServeSettings
 
-__all__ = ["ARRIVED", "ApiKey", "BodyLimit", "Limits", "ServeSettings"]
+__all__ = [
+    "ARRIVED",
+    "MAXIMA",
+    "ApiKey",
+    "BodyLimit",
+    "Limits",
+    "ServeSettings",
+    "error_body",
+    "send_json",
+]
 
 ARRIVED = "pockettts_arrived"  # scope state: when the request reached the app
 

@@ -1,5 +1,8 @@
-"""The server's settings and their defaults and maxima (no server dependency: the CLI
-reads the defaults from here before it knows the serve extra is installed)."""
+"""The server's settings and limits, with their defaults: the one place they are set.
+
+No server dependency is imported here, so ``pockettts serve --help`` reads the
+defaults of its flags from these classes without the ``serve`` extra.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ class Limits:
     # Decoded samples of one recording, all channels (float32: 4 bytes each): the
     # first 30 s of 96 kHz stereo fit; the header is checked before decoding.
     max_decoded_samples: int = 6_000_000
-    max_queue: int = 4  # requests waiting while one is generated; more get 503
+    max_queue: int = 4  # requests waiting while max_streams are generated; more get 503
+    # Requests generated at once (rows of one batch per frame); `pockettts serve` says 4.
+    max_streams: int = 1
     request_seconds: float = 300.0  # per request, from acceptance to the last byte
     max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
     body_seconds: float = 30.0  # a request's body must have arrived by then (else 408)
@@ -39,6 +44,7 @@ MAXIMA = {
     "max_clone_seconds": 3600.0,
     "max_decoded_samples": 100_000_000,
     "max_queue": 1000,
+    "max_streams": 256,
     "request_seconds": 86_400.0,
     "body_seconds": 3600.0,
     "header_seconds": 300.0,
