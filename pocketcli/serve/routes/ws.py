@@ -206,6 +206,12 @@ class _Socket:
         voice_name = data.get("voice")
         if voice_name is not None and not isinstance(voice_name, str):
             raise TurnError("voice must be a string", "invalid_config")
+        temperature = data.get("temperature")
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)
+        ):  # a JSON string or list: the options would fail on its type, not its value
+            shown = repr(temperature)[:40]
+            raise TurnError(f"temperature must be a number, not {shown}", "invalid_option")
         voice = await fields.voice(self.loaded, voice_name)
         options = fields.speak_options(
             seed=data.get("seed"),
