@@ -183,3 +183,30 @@ def test_wyoming_uri_with_a_port_that_is_no_port_says_so(uri) -> None:
     with pytest.raises(ValueError) as caught:
         parse_uri(uri)
     assert str(caught.value) == f"{uri!r}: the port must be a number from 0 to 65535"
+
+
+def test_websocket_turn_left_open_without_a_flush_does_not_keep_an_idle_socket() -> None:
+    from pocketcli.serve.limits import Limits, ServeSettings
+
+    settings = ServeSettings(limits=Limits(ws_idle_seconds=1))
+    with serving(settings=settings) as (http_url, _):
+        url = http_url.replace("http://", "ws://") + "/tts/ws"
+
+        async def go():
+            async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+                await ws.send_str(json.dumps({"type": "config", "data": {}}))
+                await ws.send_str(json.dumps({"type": "text", "data": {"text": "Hello"}}))
+                frames = []
+                while True:  # the config's answer, then the idle line, then the close
+                    message = await ws.receive(timeout=60)
+                    if message.type != aiohttp.WSMsgType.TEXT:
+                        return frames, message
+                    frames.append(json.loads(message.data))
+
+        frames, closed = run(go())
+    assert frames[0]["data"]["event_type"] == "config_accepted"
+    assert frames[-1]["data"] == {
+        "message": "nothing received for 1 s: closing",
+        "code": "idle_timeout",
+    }
+    assert closed.type == aiohttp.WSMsgType.CLOSE
