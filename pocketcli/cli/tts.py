@@ -145,6 +145,11 @@ def tts_command(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
+    accept_refused: bool = typer.Option(
+        False,
+        "--accept-refused",
+        help="Batch: lines refused for their text (reported, recorded) leave the exit status 0.",
+    ),
     jobs: str | None = typer.Option(
         None, "--jobs", metavar="N", help="Batch: N worker processes, or auto (measured split)."
     ),
@@ -207,6 +212,8 @@ def tts_command(
         raise click.UsageError("--output-dir goes with --input-file")
     elif jobs is not None or ray is not None:
         raise click.UsageError("--jobs and --ray go with --input-file")
+    elif accept_refused:
+        raise click.UsageError("--accept-refused goes with --input-file")
     from pocketcli.cli.live import prepare_live
 
     live = prepare_live(
@@ -266,6 +273,7 @@ def tts_command(
                 jobs=jobs,
                 ray=ray,
                 overwrite=overwrite,
+                accept_refused=accept_refused,
                 quiet=quiet,
                 on_warning=None if quiet else _warn,
             )
