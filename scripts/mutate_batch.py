@@ -130,6 +130,20 @@ MISTAKES = [
         slow=True,
     ),
     Mistake(
+        "a send to a dead worker loses the rest of its group",
+        "pocketcli/batch/processes.py",
+        'queue.give_back(group[index:], "", blamed=[])',
+        'queue.give_back(group[index : index + 1], "", blamed=[])',
+        "tests/test_batch_worker_deaths.py::test_a_line_for_a_worker_that_just_died_goes_back_to_the_queue",
+    ),
+    Mistake(
+        "a send to a dead worker is not caught (click's silent exit 1)",
+        "pocketcli/batch/processes.py",
+        "            except OSError:\n                slot.broken = True",
+        "            except ZeroDivisionError:\n                slot.broken = True",
+        "tests/test_batch_worker_deaths.py::test_a_line_for_a_worker_that_just_died_goes_back_to_the_queue",
+    ),
+    Mistake(
         "a worker killed while loading stops the batch",
         "pocketcli/batch/processes.py",
         "if self._load_deaths >= MAX_ATTEMPTS and not any(s.ready for s in self._slots):",
@@ -142,7 +156,7 @@ MISTAKES = [
         "pocketcli/batch/runner.py",
         "        except ManifestWriteError:\n",
         "        except ZeroDivisionError:\n",
-        "tests/test_batch_worker_deaths.py::test_a_full_disk_stops_with_the_summary_and_the_manifest_path",
+        "tests/test_batch_full_disk.py::test_a_full_disk_stops_with_the_summary_and_the_manifest_path",
         slow=True,
     ),
 ]

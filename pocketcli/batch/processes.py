@@ -155,12 +155,13 @@ class ProcessExecutor:
         what it was given: its sentinel fires and ``_bury`` hands the lines on."""
         if not slot.ready or slot.broken:
             return
-        for job in queue.take(max(0, DEPTH - len(slot.held))):
+        group = queue.take(max(0, DEPTH - len(slot.held)))
+        for index, job in enumerate(group):
             try:
                 slot.conn.send(job)
             except OSError:
                 slot.broken = True
-                queue.give_back([job], "", blamed=[])  # it never got it: first in line again
+                queue.give_back(group[index:], "", blamed=[])  # never got: first in line again
                 return
             slot.held.append(job)
 
