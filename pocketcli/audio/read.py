@@ -3,13 +3,22 @@
 soundfile (libsndfile) reads WAV, FLAC, OGG/Vorbis, Opus and MP3 on every OS
 from the wheel alone. It cannot read M4A/AAC (MP4 containers): those go
 through PyAV when the optional ``m4a`` extra is installed, and otherwise get
-a message naming the extra. Channels are averaged, as pocket-tts does. Only
-the first ``max_seconds`` are decoded, so a long file costs no memory.
+a message naming the extra. Channels are averaged, as pocket-tts does.
+
+What a recording may cost is bounded from its header, before any sample is
+decoded: at most ``MAX_SAMPLE_RATE`` Hz and ``MAX_CHANNELS`` channels, and
+only the first ``max_seconds`` are decoded, block by block, each block mixed
+to mono at once. So memory is bounded by ``max_seconds * rate`` mono samples
+whatever the file claims (a 343 KB FLAC can claim an hour of 8 channels).
+Only regular files are read: a FIFO, device or socket is refused before it
+is opened, so nothing blocks or reads without end.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -22,7 +31,9 @@ from pocketcli.errors import UserError
 SOUNDFILE_FORMATS = "WAV, FLAC, OGG/Vorbis, Opus, MP3"
 M4A_EXTRA = "pip install 'pockettts[m4a]'"
 _MP4_SUFFIXES = {".m4a", ".m4b", ".mp4", ".aac", ".3gp", ".mov", ".alac"}
-_MAX_RATE = 768_000
+MAX_SAMPLE_RATE = 192_000  # Hz: studio recorders' highest; above it, convert the file first
+MAX_CHANNELS = 32
+_BLOCK_VALUES = 1 << 16  # samples (frames x channels) decoded at once: 256 KB of float32
 
 
 class AudioReadError(UserError, ValueError):
@@ -46,8 +57,7 @@ class DecodedAudio:
 def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAudio:
     """Decodes ``path`` (at most its first ``max_seconds``) to mono float32."""
     path = Path(path)
-    if not path.is_file():
-        raise AudioReadError(f"audio file not found: {path}")
+    check_regular(path)
     try:
         decoded = _read_soundfile(path, max_seconds)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
@@ -57,22 +67,28 @@ def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAud
     return decoded
 
 
-def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -> DecodedAudio:
+def read_audio_bytes(
+    data: bytes, name: str, max_seconds: float | None = None, max_samples: int | None = None
+) -> DecodedAudio:
     """Decodes a recording held in memory (an upload: it never touches the disk).
 
     ``name`` only labels messages. The formats are soundfile's, and what FFmpeg
-    reads when PyAV (the m4a extra) is installed.
+    reads when PyAV (the m4a extra) is installed. ``max_samples`` bounds what is
+    decoded (samples of all channels, within ``max_seconds``): checked from the
+    header's rate and channels before decoding, refused with ``AudioReadError``.
     """
     label = Path(name)
     try:
-        decoded = _read_soundfile(label, max_seconds, source=io.BytesIO(data))
+        decoded = _read_soundfile(
+            label, max_seconds, source=io.BytesIO(data), max_samples=max_samples
+        )
     except AudioReadError:
         raise
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         # A FLAC streamed with no length in its header (as ``pockettts serve`` sends)
         # defeats libsndfile in memory; FFmpeg reads it, when the m4a extra is there.
         try:
-            decoded = _read_av(label, max_seconds, source=io.BytesIO(data))
+            decoded = _read_av(label, max_seconds, io.BytesIO(data), max_samples)
         except (ImportError, AudioReadError):
             decoded = None
         if decoded is not None and decoded.samples.shape[0] > 0:
@@ -88,14 +104,29 @@ def read_audio_bytes(data: bytes, name: str, max_seconds: float | None = None) -
 
 
 def _read_soundfile(
-    path: Path, max_seconds: float | None, source: BinaryIO | None = None
+    path: Path,
+    max_seconds: float | None,
+    source: BinaryIO | None = None,
+    max_samples: int | None = None,
 ) -> DecodedAudio:
     with sf.SoundFile(str(path) if source is None else source) as f:
         rate, channels, total = int(f.samplerate), int(f.channels), int(f.frames)
         _check_layout(path, rate, channels)
-        limit = -1 if max_seconds is None else int(max_seconds * rate)
-        data = f.read(frames=limit, dtype="float32", always_2d=True)
-    return DecodedAudio(_mix(data), rate, channels, max(total, data.shape[0]) / rate)
+        limit = None if max_seconds is None else int(max_seconds * rate)
+        wanted = total if limit is None else min(total, limit)
+        _check_size(path, rate, channels, wanted, max_samples)
+        block = max(1, _BLOCK_VALUES // channels)
+        parts: list[np.ndarray] = []
+        have = 0
+        while limit is None or have < limit:
+            want = block if limit is None else min(block, limit - have)
+            data = f.read(frames=want, dtype="float32", always_2d=True)
+            if data.shape[0] == 0:
+                break
+            parts.append(_mix(data))
+            have += data.shape[0]
+    mono = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+    return DecodedAudio(mono, rate, channels, max(total, have) / rate)
 
 
 def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> DecodedAudio:
@@ -124,7 +155,12 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
     ) from None
 
 
-def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = None) -> DecodedAudio:
+def _read_av(
+    path: Path,
+    max_seconds: float | None,
+    source: BinaryIO | None = None,
+    max_samples: int | None = None,
+) -> DecodedAudio:
     import av
 
     try:
@@ -135,15 +171,20 @@ def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = No
             rate, channels = int(stream.rate or 0), int(stream.channels or 0)
             _check_layout(path, rate, channels)
             limit = None if max_seconds is None else int(max_seconds * rate)
-            # Planar float at the file's own rate and layout: we mix and resample ourselves.
-            resampler = av.AudioResampler(format="fltp")
-            blocks: list[np.ndarray] = []
+            if limit is not None:
+                _check_size(path, rate, channels, limit, max_samples)
+            # Packed float at the file's own rate and layout: we mix and resample ourselves.
+            # (Not planar: PyAV's planes of an 8-channel frame overrun, and it crashes.)
+            resampler = av.AudioResampler(format="flt")
+            blocks: list[np.ndarray] = []  # mono, mixed frame by frame
             have = 0
             for frame in container.decode(stream):
                 for out in resampler.resample(frame):
-                    block = out.to_ndarray().reshape(channels, -1)
+                    block = _mix(out.to_ndarray().reshape(-1, channels).astype(np.float32))
                     blocks.append(block)
-                    have += block.shape[1]
+                    have += block.shape[0]
+                if limit is None:  # no length known up front: checked as it is decoded
+                    _check_size(path, rate, channels, have, max_samples)
                 if limit is not None and have >= limit:
                     break
             total = _av_duration(container, stream)
@@ -151,12 +192,10 @@ def _read_av(path: Path, max_seconds: float | None, source: BinaryIO | None = No
         raise
     except (av.FFmpegError, OSError, ValueError) as exc:
         raise AudioReadError(f"cannot read {path}: {_first_line(exc)}") from None
-    data = np.concatenate(blocks, axis=1).T if blocks else np.zeros((0, channels), np.float32)
+    mono = np.concatenate(blocks) if blocks else np.zeros(0, np.float32)
     if limit is not None:
-        data = data[:limit]
-    return DecodedAudio(
-        _mix(data.astype(np.float32, copy=False)), rate, channels, max(total, data.shape[0] / rate)
-    )
+        mono = mono[:limit]
+    return DecodedAudio(mono, rate, channels, max(total, mono.shape[0] / rate))
 
 
 def _av_duration(container, stream) -> float:
@@ -165,11 +204,61 @@ def _av_duration(container, stream) -> float:
     return float(container.duration or 0) / 1_000_000
 
 
+def check_regular(path: Path) -> None:
+    """Missing, a folder, or a special file (FIFO, device, socket): refused before opening."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise AudioReadError(f"audio file not found: {path}") from None
+    except OSError as exc:
+        raise AudioReadError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise AudioReadError(f"{path} is a folder, not an audio file")
+    if not stat.S_ISREG(mode):
+        raise AudioReadError(
+            f"{path} is {special_file_kind(mode)}, not an audio file: give a regular file"
+        )
+
+
+def special_file_kind(mode: int) -> str:
+    """What a non-regular file is, in words ("a FIFO (named pipe)", "a character device")."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
 def _check_layout(path: Path, rate: int, channels: int) -> None:
-    if not 0 < rate <= _MAX_RATE:
+    """The header's rate and channels bound what decoding may cost: checked before it."""
+    if rate <= 0:
         raise AudioReadError(f"{path} has an unusable sample rate of {rate} Hz")
+    if rate > MAX_SAMPLE_RATE:
+        raise AudioReadError(
+            f"{path} has a sample rate of {rate} Hz; at most {MAX_SAMPLE_RATE} Hz is read"
+            " (convert it, e.g. to 48 kHz, and try again)"
+        )
     if channels < 1:
         raise AudioReadError(f"{path} has no audio channels")
+    if channels > MAX_CHANNELS:
+        raise AudioReadError(
+            f"{path} has {channels} channels; at most {MAX_CHANNELS} are read"
+            " (mix it down, e.g. to mono, and try again)"
+        )
+
+
+def _check_size(path: Path, rate: int, channels: int, frames: int, max_samples: int | None) -> None:
+    """Refuses, before decoding it, audio whose decoded samples would pass ``max_samples``."""
+    if max_samples is None or frames * channels <= max_samples:
+        return
+    raise AudioReadError(
+        f"{path}: {frames / rate:.1f} s at {rate} Hz in {channels} channels would decode to "
+        f"{frames * channels} samples, over the limit of {max_samples}"
+    )
 
 
 def _mix(data: np.ndarray) -> np.ndarray:

@@ -39,7 +39,10 @@ def recording(path: Path | str | None) -> None:
     readable_file(path, "audio file")
     if path is None or str(path) == STDIO:
         return
+    from pocketcli.audio.read import check_regular
     from pocketcli.tensorfile import looks_like_safetensors
+
+    check_regular(Path(path))  # a FIFO, device or socket is never opened
 
     with open(path, "rb") as f:
         head = f.read(64)

@@ -16,7 +16,9 @@ from pocketcli.store.catalog import catalog
 from pocketcli.tensorfile import TensorFile, TensorFileError, dtype_counts, looks_like_safetensors
 
 HELP = """Tell what FILE is: a voice file (its format, frames, width, dtype and the
-models it fits) or a Kyutai checkpoint (dtypes, parameters, the configs it fits).
+models it fits), a Kyutai checkpoint (dtypes, parameters, the configs it fits), or a
+model folder (a pockettts pack or a KevinAHM v2 bundle: its layout, precisions,
+languages, size and whether it can clone voices).
 
 Voice formats are recognised from the content: Kyutai voice states (F32, BF16
 or F16 caches), Kyutai's 'audio_prompt' embeddings, the web demos' voices.bin
@@ -29,6 +31,8 @@ Examples:
   pockettts inspect voices.bin --json
 
   pockettts inspect model.safetensors
+
+  pockettts inspect bundles/english_2026-04
 """
 
 
@@ -126,6 +130,10 @@ def describe(path: Path) -> dict[str, Any]:
     from pocketcli.cli.checks import readable_file
     from pocketcli.voices.state import VoiceError
 
+    if path.is_dir():
+        from pocketcli.cli.inspect_folder import describe_folder
+
+        return describe_folder(path)
     readable_file(path, "input")
     size = path.stat().st_size
     with open(path, "rb") as fh:
@@ -141,6 +149,10 @@ def describe(path: Path) -> dict[str, Any]:
 
 
 def _text(report: dict[str, Any]) -> list[str]:
+    if report["kind"] == "folder":
+        from pocketcli.cli.inspect_folder import folder_text
+
+        return folder_text(report)
     if report["kind"] == "checkpoint":
         mix = ", ".join(f"{d} x{n}" for d, n in report["dtypes"].items())
         lines = [
@@ -175,7 +187,9 @@ def _text(report: dict[str, Any]) -> list[str]:
 
 
 def inspect_command(
-    file: Path = typer.Argument(..., metavar="FILE", help="A voice file or a checkpoint."),
+    file: Path = typer.Argument(
+        ..., metavar="FILE", help="A voice file, a checkpoint, or a model folder."
+    ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of text."),
 ) -> None:
     report = describe(file)

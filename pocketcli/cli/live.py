@@ -17,7 +17,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.text.sentences import split_ready
 
 if TYPE_CHECKING:  # the rest is imported when a live flag is given (usage errors stay fast)
     import numpy as np
@@ -34,8 +34,6 @@ if TYPE_CHECKING:  # the rest is imported when a live flag is given (usage error
     from pocketcli.options import SpeakOptions
     from pocketcli.session import Session
 
-# In a line still being typed, a sentence is complete at its end mark and a space.
-_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"')\]\u201d\u2019]*\s+|(?<=[\u3002\uff01\uff1f])")
 _READ_SIZE = 65536
 
 
@@ -194,18 +192,6 @@ class _StdoutPipe:
     def abort(self) -> None:
         with contextlib.suppress(OSError):  # a closed pipe: nothing more to say
             sys.stdout.buffer.flush()
-
-
-def split_ready(pending: str) -> tuple[list[str], str]:
-    """Complete lines, and complete sentences of the line still being written;
-    returns them and the unfinished rest."""
-    *lines, rest = pending.split("\n")
-    ends = list(_SENTENCE_END.finditer(rest))
-    if ends:
-        cut = ends[-1].end()
-        lines.append(rest[:cut])
-        rest = rest[cut:]
-    return [line for line in lines if line.strip()], rest
 
 
 class _StdinReader(threading.Thread):

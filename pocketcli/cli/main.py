@@ -18,11 +18,14 @@ from pocketcli.cli import (
     clone,
     completion,
     download,
+    export,
     inspect,
+    mcp,
     normalize,
     serve,
     tts,
     voices,
+    wyoming,
 )
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
@@ -52,10 +55,13 @@ for _name, _help, _command in (
     ("benchmark", benchmark.HELP, benchmark.benchmark_command),
     ("corpus", benchmark.CORPUS_HELP, benchmark.corpus_command),
     ("download", download.HELP, download.download_command),
+    ("export", export.HELP, export.export_command),
     ("voices", voices.HELP, voices.voices_command),
     ("clone", clone.HELP, clone.clone_command),
     ("inspect", inspect.HELP, inspect.inspect_command),
     ("serve", serve.HELP, serve.serve_command),
+    ("wyoming", wyoming.HELP, wyoming.wyoming_command),
+    ("mcp", mcp.HELP, mcp.mcp_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 

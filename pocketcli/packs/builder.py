@@ -9,9 +9,7 @@ interrupted build never leaves a pack that looks complete.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import save_file
 
-from pocketcli.atomic import DIR_MODE, FILE_MODE
+from pocketcli.atomic import atomic_folder
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
 from pocketcli.packs.encoder_weights import cloning_support
@@ -73,24 +71,9 @@ def build_pack(
     weights = read_checkpoint(checkpoint)
     check_checkpoint(weights, config)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
-    try:
+    with atomic_folder(out_dir) as work:
         origin = {"checkpoint_path": str(Path(checkpoint).resolve()), **(source or {})}
         manifest = _write_pack(weights, config, tokenizer, work, precisions, origin, say)
-        os.chmod(work, DIR_MODE)
-        for item in work.iterdir():
-            os.chmod(item, FILE_MODE)
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(old)
-            work.rename(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return manifest
 
 

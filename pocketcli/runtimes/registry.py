@@ -44,6 +44,7 @@ BUILTIN = MappingProxyType(
     {
         "onnx": "pocketcli.runtimes.onnx_spec:SPEC",
         "coreml": "pocketcli.runtimes.coreml_spec:SPEC",
+        "kevinahm": "pocketcli.runtimes.kevinahm_spec:SPEC",
     }
 )
 
@@ -102,7 +103,7 @@ class ModelRequest:
                 "--model-dir",
                 "--language" if req.language is not None else "--config",
             )
-        spec = choose(req.runtime)
+        spec = _claiming(req.model_dir, req.runtime) or choose(req.runtime)
         _check_known(req.placement, "--placement", all_placements())
         _check_known(req.compute_units, "--compute-units", all_compute_units())
         checked = spec.check(replace(req, runtime=spec.name))
@@ -149,6 +150,12 @@ class RuntimeSpec:
     custom_configs: bool = False  # takes --config (builds a pack from any Kyutai config)
     builds_packs: bool = False  # builds its packs here (so --rebuild means something)
     auto_rank: int = 0  # "auto" picks the available runtime with the highest rank
+    claims_for: tuple[str, ...] = ()  # --runtime names (besides auto) whose folders it may take
+
+    def claims_folder(self, directory: Path) -> bool:
+        """True when a ``--model-dir`` folder is in this runtime's layout (e.g. another
+        project's bundle): the folder then goes to it, whatever ``auto`` would pick."""
+        return False
 
     # -- what can run here ---------------------------------------------------
     def unavailable_reason(self) -> str | None:
@@ -329,6 +336,18 @@ def choose(requested: str) -> RuntimeSpec:
         if spec.auto_rank > 0 and spec.unavailable_reason() is None:
             return spec
     return get("onnx")
+
+
+def _claiming(model_dir: Path | None, requested: str) -> RuntimeSpec | None:
+    """The runtime that claims a ``--model-dir`` folder asked for with ``requested``."""
+    if model_dir is None:
+        return None
+    _ensure_loaded()
+    for spec in _registered.values():
+        wanted = requested in (AUTO, spec.name, *spec.claims_for)
+        if wanted and spec.claims_folder(model_dir):
+            return spec
+    return None
 
 
 def all_languages() -> tuple[str, ...]:

@@ -14,9 +14,7 @@ optional ``serve`` extra; ``require_extra`` says what to install without it.
 
 from __future__ import annotations
 
-import importlib
-
-from pocketcli.errors import UserError
+from pocketcli.extras import require
 
 EXTRA = "pip install 'pockettts[serve]'"
 _MODULES = ("fastapi", "uvicorn", "python_multipart", "prometheus_client")
@@ -24,12 +22,4 @@ _MODULES = ("fastapi", "uvicorn", "python_multipart", "prometheus_client")
 
 def require_extra() -> None:
     """One line naming the extra when a server dependency is missing."""
-    missing = []
-    for module in _MODULES:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            missing.append(module)
-    if missing:
-        names = ", ".join(m.replace("_", "-") for m in missing)
-        raise UserError(f"the server needs {names}: install them with {EXTRA}")
+    require("the server", "serve", _MODULES)

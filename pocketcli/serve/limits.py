@@ -1,7 +1,9 @@
-"""What one request may ask for, and the two checks made before any route runs.
+"""What one request and one connection may cost, and the checks made before any route runs.
 
 Both checks are plain ASGI middleware (no response buffering), so audio
-streams and client disconnects pass through them untouched.
+streams and client disconnects pass through them untouched. Connection-level
+bounds (idle and header time, how many connections) are uvicorn's and
+``serve.server``'s.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pocketcli.serve.apierrors import error_body
 
 ARRIVED = "pockettts_arrived"  # scope state: when the request reached the app
 
@@ -22,13 +27,39 @@ class Limits:
     max_chars: int = 4096  # text per request (OpenAI's own limit)
     max_upload_bytes: int = 10 * 2**20  # a recording to clone
     max_clone_seconds: float = 60.0  # longer recordings are refused (30 s are used)
+    # Decoded samples of one recording, all channels (float32: 4 bytes each): the
+    # first 30 s of 96 kHz stereo fit; the header is checked before decoding.
+    max_decoded_samples: int = 6_000_000
     max_queue: int = 4  # requests waiting while one is generated; more get 503
     request_seconds: float = 300.0  # per request, from acceptance to the last byte
     max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
+    body_seconds: float = 30.0  # a request's body must have arrived by then (else 408)
+    header_seconds: float = 10.0  # a connection's request line and headers, likewise
+    idle_seconds: float = 5.0  # an idle keep-alive connection is closed after this
+    max_connections: int = 64  # open connections; requests beyond get 503
+    # The streaming websocket (/tts/ws): text per turn is max_chars.
+    ws_max_message_bytes: int = 64 * 1024  # one client frame
+    ws_idle_seconds: float = 300.0  # a socket that sends nothing (and hears nothing) this long
+    ws_max_sockets: int = 16  # open at once; more are refused with an error frame
 
     @property
     def max_body_bytes(self) -> int:
         return self.max_upload_bytes + 64 * 1024  # the upload and its form fields
+
+
+# The sane maximum of each setting (the CLI refuses more).
+MAXIMA = {
+    "max_chars": 1_000_000,
+    "max_upload_bytes": 200 * 2**20,
+    "max_clone_seconds": 3600.0,
+    "max_decoded_samples": 100_000_000,
+    "max_queue": 1000,
+    "request_seconds": 86_400.0,
+    "body_seconds": 3600.0,
+    "header_seconds": 300.0,
+    "idle_seconds": 3600.0,
+    "max_connections": 10_000,
+}
 
 
 @dataclass(frozen=True)
@@ -48,68 +79,136 @@ async def send_json(send: Send, status: int, body: dict, headers: dict | None = 
     await send({"type": "http.response.body", "body": data})
 
 
-def error_body(message: str, code: str, kind: str = "invalid_request_error") -> dict:
-    """OpenAI's error shape; ``detail`` too, as pocket-tts's (FastAPI's) clients read it."""
-    return {
-        "error": {"message": message, "type": kind, "param": None, "code": code},
-        "detail": message,
-    }
+def _boundary(scope: Scope) -> bytes | None:
+    """The multipart boundary of the request's Content-Type, if it is multipart."""
+    kind = dict(scope["headers"]).get(b"content-type", b"")
+    if not kind.lower().startswith(b"multipart/"):
+        return None
+    for part in kind.split(b";")[1:]:
+        key, _, value = part.strip().partition(b"=")
+        if key.lower() == b"boundary" and value:
+            return value.strip(b'"')
+    return None
+
+
+class _Body:
+    """The request's ``receive``, watched: size, time, and a multipart body's end."""
+
+    def __init__(self, receive: Receive, limits: Limits, boundary: bytes | None) -> None:
+        self.receive, self.limits = receive, limits
+        self.close_delimiter = None if boundary is None else b"--" + boundary + b"--"
+        self.deadline = time.monotonic() + limits.body_seconds
+        self.received = 0
+        self.tail = b""
+        self.closed_seen = False
+        self.done = False
+        self.refusal: tuple[int, dict] | None = None
+
+    def refuse(self, status: int, message: str, code: str) -> Message:
+        self.refusal = (status, error_body(message, code))
+        return {"type": "http.disconnect"}  # the app sees the client go away and stops reading
+
+    async def __call__(self) -> Message:
+        if self.refusal is not None:
+            return {"type": "http.disconnect"}
+        if self.done:
+            return await self.receive()
+        try:
+            with anyio.fail_after(max(0.0, self.deadline - time.monotonic())):
+                message = await self.receive()
+        except TimeoutError:
+            seconds = self.limits.body_seconds
+            return self.refuse(
+                408, f"the request body did not arrive within {seconds:g} s", "body_timeout"
+            )
+        if message["type"] != "http.request":
+            return message
+        chunk = message.get("body", b"")
+        self.received += len(chunk)
+        if self.received > self.limits.max_body_bytes:
+            return self.too_large()
+        self._scan(chunk)
+        if not message.get("more_body", False):
+            self.done = True
+            if self.close_delimiter is not None and not self.closed_seen:
+                return self.refuse(
+                    400,
+                    "the multipart body ends before its closing boundary (a cut upload?)",
+                    "truncated_body",
+                )
+        return message
+
+    def too_large(self) -> Message:
+        limit = self.limits.max_body_bytes
+        return self.refuse(
+            413, f"request body over the server's limit of {limit} bytes", "body_too_large"
+        )
+
+    def _scan(self, chunk: bytes) -> None:
+        if self.close_delimiter is None or self.closed_seen:
+            return
+        window = self.tail + chunk
+        self.closed_seen = self.close_delimiter in window
+        self.tail = window[-(len(self.close_delimiter) - 1) :]
 
 
 class BodyLimit:
-    """413 for a body over the limit: by Content-Length before reading, else while reading."""
+    """Reading the body: 413 over the size limit (by Content-Length before reading, else
+    while reading), 408 when it has not arrived within ``body_seconds``, 400 for a
+    multipart body that ends before its closing boundary."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, limits: Limits) -> None:
+        self.app, self.limits = app, limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         scope.setdefault("state", {})[ARRIVED] = time.monotonic()
-        too_large = error_body(
-            f"request body over the server's limit of {self.max_bytes} bytes", "body_too_large"
-        )
+        body = _Body(receive, self.limits, _boundary(scope))
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            await send_json(send, 413, too_large)
+        if length is not None and (
+            not length.isdigit() or int(length) > self.limits.max_body_bytes
+        ):
+            body.too_large()
+            await self._refuse(send, body)
             return
-        received = 0
-        over = False
         started = False
-
-        async def limited() -> Message:
-            nonlocal received, over
-            if over:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    over = True  # the app sees the client go away and stops reading
-                    return {"type": "http.disconnect"}
-            return message
 
         async def watch(message: Message) -> None:
             nonlocal started
+            if body.refusal is not None and not started:
+                return  # the app's answer to a body it did not get: ours goes instead
             if message["type"] == "http.response.start":
-                if over:
-                    return
                 started = True
-            if over and not started:
-                return
             await send(message)
 
         try:
-            await self.app(scope, limited, watch)
+            await self.app(scope, body, watch)
         except Exception:
-            if not over:
+            if body.refusal is None:
                 raise
-        if over and not started:
-            await send_json(send, 413, too_large)
+        if body.refusal is not None and not started:
+            await self._refuse(send, body)
+
+    @staticmethod
+    async def _refuse(send: Send, body: _Body) -> None:
+        assert body.refusal is not None
+        status, content = body.refusal
+        await send_json(send, status, content, {"Connection": "close"})
 
 
 OPEN_PATHS = ("/healthz", "/readyz", "/health", "/", "/favicon.ico")
+
+
+def key_matches(headers: dict[bytes, bytes], key: bytes) -> bool:
+    """Whether a request's headers carry ``key``: ``Authorization: Bearer KEY`` or
+    ``X-API-Key`` (compared in constant time). The websocket checks its handshake so."""
+    given = headers.get(b"x-api-key", b"")
+    auth = headers.get(b"authorization", b"")
+    if auth[:7].lower() == b"bearer ":
+        given = auth[7:].strip()
+    return hmac.compare_digest(given, key)
 
 
 class ApiKey:
@@ -123,12 +222,7 @@ class ApiKey:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        given = headers.get(b"x-api-key", b"")
-        auth = headers.get(b"authorization", b"")
-        if auth[:7].lower() == b"bearer ":
-            given = auth[7:].strip()
-        if not hmac.compare_digest(given, self.key):
+        if not key_matches(dict(scope["headers"]), self.key):
             await send_json(
                 send,
                 401,

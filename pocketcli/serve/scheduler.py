@@ -6,7 +6,11 @@ and hands each item to the request's event loop as soon as it exists. Before
 every item the worker checks the job's cancel flag (client gone, deadline,
 shutdown), so a cancelled job stops within the frame being computed. When
 ``max_queue`` jobs already wait, ``submit`` refuses with an estimate of when
-to retry.
+to retry. A job cancelled while it waits leaves the queue at once.
+
+The app sees only ``JobRunner`` (``submit``, ``waiting``, ``active``, ``close``)
+and builds it with ``make_scheduler``: another engine (several streams at once)
+is a change to this module alone.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 END = "end"
 ITEM = "item"
@@ -60,6 +64,7 @@ class Job:
         self.items_after_cancel = 0
         self.cancel_reason: str | None = None
         self._cancel = threading.Event()
+        self._on_cancel: Callable[[Job], None] = lambda job: None  # set by the scheduler
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -68,6 +73,7 @@ class Job:
         if not self._cancel.is_set():
             self.cancel_reason = reason
             self._cancel.set()
+            self._on_cancel(self)
 
     @property
     def cancelled(self) -> bool:
@@ -83,6 +89,27 @@ class Job:
         if timeout is None:
             return await self._queue.get()
         return await asyncio.wait_for(self._queue.get(), timeout)
+
+
+class JobRunner(Protocol):
+    """What the app needs of whatever runs its jobs."""
+
+    @property
+    def waiting(self) -> int: ...
+
+    @property
+    def active(self) -> int: ...
+
+    def submit(self, job: Job) -> None:
+        """Queues the job, or raises ``QueueFull`` / ``ShuttingDown``."""
+
+    def close(self, timeout: float) -> None:
+        """Refuses new work, cancels what waits and runs, waits up to ``timeout`` s."""
+
+
+def make_scheduler(max_queue: int, on_change: Callable[[], None] | None = None) -> JobRunner:
+    """The server's job runner: one job at a time, ``max_queue`` waiting."""
+    return Scheduler(max_queue, on_change)
 
 
 class Scheduler:
@@ -114,8 +141,18 @@ class Scheduler:
             if self.active + len(self._waiting) >= 1 + self.max_queue:
                 ahead = len(self._waiting) + 1
                 raise QueueFull(max(1, math.ceil(ahead * self._mean_seconds)))
+            job._on_cancel = self._withdraw
             self._waiting.append(job)
             self._cond.notify()
+        self._on_change()
+
+    def _withdraw(self, job: Job) -> None:
+        """A job cancelled while waiting leaves the queue (and its request hears why)."""
+        with self._cond:
+            if job not in self._waiting:
+                return
+            self._waiting.remove(job)
+        job._post(ERROR, Cancelled(job.cancel_reason or "cancelled"))
         self._on_change()
 
     def close(self, timeout: float) -> None:

@@ -46,6 +46,8 @@ def build(
         timeout_graceful_shutdown=settings.shutdown_seconds,
         # The audio is already compressed or tiny per chunk; keep-alive as usual.
         timeout_keep_alive=5,
+        # A websocket frame is refused past this, before it is all buffered.
+        ws_max_size=settings.limits.ws_max_message_bytes,
     )
     server = uvicorn.Server(config)
     state = app.state.pockettts
@@ -61,6 +63,11 @@ def run(
     load: Callable[[], Backend], settings: ServeSettings, host: str, port: int, log_level: str
 ) -> None:
     logs.configure(log_level)
+    if not _websockets_available():
+        logs.logger().warning(
+            "the streaming websocket /tts/ws needs the websockets package: "
+            "install it with pip install 'pockettts[serve]'"
+        )
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     url_host = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -82,3 +89,16 @@ def run(
     error = server.config.app.state.pockettts.load_error
     if error is not None:
         raise UserError(f"the model could not be loaded: {error}")
+
+
+def _websockets_available() -> bool:
+    """Whether uvicorn can speak websockets here (it uses websockets, else wsproto)."""
+    import importlib
+
+    for module in ("websockets", "wsproto"):
+        try:
+            importlib.import_module(module)
+            return True
+        except ImportError:
+            pass
+    return False

@@ -63,6 +63,12 @@ class Resolved:
     source: str  # default, cloned, folder, builtin, openai
 
 
+@dataclass(frozen=True)
+class ClonedVoice:
+    state: VoiceState
+    seconds: float  # of the recording, used for the voice
+
+
 class VoiceBook:
     """The voices one server offers; thread-safe (voices load on worker threads)."""
 
@@ -70,7 +76,7 @@ class VoiceBook:
         self.backend = backend
         self.voice_dir = voice_dir.resolve() if voice_dir is not None else None
         self.max_cloned = max_cloned
-        self._cloned: OrderedDict[str, VoiceState] = OrderedDict()
+        self._cloned: OrderedDict[str, ClonedVoice] = OrderedDict()
         self._folder: dict[str, tuple[tuple[int, int], VoiceState]] = {}
         self._lock = threading.Lock()
 
@@ -81,15 +87,15 @@ class VoiceBook:
             return Resolved(self.backend.default_voice, self.backend.default_voice_name, "default")
         if name.startswith(CLONE_PREFIX):
             with self._lock:
-                state = self._cloned.get(name)
-                if state is not None:
+                cloned = self._cloned.get(name)
+                if cloned is not None:
                     self._cloned.move_to_end(name)
-            if state is None:
+            if cloned is None:
                 raise VoiceNotFound(
                     f"no cloned voice {name!r} on this server (ids are kept in memory, "
                     f"the last {self.max_cloned}): upload the recording again to POST /v1/voices"
                 )
-            return Resolved(state, name, "cloned")
+            return Resolved(cloned.state, name, "cloned")
         if NAME.fullmatch(name) and ".." not in name:
             found = self._folder_voice(name)
             if found is not None:
@@ -187,6 +193,9 @@ class VoiceBook:
             if name not in seen:
                 out.append({"id": name, "object": "voice", "source": "builtin"})
                 seen.add(name)
+        with self._lock:
+            cloned = list(reversed(self._cloned))  # the most recently used first
+        out += [{"id": name, "object": "voice", "source": "cloned"} for name in cloned]
         return out
 
     # -- cloned voices --------------------------------------------------------
@@ -195,13 +204,13 @@ class VoiceBook:
         """Same recording, same id: a repeated upload is a cache hit."""
         return CLONE_PREFIX + hashlib.sha256(data).hexdigest()[:24]
 
-    def cloned(self, voice_id: str) -> VoiceState | None:
+    def cloned(self, voice_id: str) -> ClonedVoice | None:
         with self._lock:
             return self._cloned.get(voice_id)
 
-    def keep_cloned(self, voice_id: str, state: VoiceState) -> None:
+    def keep_cloned(self, voice_id: str, state: VoiceState, seconds: float) -> None:
         with self._lock:
-            self._cloned[voice_id] = state
+            self._cloned[voice_id] = ClonedVoice(state, seconds)
             self._cloned.move_to_end(voice_id)
             while len(self._cloned) > self.max_cloned:
                 self._cloned.popitem(last=False)

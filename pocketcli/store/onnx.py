@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UserError
@@ -165,6 +166,43 @@ def _fetch_weights(
     raise AssertionError("unreachable: the loop returns or raises")
 
 
+def _fetch_files(
+    src: ModelSource, offline: bool, retry_gated: bool, reporter: Reporter
+) -> tuple[Path, Path, dict[str, Any]]:
+    """The checkpoint and tokenizer of ``src`` (fetched if needed) and what they are."""
+    checkpoint, weights_url, cloning = _fetch_weights(src, offline, retry_gated, reporter)
+    tokenizer = fetch_source(
+        src.tokenizer,
+        Fetch(what=f"the {src.name} tokenizer", hint=src.hint),
+        offline,
+        reporter,
+        src.base_dir,
+    )
+    source = {
+        "kind": "kyutai",
+        "language": src.language,
+        "config": src.label,
+        "config_sha256": src.config_sha256,
+        "weights": weights_url,
+        "voice_cloning_weights": cloning,
+        "tokenizer": src.tokenizer,
+    }
+    return checkpoint, tokenizer, source
+
+
+def model_files(
+    language: str | None, config: str | None, offline: bool = False, progress: bool = False
+) -> tuple[Path, ModelConfig, Path, dict[str, Any]]:
+    """The checkpoint, config, tokenizer and source record of a language (or a config
+    YAML), fetched into the cache if needed: what exporters to other layouts start from."""
+    offline = offline or env_offline()
+    install_deadline()
+    with Reporter(progress) as reporter:
+        src = _source(language, config, offline, reporter)
+        checkpoint, tokenizer, source = _fetch_files(src, offline, False, reporter)
+    return checkpoint, src.config, tokenizer, {**source, "name": src.name}
+
+
 def resolve_onnx_pack(
     language: str | None,
     config: str | None,
@@ -188,25 +226,9 @@ def resolve_onnx_pack(
         manifest = None if rebuild else _reusable(pack_dir, src)
         if manifest is not None and precision in manifest.precisions:
             return pack_dir
-        checkpoint, weights_url, cloning = _fetch_weights(src, offline, rebuild, reporter)
-        tokenizer = fetch_source(
-            src.tokenizer,
-            Fetch(what=f"the {src.name} tokenizer", hint=src.hint),
-            offline,
-            reporter,
-            src.base_dir,
-        )
+        checkpoint, tokenizer, source = _fetch_files(src, offline, rebuild, reporter)
         precisions = {precision, *(manifest.precisions if manifest is not None else ())}
         ordered = tuple(p for p in PRECISIONS if p in precisions)
-        source = {
-            "kind": "kyutai",
-            "language": src.language,
-            "config": src.label,
-            "config_sha256": src.config_sha256,
-            "weights": weights_url,
-            "voice_cloning_weights": cloning,
-            "tokenizer": src.tokenizer,
-        }
         from pocketcli.packs.builder import build_pack  # onnx is heavy: only when building
 
         build_pack(

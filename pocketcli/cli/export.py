@@ -1,0 +1,78 @@
+"""``pockettts export --format kevinahm-v2 OUT/``: write a model in another project's layout."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import clickcompat as click
+from pocketcli.cli import flags
+from pocketcli.errors import UnknownNameError
+
+HELP = """Write a model as a KevinAHM v2 ONNX bundle (the layout of
+KevinAHM/pocket-tts-onnx onnx/<bundle>/, which sherpa-onnx-era runtimes,
+pocketsynth and web demos load): bundle.json, the tokenizer,
+bos_before_voice.npy and the five graphs (text_conditioner, mimi_encoder,
+flow_lm_main, flow_lm_flow, mimi_decoder), each also as _int8.
+
+The model is chosen as for 'tts': --language (fetched at the revisions pocket-tts
+4.0.1 pins) or --config. --precision fp32 writes the fp32 graphs only; int8 (the
+default) writes both, as the published bundles have. No PyTorch is needed.
+The bundle's name (bundle.json's bundle_name) is the language, or the config
+file's name without .yaml. Without voice-cloning weights there is no mimi_encoder.
+
+Examples:
+
+  pockettts export --format kevinahm-v2 bundles/english_2026-04 --language english_2026-04
+
+  pockettts export --format kevinahm-v2 out/dutch --language dutch --precision fp32
+
+  pockettts export --format kevinahm-v2 out/mine --config my_model.yaml
+"""
+
+FORMATS = ("kevinahm-v2",)
+
+
+def export_command(
+    out: Path = typer.Argument(..., metavar="OUT", help="Folder to write (replaced if present)."),
+    format_: str = typer.Option(
+        ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
+    ),
+    language: str | None = flags.language("Language model to export (default english)"),
+    config: str | None = flags.config(),
+    precision: str = typer.Option(
+        "int8", "--precision", help="fp32, or int8 (fp32 and int8 graphs).", callback=flags.lower
+    ),
+    offline: bool = flags.offline(),
+    quiet: bool = flags.quiet("No progress on stderr."),
+) -> None:
+    from pocketcli.cli.store_options import usage_error
+
+    if format_ not in FORMATS:
+        raise usage_error(UnknownNameError("--format", format_, FORMATS))
+    if precision not in ("fp32", "int8"):
+        raise usage_error(UnknownNameError("--precision", precision, ("fp32", "int8")))
+    if language is not None and config is not None:
+        raise click.UsageError("--config and --language both name the model: give one")
+    if language is not None:
+        from pocketcli.store.catalog import known_languages
+
+        if language not in known_languages("onnx"):
+            raise usage_error(UnknownNameError("--language", language, known_languages("onnx")))
+    from pocketcli.packs.kevinahm.export import export_bundle
+    from pocketcli.store.onnx import model_files
+
+    checkpoint, model_config, tokenizer, source = model_files(
+        language, config, offline, progress=not quiet
+    )
+    name = source.get("language") or Path(str(source["name"])).name.removesuffix(".yaml")
+
+    def say(message: str) -> None:
+        if not quiet:
+            sys.stderr.write(f"pockettts: {message}\n")
+
+    precisions = ("fp32",) if precision == "fp32" else ("fp32", "int8")
+    export_bundle(checkpoint, model_config, tokenizer, out, name, precisions, source, say)
+    typer.echo(str(out))

@@ -1,0 +1,72 @@
+"""``pockettts mcp``: speech as tools for coding agents and desktop assistants (MCP, stdio)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import checks, flags
+from pocketcli.cli.serve import backend_loader, check_log_level, log_level_option, voice_dir_option
+
+HELP = """Serve speech as Model Context Protocol tools on standard input/output:
+speak (on this machine's speakers), stop_speaking, status, list_voices and
+synthesize (the audio back to the caller as WAV). An MCP client starts it.
+
+Examples:
+
+  pockettts mcp
+
+  pockettts mcp --language french --output-dir ~/Music/speech
+
+In the client's configuration (Claude Desktop, Cursor, ...):
+
+  {"mcpServers": {"pockettts": {"command": "pockettts", "args": ["mcp"]}}}
+"""
+
+
+def mcp_command(
+    language: str | None = flags.language(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    voice_file: Path | None = flags.voice_file(),
+    voice_dir: Path | None = voice_dir_option(),
+    model_dir: Path | None = flags.model_dir(),
+    config: str | None = flags.config(),
+    offline: bool = flags.offline(),
+    output_dir: Path | None = typer.Option(
+        None,
+        "--output-dir",
+        metavar="DIR",
+        help="Folder synthesize may write files into (default: it writes none).",
+    ),
+    device: str | None = typer.Option(
+        None, "--device", metavar="DEV", help="Sound output device for speak (number or name)."
+    ),
+    max_chars: int = typer.Option(4096, "--max-chars", metavar="N", min=1, help="Text per call."),
+    log_level: str = log_level_option(),
+) -> None:
+    from pocketcli.mcp import require_extra
+
+    require_extra()
+    from pocketcli.audio.playback import parse_device
+    from pocketcli.mcp.server import McpSettings, run
+    from pocketcli.serve import logs
+
+    level = check_log_level(log_level)
+    if output_dir is not None and not output_dir.is_dir():
+        raise checks.PathError(f"--output-dir is not a folder: {output_dir}")
+    load = backend_loader(
+        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
+    )
+    logs.configure(level)
+    backend = load()
+    logs.logger().info("ready", extra={"voice": backend.default_voice_name, "transport": "stdio"})
+    settings = McpSettings(
+        voice_dir=voice_dir,
+        output_dir=output_dir,
+        max_chars=max_chars,
+        device=parse_device(device),
+    )
+    run(backend, settings)

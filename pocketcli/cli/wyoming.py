@@ -1,0 +1,79 @@
+"""``pockettts wyoming``: speech for Home Assistant (and any Wyoming client)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pocketcli.cli import clickcompat as click
+from pocketcli.cli import flags
+from pocketcli.cli.serve import backend_loader, check_log_level, log_level_option, voice_dir_option
+
+HELP = """Serve speech over the Wyoming protocol (Home Assistant's voice pipeline):
+describe, synthesize and streaming synthesis. Listens on 127.0.0.1:10200 unless
+--uri says otherwise (tcp://HOST:PORT, unix://PATH or stdio://).
+
+Examples:
+
+  pockettts wyoming                                 (tcp://127.0.0.1:10200)
+
+  pockettts wyoming --uri tcp://0.0.0.0:10200 --language french --voice-dir ./voices
+
+Then in Home Assistant: Settings > Devices & services > Add integration > Wyoming
+Protocol, with this machine's address and port 10200.
+"""
+
+
+def wyoming_command(
+    uri: str = typer.Option(
+        "tcp://127.0.0.1:10200",
+        "--uri",
+        metavar="URI",
+        help="tcp://HOST:PORT, unix://PATH or stdio:// (loopback by default).",
+    ),
+    language: str | None = flags.language(),
+    runtime: str = flags.runtime(),
+    precision: str | None = flags.precision(),
+    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    voice_file: Path | None = flags.voice_file(),
+    voice_dir: Path | None = voice_dir_option(),
+    model_dir: Path | None = flags.model_dir(),
+    config: str | None = flags.config(),
+    offline: bool = flags.offline(),
+    max_chars: int = typer.Option(
+        4096, "--max-chars", metavar="N", min=1, help="Text per synthesis."
+    ),
+    idle_timeout: float = typer.Option(
+        300.0,
+        "--idle-timeout",
+        metavar="S",
+        min=1.0,
+        help="Seconds a client may send nothing before it is disconnected.",
+    ),
+    log_level: str = log_level_option(),
+) -> None:
+    from pocketcli.wyoming import require_extra
+
+    require_extra()
+    from pocketcli.serve import logs
+    from pocketcli.wyoming.handler import WyomingLimits
+    from pocketcli.wyoming.server import LOOPBACK, parse_uri, run
+
+    level = check_log_level(log_level)
+    try:
+        address = parse_uri(uri)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--uri") from None
+    load = backend_loader(
+        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
+    )
+    if address.scheme == "tcp" and address.host not in LOOPBACK:
+        logs.configure(level)
+        logs.logger().warning(
+            "listening beyond this machine: Wyoming has no API key, anyone who reaches "
+            "this port can use it (keep it on a trusted network)",
+            extra={"host": address.host},
+        )
+    limits = WyomingLimits(max_chars=max_chars, idle_seconds=idle_timeout)
+    run(load, address, limits, voice_dir, level)

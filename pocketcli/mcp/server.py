@@ -1,0 +1,188 @@
+"""The MCP tools, declared with the reference SDK (``mcp``, its v2 ``MCPServer``).
+
+Every tool goes through the library as the other front ends do: voices are
+looked up in ``serve``'s ``VoiceBook`` (built-in names, ``--voice-dir``
+files, the default voice; never a path or URL a caller names), text through
+``PocketTTS`` sessions and ``synthesize`` with ``SpeakOptions``, audio
+through the library's WAV encoder and file writer. A tool's failure is one
+line in an ``is_error`` result; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import Audio, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from pocketcli import __version__
+from pocketcli.mcp.speaker import QueueFull, Speaker
+from pocketcli.options import SpeakOptions
+from pocketcli.serve.turns import language_problem
+from pocketcli.serve.voices import VoiceBook, VoiceNotFound
+
+if TYPE_CHECKING:
+    from pocketcli.serve.backend import Backend
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    voice_dir: Path | None = None
+    output_dir: Path | None = None  # synthesize may write files here, and nowhere else
+    max_chars: int = 4096  # text per call
+    max_queue: int = 8  # texts waiting for the speakers
+    device: int | str | None = None  # sound output device (None: the default one)
+
+
+INSTRUCTIONS = (
+    "Text to speech with Kyutai's Pocket TTS, on this machine. speak reads text aloud on the "
+    "speakers (queued; interrupt=true cuts in); synthesize returns the audio as WAV."
+)
+
+
+def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
+    voices = VoiceBook(backend, settings.voice_dir)
+    speaker = Speaker(backend.tts, lambda: _device_sink(backend, settings), settings.max_queue)
+    # The SDK's own log (a multi-line panel per failed call) only for real trouble: the
+    # caller already has the failure's one line in its result.
+    server = MCPServer(
+        "pockettts", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+
+    def resolve(voice: str | None, language: str | None, text: str) -> Any:
+        _check_text(text, settings.max_chars)
+        problem = language_problem(backend.language, language)
+        if problem is not None:
+            raise ToolError(problem)
+        try:
+            return voices.resolve(voice)
+        except VoiceNotFound as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    def speak(
+        text: str, voice: str | None = None, language: str | None = None, interrupt: bool = False
+    ) -> str:
+        """Read text aloud on this machine's speakers. Texts queue up and play in turn;
+        interrupt=true stops what is playing first. voice: one of list_voices (default:
+        the server's voice); language: the server's language (see list_voices)."""
+        resolved = resolve(voice, language, text)
+        problem = _no_device(settings.device)
+        if problem is not None:
+            raise ToolError(f"cannot speak here: {problem}; synthesize returns the audio instead")
+        try:
+            ahead = speaker.say(text, resolved.state, resolved.name, interrupt=interrupt)
+        except QueueFull as exc:
+            raise ToolError(str(exc)) from None
+        except ValueError as exc:  # MarkupError, EmptyTextError
+            raise ToolError(str(exc)) from None
+        when = "now" if ahead == 0 else f"after {ahead} text{'s' if ahead > 1 else ''} before it"
+        return f"speaking {len(text)} characters with voice {resolved.name} {when}"
+
+    @server.tool()
+    def stop_speaking() -> str:
+        """Stop speaking now and drop every text still waiting."""
+        stopped = speaker.stop()
+        return f"stopped {stopped} text{'s' if stopped != 1 else ''}" if stopped else "silent"
+
+    @server.tool()
+    def status() -> dict[str, Any]:
+        """Whether speech is playing, what, with which voice, and how many texts wait."""
+        return speaker.status()
+
+    @server.tool()
+    def list_voices() -> dict[str, Any]:
+        """The voices speak and synthesize take, and the language they speak."""
+        return {
+            "language": _language(backend),
+            "default": backend.default_voice_name,
+            "voices": [v["id"] for v in voices.listing()],
+        }
+
+    @server.tool(structured_output=False)
+    def synthesize(
+        text: str, voice: str | None = None, language: str | None = None, path: str | None = None
+    ) -> list[Any]:
+        """Make speech and return it as WAV audio (24 kHz, 16-bit mono). path: also write it
+        to this file (its suffix picks the format: .wav, .flac, .mp3, .ogg), which must be
+        inside the folder the user allowed with --output-dir."""
+        resolved = resolve(voice, language, text)
+        target = _allowed_path(path, settings.output_dir) if path is not None else None
+        try:
+            audio = backend.tts.synthesize(text, resolved.state, SpeakOptions())
+        except ValueError as exc:  # MarkupError, EmptyTextError, OptionsError
+            raise ToolError(str(exc)) from None
+        from pocketcli.audio.output import format_for, to_pcm16, wav_header, write_audio
+
+        rate = backend.sample_rate
+        wav = wav_header(rate, audio.size) + to_pcm16(audio).tobytes()
+        out: list[Any] = [Audio(data=wav, format="wav")]
+        seconds = audio.size / rate
+        note = f"{seconds:.2f} s of speech with voice {resolved.name}"
+        if target is not None:
+            try:
+                write_audio(target, audio, rate, format_for(target))
+            except Exception as exc:
+                raise ToolError(f"cannot write {target}: {exc}") from None
+            note += f", written to {target}"
+        out.append(note)
+        return out
+
+    return server, speaker
+
+
+def _check_text(text: str, max_chars: int) -> None:
+    if not text.strip():
+        raise ToolError("text is empty")
+    if len(text) > max_chars:
+        raise ToolError(f"text has {len(text)} characters, over the limit of {max_chars}")
+
+
+def _language(backend: Backend) -> str:
+    return backend.language or "english"
+
+
+def _allowed_path(path: str, output_dir: Path | None) -> Path:
+    """``path`` inside the allowed folder (relative paths are taken from it), or a ToolError."""
+    if output_dir is None:
+        raise ToolError("writing files is off: start the server with --output-dir DIR to allow it")
+    root = output_dir.resolve()
+    candidate = Path(path).expanduser()
+    target = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if target == root or root not in target.parents:
+        raise ToolError(f"{path!r} is not inside the folder files may be written to ({root})")
+    from pocketcli.audio.output import format_for
+
+    try:
+        format_for(target)
+    except Exception as exc:
+        raise ToolError(f"{path!r}: {exc}") from None
+    return target
+
+
+def _no_device(device: int | str | None) -> str | None:
+    """Why speech cannot play here (no sounddevice, no PortAudio, no device), or None."""
+    from pocketcli.audio.playback import PlaybackError, check_output_device
+
+    try:
+        check_output_device(device)
+    except PlaybackError as exc:  # worded for the CLI: its flags and hints left out
+        return str(exc).split("; ")[0].replace("--play needs", "speaking needs")
+    return None
+
+
+def _device_sink(backend: Backend, settings: McpSettings):  # noqa: ANN202
+    from pocketcli.audio.playback import PortAudioSink
+
+    return PortAudioSink(backend.sample_rate, settings.device)
+
+
+def run(backend: Backend, settings: McpSettings) -> None:
+    """Serves on stdin/stdout until the client closes them (or SIGTERM)."""
+    server, speaker = build(backend, settings)
+    try:
+        server.run("stdio")
+    finally:
+        speaker.close()

@@ -1,0 +1,116 @@
+"""API errors: one exception type, OpenAI's error body, and the handlers that answer them.
+
+Every 4xx/5xx the app writes has OpenAI's shape, ``{"error": {"message", "type",
+"param", "code"}}`` (plus pocket-tts's ``detail``): raised ``ApiError``, body and
+form parsing errors, unknown routes and methods, and anything unexpected (a 500
+that names neither the exception nor a path; the log has both).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+
+class ApiError(Exception):
+    """An answer other than success: ``status``, a message for the client, a stable ``code``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        headers: dict[str, str] | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, headers
+        self.param = param
+
+
+def error_body(
+    message: str, code: str, kind: str = "invalid_request_error", param: str | None = None
+) -> dict:
+    """OpenAI's error shape; ``detail`` too, as pocket-tts's (FastAPI's) clients read it."""
+    return {
+        "error": {"message": message, "type": kind, "param": param, "code": code},
+        "detail": message,
+    }
+
+
+def kind_of(status: int) -> str:
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
+def as_api_error(exc: BaseException, what: str) -> ApiError:
+    """A library or scheduler exception as the client should see it (``what``: the
+    request part it came from, for the code: text, voice, recording)."""
+    from pocketcli.errors import UserError
+    from pocketcli.normalize import MarkupError
+    from pocketcli.options import OptionsError
+    from pocketcli.serve import logs
+    from pocketcli.serve.scheduler import Cancelled
+    from pocketcli.text import EmptyTextError
+
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, Cancelled):
+        return ApiError(503, f"stopped: {exc.reason}", exc.reason)
+    if isinstance(exc, MarkupError | EmptyTextError | OptionsError | UserError):
+        return ApiError(400, str(exc), f"invalid_{what}")
+    logs.logger().error("internal error", exc_info=exc)
+    return ApiError(500, "internal error; see the server's log", "internal")
+
+
+def _validation_message(errors: list) -> tuple[str, str | None]:
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    if first.get("type") == "json_invalid":
+        return f"the body is not valid JSON (at character {where or 0})", None
+    if where:
+        return f"{where}: {first.get('msg', 'invalid request')}", where
+    # the body as a whole: a form, a list, a string...
+    return "the body must be a JSON object (Content-Type: application/json)", None
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+
+
+def install(app: FastAPI) -> None:
+    """Registers the handlers that give every error OpenAI's shape."""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
+
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        body = error_body(exc.message, exc.code, kind_of(exc.status), exc.param)
+        return JSONResponse(body, exc.status, exc.headers)
+
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, param = _validation_message(list(exc.errors()))
+        return JSONResponse(error_body(message, "invalid_request", param=param), 400)
+
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        # Starlette's own: no route (404), wrong method (405), form limits (400)...
+        status = exc.status_code
+        if status == 404:
+            message = f"no such endpoint: {request.method} {request.url.path[:200]}"
+        elif status == 405:
+            message = f"{request.method} is not allowed on {request.url.path[:200]}"
+        else:
+            message = str(exc.detail)
+        code = _HTTP_CODES.get(status, "invalid_request")
+        headers = dict(exc.headers or {})
+        return JSONResponse(error_body(message, code, kind_of(status)), status, headers)
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        error = as_api_error(exc, "request")
+        return JSONResponse(error_body(error.message, error.code, kind_of(error.status)), 500)
+
+    app.add_exception_handler(ApiError, api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, invalid)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, unexpected)

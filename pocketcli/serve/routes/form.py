@@ -1,0 +1,43 @@
+"""pocket-tts serve's form endpoint, ``POST /tts`` (text, voice_url or voice_wav)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.responses import StreamingResponse
+
+from pocketcli.serve import fields
+from pocketcli.serve.apierrors import ApiError
+from pocketcli.serve.routes.voices import clone_upload
+from pocketcli.serve.state import Ready
+from pocketcli.serve.streaming import Speech, speak
+from pocketcli.serve.voices import Resolved
+
+router = APIRouter()
+
+
+@router.post("/tts", response_class=StreamingResponse)
+async def tts_form(
+    request: Request,
+    loaded: Ready,
+    text: Annotated[str, Form()],
+    voice_url: Annotated[str | None, Form()] = None,
+    voice_wav: Annotated[UploadFile | None, File()] = None,
+    seed: Annotated[int | None, Form()] = None,
+    temperature: Annotated[float | None, Form()] = None,
+    response_format: Annotated[str, Form()] = "wav",
+) -> StreamingResponse:
+    if not text.strip():
+        raise ApiError(400, "Text cannot be empty", "empty_text", param="text")
+    if voice_url is not None and voice_wav is not None:
+        raise ApiError(400, "Cannot provide both voice_url and voice_wav", "voice_conflict")
+    fmt = fields.response_format(response_format, "wav")
+    options = fields.speak_options(seed=seed, temperature=temperature)
+    if voice_wav is not None:
+        clone = await clone_upload(request, loaded, voice_wav)
+        voice = Resolved(clone.state, clone.voice_id, "cloned")
+    else:
+        voice = await fields.voice(loaded, voice_url)
+    disposition = {"Content-Disposition": f"attachment; filename=generated_speech.{fmt}"}
+    return await speak(request, loaded, Speech("tts", text, voice, options, fmt, [], disposition))

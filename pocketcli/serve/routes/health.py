@@ -1,0 +1,57 @@
+"""Health, readiness, Prometheus metrics and the web page."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from pocketcli.serve.encoding import available_formats
+from pocketcli.serve.metrics import CONTENT_TYPE
+from pocketcli.serve.state import state_of
+
+router = APIRouter()
+
+
+@router.api_route("/healthz", methods=["GET", "HEAD"])
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.api_route("/health", methods=["GET", "HEAD"])  # pocket-tts serve's
+async def health() -> dict[str, str]:
+    return {"status": "healthy"}
+
+
+@router.api_route(
+    "/readyz",
+    methods=["GET", "HEAD"],
+    responses={503: {"description": "The model is loading, or failed to load"}},
+)
+async def readyz(request: Request) -> JSONResponse:
+    state = state_of(request)
+    if state.backend is None:
+        status = "failed" if state.load_error else "loading"
+        return JSONResponse({"status": status, "error": state.load_error}, 503)
+    return JSONResponse(
+        {
+            "status": "ready",
+            "voice": state.backend.default_voice_name,
+            "sample_rate": state.backend.sample_rate,
+            "formats": list(available_formats()),
+        }
+    )
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    state = state_of(request)
+    state.update_gauges()
+    return Response(state.metrics.render(), media_type=CONTENT_TYPE)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def page() -> str:
+    html = resources.files("pocketcli.serve").joinpath("static/index.html")
+    return html.read_text(encoding="utf-8")

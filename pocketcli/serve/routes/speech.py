@@ -1,0 +1,103 @@
+"""OpenAI's API: ``POST /v1/audio/speech`` and ``/v1/models``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict
+
+from pocketcli.serve import fields
+from pocketcli.serve.apierrors import ApiError
+from pocketcli.serve.encoding import available_formats
+from pocketcli.serve.sse import SpeechEvents
+from pocketcli.serve.state import Ready
+from pocketcli.serve.streaming import Speech, speak
+
+# Ids OpenAI clients send, all served by the one loaded model.
+MODEL_IDS = ("pockettts", "pocket-tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+MIN_SPEED, MAX_SPEED = 0.25, 4.0
+
+router = APIRouter()
+
+
+class VoiceRef(BaseModel):
+    id: str
+
+
+class SpeechRequest(BaseModel):
+    """OpenAI's ``POST /v1/audio/speech`` body, plus ``seed`` and ``temperature``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    input: str
+    voice: str | VoiceRef | None = None
+    response_format: str | None = None
+    speed: float = 1.0
+    instructions: str | None = None
+    stream_format: str | None = None
+    seed: int | None = None
+    temperature: float | None = None
+
+
+def _model(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "pockettts"}
+
+
+@router.get("/v1/models")
+async def models() -> dict[str, Any]:
+    return {"object": "list", "data": [_model(m) for m in MODEL_IDS]}
+
+
+@router.get("/v1/models/{model_id}")
+async def model(model_id: str) -> dict[str, Any]:
+    if model_id not in MODEL_IDS:
+        shown = model_id if len(model_id) <= 80 else model_id[:77] + "..."
+        raise ApiError(
+            404, f"no model {shown!r}; models: {', '.join(MODEL_IDS)}", "model_not_found"
+        )
+    return _model(model_id)
+
+
+def speech_fields(body: SpeechRequest) -> tuple[str, list[str]]:
+    """The checked format and the notices of a speech request's fields."""
+    if body.model not in MODEL_IDS:
+        raise ApiError(
+            400,
+            f"unknown model {body.model[:80]!r}; use one of {', '.join(MODEL_IDS)}",
+            "model_not_found",
+            param="model",
+        )
+    fmt = fields.response_format(
+        body.response_format, "mp3" if "mp3" in available_formats() else "wav"
+    )
+    if body.stream_format not in (None, "audio", "sse"):
+        raise ApiError(
+            400,
+            "stream_format: 'audio' (bytes as they are made) or 'sse' (events)",
+            "invalid_stream_format",
+            param="stream_format",
+        )
+    if not MIN_SPEED <= body.speed <= MAX_SPEED or not math.isfinite(body.speed):
+        raise ApiError(
+            400, f"speed must be from {MIN_SPEED} to {MAX_SPEED}", "invalid_speed", param="speed"
+        )
+    notices = []
+    if body.speed != 1.0:
+        notices.append(f"speed {body.speed:g} is not supported: the audio is at normal speed")
+    return fmt, notices
+
+
+@router.post("/v1/audio/speech", response_class=StreamingResponse)
+async def speech(body: SpeechRequest, request: Request, loaded: Ready) -> StreamingResponse:
+    fmt, notices = speech_fields(body)
+    options = fields.speak_options(seed=body.seed, temperature=body.temperature)
+    voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
+    voice = await fields.voice(loaded, voice_name)
+    said = Speech("speech", body.input, voice, options, fmt, notices)
+    if body.stream_format == "sse":
+        said.events = SpeechEvents(len(body.input))
+    return await speak(request, loaded, said)

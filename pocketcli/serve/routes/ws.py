@@ -1,0 +1,331 @@
+"""The streaming websocket ``/tts/ws``: livekit-streaming-tts's protocol, as
+``livekit-plugins-pocket`` speaks it.
+
+Client frames are JSON ``{"type": ..., "data": {...}}``:
+
+- ``config`` starts a turn: ``sample_rate`` (8000-48000, default the model's),
+  ``normalize``, ``pauses``, ``format`` ("pcm"), ``binary`` (PCM as binary
+  frames, else base64 ``audio`` frames), ``voice`` (a voice of this server),
+  ``language`` (the model's own), and ``seed``/``temperature`` as in the
+  speech API. The answer is the event ``config_accepted`` with a request id.
+- ``text`` adds text to the turn; each sentence is spoken as it completes
+  (``SpokenTurn``: one live session per turn).
+- ``flush`` ends the turn: the rest is spoken, then the event ``final``.
+- ``cancel`` stops the turn's generation before its next frame and drops its
+  audio; the socket stays open for the next ``config``.
+- ``ping`` is answered with ``pong``.
+
+Audio is 16-bit little-endian mono PCM, one frame (80 ms) per message, at the
+rate the config asked for (resampled when it is not the model's). Errors are
+``{"type": "error", "data": {"message", "code"}}`` and the socket keeps
+serving, except for a frame that cannot be read. With ``--api-key`` the
+handshake must carry ``Authorization: Bearer KEY`` (or ``X-API-Key``); a
+wrong or missing key is refused before the socket opens (HTTP 403).
+
+Bounded: a frame at most ``ws_max_message_bytes`` (the websocket library
+closes with 1009 past it), text per turn ``max_chars``, at most
+``ws_max_sockets`` open at once, and a socket that neither sends nor is
+being spoken to for ``ws_idle_seconds`` is told so and closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import uuid
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+
+from pocketcli.serve import fields, logs
+from pocketcli.serve.apierrors import ApiError
+from pocketcli.serve.encoding import StreamEncoder
+from pocketcli.serve.limits import key_matches
+from pocketcli.serve.state import Loaded, ready, state_of
+from pocketcli.serve.turns import SpokenTurn, TurnError, describe_failure, language_problem
+
+router = APIRouter()
+
+MIN_RATE, MAX_RATE = 8000, 48000
+
+
+class _Closing(Exception):
+    """Ends the socket: a frame that cannot be read, or a limit that ends it."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.message, self.code = message, code
+
+
+@router.websocket("/tts/ws")
+async def tts_ws(websocket: WebSocket) -> None:
+    state = state_of(websocket)  # type: ignore[arg-type]
+    key = state.settings.api_key
+    if key and not key_matches(dict(websocket.scope["headers"]), key.encode()):
+        await websocket.close(code=1008)  # before accept: the handshake is refused (403)
+        return
+    await websocket.accept()
+    limits = state.settings.limits
+    sockets: set[WebSocket] | None = getattr(websocket.app.state, "pockettts_ws", None)
+    if sockets is None:  # the sockets open on this app
+        sockets = websocket.app.state.pockettts_ws = set()
+    if len(sockets) >= limits.ws_max_sockets:
+        await _send_error(
+            websocket, f"{len(sockets)} sockets are open, the server's limit", "too_many_sockets"
+        )
+        await websocket.close(code=1013)
+        return
+    try:
+        loaded = ready(websocket)  # type: ignore[arg-type]
+    except ApiError as exc:
+        await _send_error(websocket, exc.message, exc.code)
+        await websocket.close(code=1013)
+        return
+    sockets.add(websocket)
+    socket = _Socket(websocket, loaded)
+    try:
+        await socket.serve()
+    finally:
+        sockets.discard(websocket)
+        await socket.drop_turn()
+
+
+class _Socket:
+    def __init__(self, websocket: WebSocket, loaded: Loaded) -> None:
+        self.ws, self.loaded = websocket, loaded
+        self.limits = loaded.settings.limits
+        self.config: dict[str, Any] | None = None
+        self.turn: SpokenTurn | None = None
+        self.speaking: asyncio.Task[None] | None = None
+        self.request_id: str | None = None
+        self._send_lock = asyncio.Lock()
+
+    async def serve(self) -> None:
+        while True:
+            try:
+                message = await self._receive()
+            except (WebSocketDisconnect, RuntimeError):
+                return  # the client went away (RuntimeError: the socket is already closed)
+            except _Closing as exc:
+                await self.error(exc.message, exc.code)
+                with contextlib.suppress(Exception):
+                    await self.ws.close(code=1008 if exc.code != "idle_timeout" else 1000)
+                return
+            try:
+                await self._handle(message)
+            except (ApiError, TurnError) as exc:
+                await self.error(exc.message, exc.code)
+            except (WebSocketDisconnect, RuntimeError):
+                return
+            except Exception as exc:  # the client hears one line, the log has a bug's rest
+                await self.error(*describe_failure(exc))
+
+    async def _receive(self) -> dict[str, Any]:
+        while True:
+            receiving = asyncio.ensure_future(self.ws.receive())
+            done, _ = await asyncio.wait({receiving}, timeout=self.limits.ws_idle_seconds)
+            if receiving in done:
+                break
+            if self.speaking is not None and not self.speaking.done():
+                await receiving  # the client is listening to audio: not idle
+                break
+            receiving.cancel()
+            raise _Closing(
+                f"nothing received for {self.limits.ws_idle_seconds:g} s: closing", "idle_timeout"
+            )
+        raw = receiving.result()
+        if raw["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(raw.get("code", 1000))
+        text = raw.get("text")
+        if text is None:
+            data = raw.get("bytes") or b""
+            try:
+                text = data.decode()
+            except UnicodeDecodeError:
+                raise _Closing("a binary frame that is not UTF-8 JSON", "bad_frame") from None
+        try:
+            message = json.loads(text)
+        except ValueError:
+            raise _Closing("a frame that is not JSON", "bad_frame") from None
+        if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+            raise _Closing('a frame without a "type"', "bad_frame")
+        return message
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        data = message.get("data") or {}
+        if not isinstance(data, dict):
+            raise TurnError(f"{kind}: data must be an object", "bad_request")
+        if kind == "config":
+            await self._configure(data)
+        elif kind == "text":
+            text = data.get("text")
+            if not isinstance(text, str):
+                raise TurnError("text: data.text must be a string", "bad_request")
+            turn = await self._current_turn()
+            try:
+                turn.add(text)
+            except TurnError:
+                await self.drop_turn()
+                raise
+        elif kind == "flush":
+            turn = await self._current_turn()
+            turn.end()
+            self.turn = None  # its audio and final follow; the next text starts another turn
+        elif kind == "cancel":
+            await self.drop_turn()
+        elif kind == "ping":
+            await self.send_json({"type": "pong"})
+        else:
+            raise TurnError(
+                f"unknown frame type {kind[:40]!r}; use config, text, flush or cancel",
+                "bad_request",
+            )
+
+    async def _configure(self, data: dict[str, Any]) -> None:
+        await self.drop_turn()  # a config starts a new turn: the last one's audio is dropped
+        backend = self.loaded.backend
+        rate = data.get("sample_rate", backend.sample_rate)
+        if isinstance(rate, bool) or not isinstance(rate, int) or not MIN_RATE <= rate <= MAX_RATE:
+            raise TurnError(
+                f"sample_rate must be a whole number from {MIN_RATE} to {MAX_RATE}, not {rate!r}",
+                "invalid_config",
+            )
+        fmt = data.get("format", "pcm")
+        if fmt != "pcm":
+            raise TurnError(f"format {fmt!r}: only 'pcm' (16-bit mono) is sent", "invalid_config")
+        for name in ("normalize", "pauses", "binary"):
+            if name in data and not isinstance(data[name], bool):
+                raise TurnError(f"{name} must be true or false", "invalid_config")
+        problem = language_problem(backend.language, data.get("language"))
+        if problem is not None:
+            raise TurnError(problem, "unsupported_language")
+        voice_name = data.get("voice")
+        if voice_name is not None and not isinstance(voice_name, str):
+            raise TurnError("voice must be a string", "invalid_config")
+        voice = await fields.voice(self.loaded, voice_name)
+        options = fields.speak_options(
+            seed=data.get("seed"),
+            temperature=data.get("temperature"),
+            normalize=data.get("normalize"),
+        )
+        self.config = {
+            "rate": rate,
+            "binary": data.get("binary", True),
+            "voice": voice,
+            "options": options,
+        }
+        self._start_turn()
+        await self.send_event("config_accepted")
+
+    def _start_turn(self) -> SpokenTurn:
+        assert self.config is not None
+        config = self.config
+        turn = SpokenTurn(
+            self.loaded.backend,
+            config["voice"].state,
+            config["options"],
+            self.limits.max_chars,
+        )
+        self.turn = turn
+        self.request_id = uuid.uuid4().hex[:16]
+        previous = self.speaking
+        self.speaking = asyncio.create_task(self._speak(turn, previous, self.request_id))
+        return turn
+
+    async def _current_turn(self) -> SpokenTurn:
+        if self.turn is not None:
+            return self.turn
+        if self.config is None:
+            raise TurnError("send a config frame first", "no_config")
+        return self._start_turn()  # another turn on the same config
+
+    async def _speak(
+        self, turn: SpokenTurn, previous: asyncio.Task[None] | None, request_id: str
+    ) -> None:
+        """The turn's audio as it is made, then ``final`` (not after a cancel)."""
+        if previous is not None:  # turns on one socket are heard in order
+            with contextlib.suppress(BaseException):
+                await previous
+        assert self.config is not None
+        rate, binary = self.config["rate"], self.config["binary"]
+        backend = self.loaded.backend
+        encoder = StreamEncoder("pcm", rate)
+        resampler = None
+        if rate != backend.sample_rate:
+            import soxr
+
+            resampler = soxr.ResampleStream(backend.sample_rate, rate, 1, dtype="float32")
+        outcome = "cancelled"  # what it stays if the socket or the server goes away
+        try:
+            async for audio in turn.audio():
+                if resampler is not None:
+                    audio = resampler.resample_chunk(np.asarray(audio, np.float32))
+                await self._send_audio(encoder.encode(audio), binary)
+            if turn.cancelled:
+                return
+            if resampler is not None:
+                tail = resampler.resample_chunk(np.zeros(0, np.float32), last=True)
+                await self._send_audio(encoder.encode(tail), binary)
+            await self._send_audio(encoder.finish(), binary)
+            await self.send_event("final", request_id)
+            outcome = "done"
+        except (WebSocketDisconnect, RuntimeError, asyncio.CancelledError):
+            await turn.cancel()
+            raise
+        except Exception as exc:
+            outcome = "error"
+            await self.error(*describe_failure(exc))
+        finally:
+            encoder.close()
+            logs.logger().info(
+                "ws turn",
+                extra={
+                    "request_id": request_id,
+                    "outcome": outcome,
+                    "chars": turn.chars,
+                    "samples": turn.samples,
+                },
+            )
+
+    async def _send_audio(self, pcm: bytes, binary: bool) -> None:
+        if not pcm:
+            return
+        async with self._send_lock:
+            if binary:
+                await self.ws.send_bytes(pcm)
+            else:
+                audio = base64.b64encode(pcm).decode()
+                await self.ws.send_text(json.dumps({"type": "audio", "data": {"audio": audio}}))
+
+    async def send_json(self, payload: dict[str, Any]) -> None:
+        async with self._send_lock:
+            await self.ws.send_text(json.dumps(payload))
+
+    async def send_event(self, name: str, request_id: str | None = None) -> None:
+        body = {"event_type": name, "request_id": request_id or self.request_id}
+        await self.send_json({"type": "event", "data": body})
+
+    async def error(self, message: str, code: str) -> None:
+        with contextlib.suppress(Exception):  # a socket already gone hears nothing
+            await self.send_json({"type": "error", "data": {"message": message, "code": code}})
+
+    async def drop_turn(self) -> None:
+        """Cancels the turn being spoken (and any before it still playing)."""
+        turn, task = self.turn, self.speaking
+        self.turn, self.speaking = None, None
+        if turn is not None:
+            await turn.cancel()
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+async def _send_error(websocket: WebSocket, message: str, code: str) -> None:
+    with contextlib.suppress(Exception):
+        payload = {"type": "error", "data": {"message": message, "code": code}}
+        await websocket.send_text(json.dumps(payload))
