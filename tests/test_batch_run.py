@@ -253,6 +253,17 @@ def _making(out: Path, pid: int, proc: subprocess.Popen, limit: float = 90) -> N
     raise AssertionError(f"worker {pid} made no line in time")
 
 
+def _every_line_done(proc: subprocess.Popen, out: Path, count: int) -> tuple[bytes, list]:
+    """Waits for a batch of ``_long_lines(count)``: exit 0, each line done once; (stderr,
+    records)."""
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    recs = records(out)
+    assert sorted(r["id"] for r in recs) == sorted(f"s{i:03d}" for i in range(count))
+    assert all(r["status"] == "done" for r in recs) and b"Traceback" not in err
+    return err, recs
+
+
 def test_a_killed_worker_costs_only_its_lines_in_flight(pack_dir, tmp_path) -> None:
     # Killed in the middle of a line, or (the race that gave a silent exit 1) between
     # its last result and the driver's next send: the batch goes on either way.
@@ -262,12 +273,8 @@ def test_a_killed_worker_costs_only_its_lines_in_flight(pack_dir, tmp_path) -> N
     victim = int(done[-1]["worker"].split("@")[0])
     _making(out, victim, proc)
     os.kill(victim, signal.SIGKILL)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    err, recs = _every_line_done(proc, out, 24)
     assert b"died (killed by SIGKILL" in err and b"made again" in err
-    recs = records(out)
-    assert sorted(r["id"] for r in recs) == sorted(f"s{i:03d}" for i in range(24))
-    assert all(r["status"] == "done" for r in recs)
     assert f"{victim}@" in " ".join(r["worker"] for r in recs)  # it made lines before dying
     fresh = tmp_path / "fresh"
     assert batch(pack_dir, lines, fresh, "--seed", "3", "-q").returncode == 0
