@@ -7,7 +7,16 @@ pocket-tts itself (so our resampler is out of the comparison), the voice
 state pocket-tts clones from it, and audio spoken with that voice.
 
     pip install -e '.[test]'
-    python scripts/make_fixture_pack.py
+    python scripts/make_fixture_pack.py              # both fixtures
+    python scripts/make_fixture_pack.py --only loud  # tests/fixtures/loud only
+
+tests/fixtures/loud is the same tiny model with the Mimi decoder's last convolution
+scaled up (LOUD_GAIN) and its bias moved so the speech sits around LOUD_CENTRE: its raw
+audio crosses zero, goes past full scale on both sides, and its negative peak is the
+larger one. The tiny model's own audio is a DC offset of about 0.22 with +-0.03 on it
+(never negative, never near 1), which no clipping or peak-normalising mistake can be
+seen on. The loud pack is fp32 only and shares the tiny fixture's voice (the two
+models differ only after the FlowLM).
 """
 
 from __future__ import annotations
@@ -33,7 +42,9 @@ from oracle.reference import (  # noqa: E402
 )
 
 from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
+from pocketcli.packs.builder import build_pack, write_batch_graphs  # noqa: E402
+from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
+from pocketcli.packs.manifest import PackManifest  # noqa: E402
 
 WEIGHT_SEED = 2026
 TEXT = "Hello world. This fixture speaks two short chunks!"
@@ -47,13 +58,32 @@ CLONE_SOURCE = (
     / ("librispeech_test_other_7902-96591-0000.wav")
 )
 CLONE_TEXT = "Hello world."
+LOUD_GAIN = 50.0
+LOUD_CENTRE = -0.3
+LAST_CONV = "mimi.decoder.model.11.conv"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "tiny")
+    parser.add_argument(
+        "--batch-graphs",
+        action="store_true",
+        help="only add the scheduler's batched graphs to the existing pack (nothing else moves)",
+    )
+    parser.add_argument("--loud-out", type=Path, default=ROOT / "tests" / "fixtures" / "loud")
+    parser.add_argument("--only", choices=("tiny", "loud"), help="build one fixture only")
     args = parser.parse_args()
-    out: Path = args.out
+    if args.batch_graphs:
+        add_batch_graphs(args.out / "pack", args.out / "model.safetensors")
+        return
+    if args.only != "loud":
+        _tiny_fixture(args.out)
+    if args.only != "tiny":
+        _loud_fixture(args.loud_out, args.out)
+
+
+def _tiny_fixture(out: Path) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -104,6 +134,18 @@ def main() -> None:
     print(f"wrote {out}")
 
 
+def add_batch_graphs(pack: Path, checkpoint: Path) -> None:
+    """Adds the batched graphs to a built pack: its other files and the oracle's
+    reference audio stay exactly as they are."""
+    manifest = PackManifest.read(pack)
+    weights = read_checkpoint(checkpoint)
+    added = write_batch_graphs(weights, manifest.config, pack, manifest.precisions)
+    graphs = {p: {**g, **added.get(p, {})} for p, g in manifest.graphs.items()}
+    replace_manifest = type(manifest)(**{**manifest.__dict__, "graphs": graphs})
+    replace_manifest.write(pack)
+    print(f"added {sorted({f for g in added.values() for f in g.values()})} to {pack}")
+
+
 def _clone_fixture(ref, out: Path) -> dict:
     """The oracle's cloning of a real clip, fed the 24 kHz float samples we store."""
     import soundfile as sf
@@ -125,6 +167,72 @@ def _clone_fixture(ref, out: Path) -> dict:
         "text": CLONE_TEXT,
         "audio": "clone_reference_audio.npy",
     }
+
+
+def _loud_fixture(out: Path, tiny: Path) -> None:
+    """The tiny model with a loud last decoder convolution, and the oracle's numbers for it."""
+    from oracle.reference import Reference
+    from safetensors.numpy import load_file, save_file
+
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    config = yaml.safe_load((tiny / "config.yaml").read_text(encoding="utf-8"))
+    config["flow_lm"]["lookup_table"]["tokenizer_path"] = str(TOKENIZER_MODEL)
+    quiet = json.loads((tiny / "reference.json").read_text(encoding="utf-8"))
+    raw = np.load(tiny / "reference_audio.npy")[1920:]  # after the first frame's fade-in
+    tensors = load_file(str(tiny / "model.safetensors"))
+    bias = tensors[f"{LAST_CONV}.bias"]
+    level = float(np.median(raw)) - float(bias[0])  # the convolution's output before its bias
+    tensors[f"{LAST_CONV}.weight"] = (tensors[f"{LAST_CONV}.weight"] * LOUD_GAIN).astype(np.float32)
+    tensors[f"{LAST_CONV}.bias"] = np.full_like(bias, LOUD_CENTRE - LOUD_GAIN * level)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = Path(tmp) / "model.safetensors"
+        save_file(tensors, str(checkpoint))
+        on_disk = dict(config, weights_path=str(checkpoint))
+        config_path = Path(tmp) / "config.yaml"
+        config_path.write_text(yaml.safe_dump(on_disk, sort_keys=False), encoding="utf-8")
+        ref = Reference.load(config_path)
+        config["flow_lm"]["lookup_table"]["tokenizer_path"] = "tokenizer.model"
+        build_pack(
+            checkpoint,
+            ModelConfig.from_dict(config),
+            TOKENIZER_MODEL,
+            out / "pack",
+            precisions=("fp32",),
+            source={
+                "checkpoint": (
+                    f"random weights (tests/oracle, seed {WEIGHT_SEED}), last decoder "
+                    f"convolution x{LOUD_GAIN:g}, speech centred at {LOUD_CENTRE:g}"
+                ),
+                "checkpoint_path": None,  # not kept: make_fixture_pack.py rebuilds it
+            },
+        )
+    voice = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
+    run = ref.generate(quiet["text"], voice, temperature=0.0, seed=0, max_tokens=MAX_TOKENS)
+    audio = run.audio.astype(np.float32)
+    np.save(out / "reference_audio.npy", audio)
+    (out / "reference.json").write_text(
+        json.dumps(
+            {
+                "text": quiet["text"],
+                "max_tokens": MAX_TOKENS,
+                "temperature": 0.0,
+                "voice": "../tiny/voice.safetensors",
+                "frames_per_chunk": [c.emitted_frames for c in run.chunks],
+                "min": float(audio.min()),
+                "max": float(audio.max()),
+                "made_by": (
+                    "pocket-tts 4.0.1 (Kyutai) on the tiny fixture's random weights with a "
+                    "loud last decoder convolution; scripts/make_fixture_pack.py --only loud"
+                ),
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    print(f"wrote {out}: raw audio from {audio.min():.3f} to {audio.max():.3f}")
 
 
 if __name__ == "__main__":

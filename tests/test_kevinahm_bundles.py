@@ -245,3 +245,36 @@ def test_the_server_speaks_from_a_bundle_as_from_our_pack(models, voice_path) ->
     pack = models["pack"]
     want = expected_pcm(pack, text, pack.load_voice(voice_path), seed=11)
     assert np.abs(pcm16(got.content).astype(int) - want.astype(int)).max() <= 1
+
+
+def test_a_bf16_checkpoint_exports_to_the_audio_of_its_pack(tmp_path, voice_path) -> None:
+    """Kyutai publishes BF16 checkpoints: both builders read them the same way."""
+    from bundlehelp import TINY_TOKENIZER
+    from fakehub import bf16_checkpoint
+
+    from pocketcli.packs.builder import build_pack
+    from pocketcli.packs.kevinahm.export import export_bundle
+
+    checkpoint = tmp_path / "bf16.safetensors"
+    checkpoint.write_bytes(bf16_checkpoint())
+    config = ModelConfig.from_yaml(TINY_CONFIG)
+    build_pack(checkpoint, config, TINY_TOKENIZER, tmp_path / "pack")
+    export_bundle(checkpoint, config, TINY_TOKENIZER, tmp_path / "bundle", "bf16", ("fp32",))
+    a = _speak(PocketTTS.load(tmp_path / "pack"), voice_path, 3)
+    b = _speak(PocketTTS.load(tmp_path / "bundle"), voice_path, 3)
+    assert a.shape == b.shape and np.abs(a - b).max() <= 1e-4
+
+
+@pytest.mark.parametrize("name", sorted(c.stem for c in (TINY_CONFIG.parent.parent.parent.parent
+                         / "pocketcli" / "data" / "configs").glob("*.yaml")))  # fmt: skip
+def test_every_released_config_has_consistent_manifests(name) -> None:
+    config = ModelConfig.from_yaml(kyutai_language(name).config_path())
+    meta = bundle_metadata(config, name)
+    t = config.flow_lm.transformer
+    caches = [e for e in meta["flow_lm_state_manifest"] if e["key"] == "cache"]
+    assert len(caches) == t.num_layers
+    assert {tuple(e["shape"]) for e in caches} == {(2, 1, 1000, t.kv_heads, t.head_dim)}
+    assert [e["index"] for e in meta["mimi_state_manifest"]] == list(
+        range(len(meta["mimi_state_manifest"]))
+    )
+    assert meta["conditioning_dim"] == t.d_model and meta["latent_dim"] == 32

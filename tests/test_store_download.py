@@ -187,8 +187,12 @@ def test_stalled_server_hits_the_deadline(hub, monkeypatch) -> None:
 
 def test_trickling_server_hits_the_speed_limit_and_the_download_resumes(hub, monkeypatch):
     """A byte every 0.2 s never trips the read deadline (it restarts on every byte);
-    the low-speed limit stops it with one line, and the next run completes it."""
-    import time
+    the low-speed limit stops it with one line, and the next run completes it. Trickled
+    whole, the file would take 10000 s: the limit must stop it long before (waited for
+    up to 60 s on a loaded machine, never timed), having received only a few bytes."""
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as StillRunning
 
     from fakehub import sha256
 
@@ -201,12 +205,18 @@ def test_trickling_server_hits_the_speed_limit_and_the_download_resumes(hub, mon
     path_in_repo = "languages/english/embeddings/jean.safetensors"
     hub.add(NO_CLONING, path_in_repo, data)
     hub.trickle[f"{NO_CLONING}/{path_in_repo}"] = 0.2
-    started = time.monotonic()
-    with pytest.raises(StoreError) as info:
-        store.resolve_voice("english", "jean")
-    assert time.monotonic() - started < 10
-    text = one_line(info.value)
-    assert "sent only" in text and "POCKETTTS_HUB_SPEED_LIMIT" in text
+    with ThreadPoolExecutor(1) as pool:
+        fetch = pool.submit(store.resolve_voice, "english", "jean")
+        try:
+            error = fetch.exception(timeout=60)
+        except StillRunning:
+            hub.stop.set()  # end the trickle so the thread and the test can finish
+            pytest.fail("the speed limit did not stop a download at 5 bytes/s")
+    assert isinstance(error, StoreError), error
+    text = one_line(error)
+    assert "POCKETTTS_HUB_SPEED_LIMIT" in text
+    received = int(re.search(r"sent only (\d+) bytes", text).group(1))
+    assert 0 < received < len(data) // 100
     del hub.trickle[f"{NO_CLONING}/{path_in_repo}"]
     assert store.resolve_voice("english", "jean").read_bytes() == data
     assert not partial_path(sha256(data)).exists()
