@@ -63,6 +63,7 @@ class TtsFlags:
     input_file: Path | None = None
     output_dir: Path | None = None
     overwrite: bool = False
+    accept_refused: bool = False
     jobs: str | None = None
     ray: str | None = None
     streams: str | None = None
@@ -162,6 +163,8 @@ def _check_batch_flags(f: TtsFlags) -> None:
             raise click.UsageError("--output-dir goes with --input-file")
         if f.jobs is not None or f.ray is not None or f.streams is not None:
             raise click.UsageError("--jobs, --ray and --streams go with --input-file")
+        if f.accept_refused:
+            raise click.UsageError("--accept-refused goes with --input-file")
         return
     if f.output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
@@ -291,6 +294,7 @@ def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> 
         ray=f.ray,
         streams=f.streams,
         overwrite=f.overwrite,
+        accept_refused=f.accept_refused,
         quiet=f.quiet,
         on_warning=_warning(f),
     )
