@@ -16,6 +16,19 @@ ratios.
 
     pip install -e '.[test]'
     python benchmarks/bench_engine.py [--repeats 3] [--int8]
+
+``--streams 1,2,4,8``: many streams of one model at once (the scheduler), no
+pocket-tts side. For each count, that many streams of the same text (EOS off:
+each runs its whole frame budget; seeds differ) are spoken together, and the
+run prints aggregate RTFx (audio seconds of all streams / wall seconds), the
+slowest stream's RTFx, first audio (the slowest stream's), and ms per tick
+split into FlowLM (prefills and steps), flow head and Mimi (Mimi runs on its
+own thread beside the FlowLM, so the parts can add up to more than the tick).
+The tiny test pack by default (a quick check that it works); ``--full`` for
+the full-size English architecture with random weights (built once into
+``--work``), or ``--model-dir``/``--voice-file``.
+
+    python benchmarks/bench_engine.py --streams 1,2,4,8 --full --precision int8
 """
 
 from __future__ import annotations
@@ -87,13 +100,136 @@ def measure(sides: dict, repeats: int, sample_rate: int) -> list[dict]:
     return results
 
 
+class TimedRuntime:
+    """The runtime with the seconds spent in each part counted (FlowLM, flow head, Mimi)."""
+
+    PARTS = {
+        "prefill_then_step": "flowlm",
+        "step": "flowlm",
+        "step_batch": "flowlm",
+        "sample_latent": "flow head",
+        "sample_latent_batch": "flow head",
+        "decode": "mimi",
+    }
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.seconds = dict.fromkeys(self.PARTS.values(), 0.0)
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._runtime, name)
+        part = self.PARTS.get(name)
+        if part is None:
+            return attr
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                self.seconds[part] += time.perf_counter() - start
+
+        return timed
+
+
+def streams_main(args) -> None:
+    if args.model_dir is not None:
+        pack, voice_file = Path(args.model_dir), Path(args.voice_file)
+    elif args.full:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from random_pack import cached_random_pack
+
+        pack, voice_file = cached_random_pack(Path(args.work), args.precision)
+    else:
+        pack = ROOT / "tests" / "fixtures" / "tiny" / "pack"
+        voice_file = ROOT / "tests" / "fixtures" / "tiny" / "voice.safetensors"
+    tts = PocketTTS.load(pack, precision=args.precision)
+    voice = tts.load_voice(voice_file)
+    timed = TimedRuntime(tts.runtime)
+    load = os.getloadavg()
+    print(
+        f"pack {pack} ({args.precision}), cores {os.cpu_count()},"
+        f" load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
+        flush=True,
+    )
+    counts = [int(n) for n in args.streams.split(",")]
+    print(
+        f"{'streams':>7} {'agg RTFx':>9} {'slowest RTFx':>13} {'first audio':>12}"
+        f" {'ms/tick':>8} {'FlowLM':>7} {'flow head':>10} {'Mimi':>6} {'rows/tick':>10}"
+    )
+    for n in [counts[0], *counts]:  # the first count twice: its first run warms up
+        r = run_streams(tts, timed, voice, n)
+        print(
+            f"{n:>7} {r['aggregate']:>9.2f} {r['slowest']:>13.2f}"
+            f" {r['first_ms']:>10.0f}ms {r['tick_ms']:>8.1f}"
+            f" {r['flowlm']:>7.1f} {r['flow head']:>10.1f}"
+            f" {r['mimi']:>6.1f} {r['rows']:>10.1f}",
+            flush=True,
+        )
+
+
+def run_streams(tts, timed: TimedRuntime, voice, n: int) -> dict:
+    """``n`` streams of TEXT together on a fresh scheduler: figures of the run."""
+    import threading
+
+    from pocketcli.engine.scheduler import Scheduler
+    from pocketcli.options import SpeakOptions
+
+    scheduler = Scheduler(timed)
+    timed.seconds = dict.fromkeys(timed.seconds, 0.0)
+    firsts, ends, samples = [0.0] * n, [0.0] * n, [0] * n
+    start = time.perf_counter()
+    handles = []
+    for i in range(n):
+        o = SpeakOptions(seed=i, eos_threshold=1e9, normalize=False, output_chain=False)
+        handles.append(
+            scheduler.submit(tts.script_for(TEXT, o), voice, tts.noise_for(o), tts.settings_for(o))
+        )
+
+    def read(i: int) -> None:
+        for frame in handles[i]:
+            if not samples[i]:
+                firsts[i] = time.perf_counter() - start
+            samples[i] += frame.audio.size
+        ends[i] = time.perf_counter() - start
+
+    readers = [threading.Thread(target=read, args=(i,)) for i in range(n)]
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join()
+    wall = time.perf_counter() - start
+    stats = scheduler.stats
+    scheduler.close()
+    rate = tts.sample_rate
+    ticks = max(stats.ticks, 1)
+    return {
+        "aggregate": sum(samples) / rate / wall,
+        "slowest": min(samples[i] / rate / ends[i] for i in range(n)),
+        "first_ms": 1000 * max(firsts),
+        "tick_ms": 1000 * wall / ticks,
+        "rows": sum(k * v for k, v in stats.batch_sizes.items()) / ticks,
+        **{k: 1000 * v / ticks for k, v in timed.seconds.items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--int8", action="store_true", help="also our int8 pack")
+    parser.add_argument("--streams", metavar="N,N,...", help="streams at once, e.g. 1,2,4,8")
+    parser.add_argument("--precision", default="fp32", help="with --streams")
+    parser.add_argument("--full", action="store_true", help="with --streams: english size")
+    parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "pockettts-bench"))
+    parser.add_argument("--model-dir", help="with --streams: this pack")
+    parser.add_argument("--voice-file", help="with --model-dir")
     args = parser.parse_args()
+    if args.streams:
+        streams_main(args)
+        return
 
     import torch
 

@@ -9,8 +9,9 @@ the phase (read from /proc). With one client, it also compares the client's time
 to first byte with the server's own time to first audio (from /metrics): the
 difference is what HTTP adds.
 
-Expected: no errors while clients <= 1 + --max-queue (one generating, the rest
-queued), 503s with Retry-After above that, no crash, RSS flat across phases.
+Expected: no errors while clients <= --max-streams + --max-queue (that many generating
+together as rows of one batch, the rest queued), 503s with Retry-After above that, no
+crash, RSS flat across phases.
 
     python benchmarks/load_serve.py                       # the tiny test pack
     python benchmarks/load_serve.py --full --precision int8   # english size, random weights
@@ -168,6 +169,7 @@ def main() -> None:
     parser.add_argument("--clients", default="1,5,12", help="client counts, one phase each")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each phase")
     parser.add_argument("--max-queue", type=int, default=4)
+    parser.add_argument("--max-streams", type=int, default=4, help="requests spoken at once")
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--model-dir", type=Path)
     parser.add_argument("--voice-file", type=Path)
@@ -191,7 +193,8 @@ def main() -> None:
     script = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
     command = [
         script, "serve", "--port", "0", "--model-dir", str(pack), "--voice-file", str(voice),
-        "--precision", args.precision, "--max-queue", str(args.max_queue), "--log-level", "info",
+        "--precision", args.precision, "--max-queue", str(args.max_queue),
+        "--max-streams", str(args.max_streams), "--log-level", "info",
     ]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -14,10 +14,12 @@ the model's raw audio).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +28,12 @@ import numpy as np
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
+from pocketcli.engine.scheduler import Scheduler, StreamHandle
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
-from pocketcli.options import SpeakOptions
+from pocketcli.options import DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 from pocketcli.text import ChunkPlan, EmptyTextError, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 from pocketcli.text.overlong import split_overlong
@@ -53,7 +56,7 @@ class PocketTTS:
         runtime: Runtime,
         tokenizer_path: Path,
         tokenizer_kind: str,
-        language: str = "english",
+        language: str = DEFAULT_LANGUAGE,
         *,
         spec: RuntimeSpec | None = None,
         request: ModelRequest | None = None,
@@ -65,8 +68,12 @@ class PocketTTS:
         self.tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
         self.rules = TextRules.from_config(self.config.text)
         self.language = language
-        # One generation at a time per loaded model: sessions (and the server) hold it
-        # while they run the runtime.
+        # The scheduler that speaks many streams of this model at once (sessions,
+        # synthesize_many, batch --streams, the server); made on first use.
+        self._scheduler: Scheduler | None = None
+        self._scheduler_lock = threading.Lock()
+        # Only for what must be serial (the server's voice clones); generation never
+        # takes it: concurrent streams are rows of the scheduler's batches.
         self.generation_lock = threading.Lock()
         # How the model was opened: what voice lookups ask the runtime's spec.
         self.spec = spec
@@ -117,9 +124,14 @@ class PocketTTS:
     @classmethod
     def from_request(cls, request: ModelRequest) -> PocketTTS:
         """``open`` for a ``ModelRequest`` (what front ends build from their flags)."""
-        request = request.checked()
-        spec = request.spec
-        loaded = spec.load(spec.find_pack(request), request)
+        request = registry.check(request)
+        spec = registry.spec_for(request)
+        return cls._from_loaded(spec.load(spec.find_pack(request), request), spec, request)
+
+    @classmethod
+    def _from_loaded(
+        cls, loaded: LoadedModel, spec: RuntimeSpec, request: ModelRequest
+    ) -> PocketTTS:
         return cls(
             loaded.runtime,
             loaded.tokenizer_path,
@@ -157,28 +169,20 @@ class PocketTTS:
         config named like the pack. The flow decoder's 8 steps are baked in,
         so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
         """
-        from pocketcli.runtimes.coreml import CoreMLRuntime
-
-        runtime = CoreMLRuntime(
-            pack_dir, precision, placement, compute_units, predictor_factory, config=config
-        )
         request = ModelRequest(
             model_dir=Path(pack_dir),
             runtime="coreml",
-            precision=runtime.precision,
-            placement=runtime.placement,
+            precision=precision,
+            placement=placement,
             compute_units=compute_units,
         )
-        return cls(
-            runtime,
-            runtime.tokenizer_path,
-            runtime.tokenizer_kind,
-            runtime.language,
-            spec=registry.get("coreml"),
-            request=request,
-            pack_dir=Path(pack_dir),
-            pack_language=runtime.language,
-        )
+        # Through the registry like every runtime; need_here=False: the predictors
+        # may be twins that run anywhere (the runtime says when Core ML is missing).
+        request = registry.check(request, need_here=False)
+        spec = registry.spec_for(request)
+        extras = {"predictor_factory": predictor_factory, "config": config}
+        loaded = spec.load(Path(pack_dir), request, **extras)  # type: ignore[call-arg]
+        return cls._from_loaded(loaded, spec, request)
 
     @property
     def sample_rate(self) -> int:
@@ -238,6 +242,38 @@ class PocketTTS:
         """The voice state of ``default_voice_name()`` (None: no voice prompt)."""
         name = self.default_voice_name()
         return None if name is None else self.voice(name)
+
+    def choose_voice(
+        self,
+        voice: str | None = None,
+        voice_file: str | Path | None = None,
+        clone_voice: str | Path | None = None,
+        save_voice: str | Path | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> ChosenVoice:
+        """The voice every front end speaks with, by one rule: a recording to
+        clone (saved to ``save_voice`` when given), else a voice file (``voice``
+        then picks one voice of a voices.bin), else the built-in ``voice`` by
+        name, else the model's default (none for a model without built-in
+        voices: no voice prompt)."""
+        if clone_voice is not None:
+            state = self.clone_voice(clone_voice, on_warning=on_warning)
+            if save_voice is not None:
+                self.save_voice(state, save_voice, on_warning=on_warning)
+            saved = Path(save_voice) if save_voice is not None else None
+            return ChosenVoice(state, Path(clone_voice).stem, saved)
+        if voice_file is not None:
+            state = self.load_voice(voice_file, voice, on_warning=on_warning)
+            return ChosenVoice(state, voice or Path(voice_file).stem, Path(voice_file))
+        name = voice or self.default_voice_name()
+        if name is None:
+            return ChosenVoice(None, "none")
+        from pocketcli.store.catalog import canonical_voice
+
+        name = canonical_voice(name)
+        path = self.voice_file(name)
+        return ChosenVoice(self.load_voice(path, on_warning=on_warning), name, path)
 
     def load_voice(
         self,
@@ -392,9 +428,10 @@ class PocketTTS:
         noise: NoiseSource | None = None,
         on_warning: Callable[[str], None] | None = None,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
+        together: bool = False,
         **overrides: Any,
     ) -> Iterator[Frame]:
-        """Yields frames as they are generated.
+        """Yields frames as they are generated (``together``: see ``stream_together``).
 
         ``options`` is a ``SpeakOptions``; keyword ``overrides`` (``seed=1``,
         ``temperature=0.7``...) change single fields of it. ``noise``
@@ -415,27 +452,115 @@ class PocketTTS:
         chunks = self._script(
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
-        noise = self.noise_for(opts) if noise is None else noise
-        return self.frames_for(chunks, voice, opts, noise, on_chunk)
+        noise = self._noise_for(opts) if noise is None else noise
+        return self._frames_for(chunks, voice, opts, noise, on_chunk, together=together)
 
-    def frames_for(
+    def _frames_for(
         self,
         chunks: Iterable[ChunkPlan | Pause],
         voice: VoiceState | None,
         opts: SpeakOptions,
         noise: NoiseSource,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
+        *,
+        together: bool = False,
     ) -> Iterator[Frame]:
         """The frames ``stream`` yields for a text scripted into ``chunks`` (sessions
-        use it per text, with one noise source across texts)."""
-        frames = generate_frames(
-            self.runtime, chunks, voice, noise, self.settings_for(opts), on_chunk
-        )
+        use it per text, with one noise source across texts).
+
+        ``together``: spoken by the model's scheduler, a stream among the others it
+        speaks at the same time (alone there, the same samples as without)."""
+        settings = self._settings_for(opts)
+        if together:
+            frames = _handle_frames(self.scheduler.submit(chunks, voice, noise, settings, on_chunk))
+        else:
+            frames = generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
 
-    def script_for(
+    @property
+    def scheduler(self) -> Scheduler:
+        """The scheduler that speaks this model's concurrent streams (made on first use)."""
+        with self._scheduler_lock:
+            if self._scheduler is None:
+                self._scheduler = Scheduler(self.runtime)
+            return self._scheduler
+
+    def stream_together(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Frame]:
+        """``stream``, spoken by the scheduler alongside every other stream of this model
+        (from any thread): a frame each per tick, in one batched call where the runtime
+        can, the same frames as alone. Closing the iterator cancels the stream."""
+        return self.stream(text, *args, together=True, **kwargs)
+
+    def synthesize_many(
+        self,
+        texts: Sequence[str],
+        voices: Sequence[VoiceState | str | Path | None] | VoiceState | str | Path | None = None,
+        options: Sequence[SpeakOptions] | SpeakOptions | None = None,
+        *,
+        max_streams: int = 8,
+    ) -> list[np.ndarray]:
+        """``synthesize`` for each text, spoken together (one batch per frame), at most
+        ``max_streams`` at a time.
+
+        ``voices`` and ``options`` are one for all texts or one per text. Each result
+        equals what ``synthesize`` gives for its text alone (fp32 within 1e-5; int8 and
+        int4 bit for bit).
+        """
+        n = len(texts)
+        voice_list = list(voices) if isinstance(voices, list | tuple) else [voices] * n
+        opts_list = list(options) if isinstance(options, list | tuple) else [options] * n
+        if len(voice_list) != n or len(opts_list) != n:
+            raise ValueError(
+                f"{n} texts need {n} voices and options (or one of each), got "
+                f"{len(voice_list)} voices and {len(opts_list)} options"
+            )
+        resolved = [
+            (self._as_voice(v), o or SpeakOptions())
+            for v, o in zip(voice_list, opts_list, strict=True)
+        ]
+
+        def speak(i: int) -> np.ndarray:
+            voice, opts = resolved[i]
+            frames = self.stream_together(texts[i], voice, opts)
+            try:
+                pieces = [f.audio for f in frames]
+            finally:
+                frames.close()  # type: ignore[attr-defined]
+            return _joined(pieces, opts)
+
+        if n == 0:
+            return []
+        # One reader per stream in flight: each stream's frames are read as they come.
+        with ThreadPoolExecutor(min(n, max_streams), thread_name_prefix="speak") as pool:
+            return list(pool.map(speak, range(n)))
+
+    async def asynthesize(
+        self,
+        text: str,
+        voice: VoiceState | str | Path | None = None,
+        options: SpeakOptions | None = None,
+    ) -> np.ndarray:
+        """``synthesize`` for an event loop: awaiting many of these (``asyncio.gather``)
+        speaks them together on the scheduler, and the loop is never blocked."""
+        frames = self.stream_together(text, voice, options)
+        opts = options or SpeakOptions()
+        loop = asyncio.get_running_loop()
+        sentinel = object()
+        pieces: list[np.ndarray] = []
+        try:
+            while True:
+                frame = await loop.run_in_executor(None, next, frames, sentinel)
+                if frame is sentinel:
+                    break
+                assert isinstance(frame, Frame)
+                pieces.append(frame.audio)
+        finally:
+            frames.close()  # type: ignore[attr-defined]
+        return _joined(pieces, opts)
+
+    def _script_for(
         self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
     ) -> list[ChunkPlan | Pause]:
         """``script`` with the text options of ``opts``."""
@@ -448,12 +573,12 @@ class PocketTTS:
             on_warning=on_warning,
         )
 
-    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+    def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
         """The seeded noise a synthesis with ``opts`` draws from."""
         temp = self.config.default_temperature if opts.temperature is None else opts.temperature
         return GaussianNoise(temp, opts.seed, opts.noise_clamp)
 
-    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+    def _settings_for(self, opts: SpeakOptions) -> GenerationSettings:
         eos = opts.eos_threshold
         return GenerationSettings(
             eos_threshold=self.config.default_eos_threshold if eos is None else eos,
@@ -474,7 +599,28 @@ class PocketTTS:
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
-        return Session(self, self._as_voice(voice), opts, on_warning=on_warning)
+        return Session(_SessionModel(self), self._as_voice(voice), opts, on_warning=on_warning)
+
+    # -- deprecated: the internals sessions used; a session now gets _SessionModel --
+    def frames_for(self, *args: Any, **kwargs: Any) -> Iterator[Frame]:
+        """Deprecated (internal): use ``stream`` or ``session``."""
+        _deprecated("frames_for", "stream or session")
+        return self._frames_for(*args, **kwargs)
+
+    def script_for(self, *args: Any, **kwargs: Any) -> list[ChunkPlan | Pause]:
+        """Deprecated: use ``script(text, normalize=..., max_tokens=...)``."""
+        _deprecated("script_for", "script")
+        return self._script_for(*args, **kwargs)
+
+    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+        """Deprecated (internal): ``SpeakOptions(seed=...)`` sets the noise."""
+        _deprecated("noise_for", "SpeakOptions(seed=...)")
+        return self._noise_for(opts)
+
+    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+        """Deprecated (internal): ``SpeakOptions`` carries the settings."""
+        _deprecated("settings_for", "SpeakOptions")
+        return self._settings_for(opts)
 
     def synthesize(
         self,
@@ -491,14 +637,99 @@ class PocketTTS:
             **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
         )
         keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
-        frames = [f.audio for f in self.stream(text, voice, opts, **keywords)]
-        if not frames:
-            return np.zeros(0, np.float32)
-        audio = np.concatenate(frames)
-        return peak_normalize(audio) if opts.peak_normalized else audio
+        return _joined([f.audio for f in self.stream(text, voice, opts, **keywords)], opts)
+
+    def synthesize_to_file(
+        self,
+        text: str,
+        path: str | Path,
+        voice: VoiceState | str | Path | None = None,
+        options: SpeakOptions | None = None,
+        format: str | None = None,
+        **kwargs: Any,
+    ) -> float:
+        """Speaks ``text`` into an audio file and returns its length in seconds.
+
+        The file is what ``synthesize`` gives, encoded as ``format`` (wav, flac,
+        ogg, opus, mp3, s16le, f32le; default: from the file name, else wav).
+        Frames are streamed to a hidden file beside ``path`` as they are made
+        (memory does not grow with the text), which replaces ``path`` only once
+        complete: a failure or an interrupt leaves no partial file. Keywords as
+        ``synthesize`` (``seed=``, ``on_warning=``, ``on_chunk=``...).
+        """
+        from pocketcli.audio.output import open_audio_writer
+
+        opts = (options or SpeakOptions()).with_(
+            **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
+        )
+        keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
+        rate = self.sample_rate
+        with open_audio_writer(path, format, rate, peak_normalize=opts.peak_normalized) as out:
+            for frame in self.stream(text, voice, opts, **keywords):
+                out.write(frame.audio, speech=not frame.is_pause)
+        return out.samples / rate
 
 
-_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
+@dataclasses.dataclass(frozen=True)
+class ChosenVoice:
+    """The voice ``PocketTTS.choose_voice`` picked: its state (None: no voice
+    prompt), a name for reports and metrics, and its file when there is one."""
+
+    state: VoiceState | None
+    name: str
+    path: Path | None = None
+
+
+_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk", "together"})
+
+
+class _SessionModel:
+    """The narrow side of a loaded model that a ``Session`` drives (``session.SessionModel``):
+    its runtime, scripting a text, frames of a script (by the model's scheduler, beside
+    the other streams), the seeded noise."""
+
+    def __init__(self, tts: PocketTTS) -> None:
+        self._tts = tts
+        self.runtime = tts.runtime
+
+    def script(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+    ) -> list[ChunkPlan | Pause]:
+        return self._tts._script_for(text, opts, on_warning)
+
+    def frames(
+        self,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+    ) -> Iterator[Frame]:
+        return self._tts._frames_for(chunks, voice, opts, noise, together=True)
+
+    def noise(self, opts: SpeakOptions) -> GaussianNoise:
+        return self._tts._noise_for(opts)
+
+
+def _deprecated(name: str, instead: str) -> None:
+    warnings.warn(
+        f"PocketTTS.{name} is deprecated; use {instead}", DeprecationWarning, stacklevel=3
+    )
+
+
+def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:
+    """A synthesis's frames as one utterance (peak-normalised when the options say so)."""
+    if not pieces:
+        return np.zeros(0, np.float32)
+    audio = np.concatenate(pieces)
+    return peak_normalize(audio) if opts.peak_normalized else audio
+
+
+def _handle_frames(handle: StreamHandle) -> Iterator[Frame]:
+    """A scheduler stream's frames as a generator: closing it (or an error) cancels it."""
+    try:
+        yield from handle
+    finally:
+        handle.cancel()
 
 
 def _filtered(frames: Iterator[Frame], chain: OutputChain) -> Iterator[Frame]:

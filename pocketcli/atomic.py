@@ -192,3 +192,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         Path(tmp).unlink(missing_ok=True)
         unregister_temporary(tmp)
+
+
+@contextmanager
+def atomic_folder(out_dir: Path, verb: str = "building") -> Iterator[Path]:
+    """Yields an empty sibling folder for the caller to fill; on success it replaces
+    ``out_dir`` (modes ``DIR_MODE``/``FILE_MODE``), so an interrupted build never
+    leaves a folder that looks complete. On any exception it is removed."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{verb}-", dir=out_dir.parent))
+    try:
+        yield work
+        os.chmod(work, DIR_MODE)
+        for item in work.iterdir():
+            os.chmod(item, FILE_MODE)
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+            out_dir.rename(old)
+            work.rename(out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            work.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise

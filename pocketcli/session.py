@@ -18,9 +18,9 @@ and a session of several texts is reproducible.
 ``cancel()`` stops generation before the next frame (the noise source checks
 for it before every frame's flow head), waits for the runtime to be free and
 drops the frames not yet read. An error ends the stream: iteration raises it
-after the frames made before it. The model's ``generation_lock`` is held
-while a text is generated, so sessions and other users of one loaded model
-take turns.
+after the frames made before it. Texts are spoken by the model's scheduler
+(``pocketcli.engine.scheduler``), so several sessions of one loaded model
+speak at the same time, each a row of the same batched calls.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import asyncio
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -43,11 +43,30 @@ from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
-    from pocketcli.api import PocketTTS
     from pocketcli.audio.playback import AudioSink
+    from pocketcli.runtimes.base import Runtime
 
-# How often a thread waiting for the model's lock looks for a cancel.
-_LOCK_POLL_SECONDS = 0.02
+
+class SessionModel(Protocol):
+    """What a session needs of a loaded model (``PocketTTS.session`` hands one over)."""
+
+    runtime: Runtime
+
+    def script(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+    ) -> list[ChunkPlan | Pause]: ...
+
+    def frames(
+        self,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+    ) -> Iterator[Frame]:
+        """The frames of a script, spoken by the model's scheduler beside other streams."""
+        ...
+
+    def noise(self, opts: SpeakOptions) -> NoiseSource: ...
 
 
 class SessionClosed(RuntimeError):
@@ -103,7 +122,7 @@ class Session:
 
     def __init__(
         self,
-        tts: PocketTTS,
+        tts: SessionModel,
         voice: VoiceState | None,
         options: SpeakOptions,
         *,
@@ -115,7 +134,7 @@ class Session:
         self._voice = voice
         self._on_warning = on_warning
         self._cancelled = threading.Event()
-        self._noise = _StopOnCancel(noise or tts.noise_for(options), self._cancelled)
+        self._noise = _StopOnCancel(noise or tts.noise(options), self._cancelled)
         self._input: queue.Queue[Any] = queue.Queue()
         self._output: queue.Queue[Any] = queue.Queue()
         self._state = threading.Lock()
@@ -137,7 +156,7 @@ class Session:
             raise SessionClosed("the session is finished; start a new one")
         if not text.strip():
             return None
-        chunks = self._tts.script_for(text, self.options, self._on_warning)
+        chunks = self._tts.script(text, self.options, self._on_warning)
         with self._state:
             if self._closed:
                 raise SessionClosed("the session is finished; start a new one")
@@ -253,10 +272,9 @@ class Session:
     # -- the generation thread -------------------------------------------------
     def _run(self) -> None:
         try:
-            with self._runtime_turn():
-                # The voice snapshot is laid out for the runtime once, now, so the
-                # first text pays only for itself (each chunk then copies it).
-                self._tts.runtime.start_sequence(self._voice, 1)
+            # The voice snapshot is laid out for the runtime once, now, so the
+            # first text pays only for itself (each chunk then copies it).
+            self._tts.runtime.start_sequence(self._voice, 1)
             while not self._cancelled.is_set():
                 item = self._input.get()
                 if item is _END:
@@ -275,44 +293,18 @@ class Session:
 
     def _speak(self, index: int, chunks: list[ChunkPlan | Pause]) -> None:
         count = sum(1 for item in chunks if not isinstance(item, Pause))
-        with self._runtime_turn():
-            frames = self._tts.frames_for(chunks, self._voice, self.options, self._noise)
-            try:
-                for f in frames:
-                    self._output.put(
-                        SessionFrame(
-                            f.audio,
-                            f.chunk_index,
-                            f.frame_index,
-                            f.latent,
-                            f.eos_logit,
-                            count,
-                            index,
-                        )
+        frames = self._tts.frames(chunks, self._voice, self.options, self._noise)
+        try:
+            for f in frames:
+                self._output.put(
+                    SessionFrame(
+                        f.audio, f.chunk_index, f.frame_index, f.latent, f.eos_logit, count, index
                     )
-                    if self._cancelled.is_set():
-                        raise _Cancelled()
-            finally:
-                frames.close()  # the engine's decoder thread is done before the lock goes
-
-    def _runtime_turn(self) -> _Turn:
-        return _Turn(self._tts.generation_lock, self._cancelled)
-
-
-class _Turn:
-    """Holds the model's lock; waiting for it gives up on a cancel."""
-
-    def __init__(self, lock: threading.Lock, cancelled: threading.Event) -> None:
-        self._lock = lock
-        self._cancelled = cancelled
-
-    def __enter__(self) -> None:
-        while not self._lock.acquire(timeout=_LOCK_POLL_SECONDS):
-            if self._cancelled.is_set():
-                raise _Cancelled()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._lock.release()
+                )
+                if self._cancelled.is_set():
+                    raise _Cancelled()
+        finally:
+            frames.close()  # a cancel leaves the scheduler at its next tick
 
 
 def play_session(

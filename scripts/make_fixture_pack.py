@@ -42,7 +42,9 @@ from oracle.reference import (  # noqa: E402
 )
 
 from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.packs.builder import build_pack  # noqa: E402
+from pocketcli.packs.builder import build_pack, write_batch_graphs  # noqa: E402
+from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
+from pocketcli.packs.manifest import PackManifest  # noqa: E402
 
 WEIGHT_SEED = 2026
 TEXT = "Hello world. This fixture speaks two short chunks!"
@@ -64,9 +66,17 @@ LAST_CONV = "mimi.decoder.model.11.conv"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "tiny")
+    parser.add_argument(
+        "--batch-graphs",
+        action="store_true",
+        help="only add the scheduler's batched graphs to the existing pack (nothing else moves)",
+    )
     parser.add_argument("--loud-out", type=Path, default=ROOT / "tests" / "fixtures" / "loud")
     parser.add_argument("--only", choices=("tiny", "loud"), help="build one fixture only")
     args = parser.parse_args()
+    if args.batch_graphs:
+        add_batch_graphs(args.out / "pack", args.out / "model.safetensors")
+        return
     if args.only != "loud":
         _tiny_fixture(args.out)
     if args.only != "tiny":
@@ -122,6 +132,18 @@ def _tiny_fixture(out: Path) -> None:
     reference["clone"] = _clone_fixture(ref, out)
     (out / "reference.json").write_text(json.dumps(reference, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out}")
+
+
+def add_batch_graphs(pack: Path, checkpoint: Path) -> None:
+    """Adds the batched graphs to a built pack: its other files and the oracle's
+    reference audio stay exactly as they are."""
+    manifest = PackManifest.read(pack)
+    weights = read_checkpoint(checkpoint)
+    added = write_batch_graphs(weights, manifest.config, pack, manifest.precisions)
+    graphs = {p: {**g, **added.get(p, {})} for p, g in manifest.graphs.items()}
+    replace_manifest = type(manifest)(**{**manifest.__dict__, "graphs": graphs})
+    replace_manifest.write(pack)
+    print(f"added {sorted({f for g in added.values() for f in g.values()})} to {pack}")
 
 
 def _clone_fixture(ref, out: Path) -> dict:

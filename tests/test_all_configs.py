@@ -84,8 +84,13 @@ def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None
     ref.build_pack(tmp_path / "pack")
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
+    assert_speaks_as_the_oracle(ref, voice_state, PocketTTS.load(tmp_path / "pack"), tmp_path)
+
+
+def assert_speaks_as_the_oracle(ref, voice_state, tts: PocketTTS, tmp_path: Path) -> None:
+    """``tts`` (the voice at ``tmp_path / voice.safetensors``) gives the oracle's audio
+    for TEXT, greedy and with EOS out of play."""
     run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)
-    tts = PocketTTS.load(tmp_path / "pack")
     ours = tts.synthesize(
         TEXT,
         tts.load_voice(tmp_path / "voice.safetensors"),

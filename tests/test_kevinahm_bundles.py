@@ -216,3 +216,65 @@ def test_the_config_is_the_released_one_when_the_bundle_has_no_sidecar(tmp_path)
     with pytest.raises(BundleError, match="attention caches; model 'english_2026-04' has 6"):
         KevinAhmRuntime(bundle)
     assert ModelConfig.from_yaml(TINY_CONFIG).flow_lm.transformer.num_layers == 2
+
+
+def test_decoder_ring_buffer_is_laid_out_as_published() -> None:
+    """Position p of the Mimi attention is at slot p mod 1000, head-major; the offsets
+    count the positions written (16 per latent)."""
+    rt = KevinAhmRuntime(tiny_bundle())
+    state = rt.start_decoder()
+    rt.decode(state, np.random.default_rng(1).standard_normal((3, 32)).astype(np.float32))
+    by_path = {e.path: e.input_name for e in rt.bundle.mimi_states}
+    module = "decoder_transformer.transformer.layers.0.self_attn"
+    cache = state.feeds[by_path[f"{module}/cache"]]  # [2, 1, heads, 1000, head_dim]
+    written = np.abs(cache).sum(axis=(0, 1, 2, 4)) > 0
+    assert written[:48].all() and not written[48:].any()
+    assert state.feeds[by_path[f"{module}/end_offset"]].tolist() == [48]
+    assert state.feeds[by_path[f"{module}/offset"]].tolist() == [48]
+
+
+def test_the_server_speaks_from_a_bundle_as_from_our_pack(models, voice_path) -> None:
+    import httpx
+    from servehelp import expected_pcm, pcm16, serving, tiny_loader
+
+    text = "Served from a bundle."
+    with serving(tiny_loader(tiny_bundle(), voice_path)) as (url, _):
+        body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": "pcm"}
+        got = httpx.post(f"{url}/v1/audio/speech", json={**body, "seed": 11}, timeout=60)
+    assert got.status_code == 200, got.text
+    pack = models["pack"]
+    want = expected_pcm(pack, text, pack.load_voice(voice_path), seed=11)
+    assert np.abs(pcm16(got.content).astype(int) - want.astype(int)).max() <= 1
+
+
+def test_a_bf16_checkpoint_exports_to_the_audio_of_its_pack(tmp_path, voice_path) -> None:
+    """Kyutai publishes BF16 checkpoints: both builders read them the same way."""
+    from bundlehelp import TINY_TOKENIZER
+    from fakehub import bf16_checkpoint
+
+    from pocketcli.packs.builder import build_pack
+    from pocketcli.packs.kevinahm.export import export_bundle
+
+    checkpoint = tmp_path / "bf16.safetensors"
+    checkpoint.write_bytes(bf16_checkpoint())
+    config = ModelConfig.from_yaml(TINY_CONFIG)
+    build_pack(checkpoint, config, TINY_TOKENIZER, tmp_path / "pack")
+    export_bundle(checkpoint, config, TINY_TOKENIZER, tmp_path / "bundle", "bf16", ("fp32",))
+    a = _speak(PocketTTS.load(tmp_path / "pack"), voice_path, 3)
+    b = _speak(PocketTTS.load(tmp_path / "bundle"), voice_path, 3)
+    assert a.shape == b.shape and np.abs(a - b).max() <= 1e-4
+
+
+@pytest.mark.parametrize("name", sorted(c.stem for c in (TINY_CONFIG.parent.parent.parent.parent
+                         / "pocketcli" / "data" / "configs").glob("*.yaml")))  # fmt: skip
+def test_every_released_config_has_consistent_manifests(name) -> None:
+    config = ModelConfig.from_yaml(kyutai_language(name).config_path())
+    meta = bundle_metadata(config, name)
+    t = config.flow_lm.transformer
+    caches = [e for e in meta["flow_lm_state_manifest"] if e["key"] == "cache"]
+    assert len(caches) == t.num_layers
+    assert {tuple(e["shape"]) for e in caches} == {(2, 1, 1000, t.kv_heads, t.head_dim)}
+    assert [e["index"] for e in meta["mimi_state_manifest"]] == list(
+        range(len(meta["mimi_state_manifest"]))
+    )
+    assert meta["conditioning_dim"] == t.d_model and meta["latent_dim"] == 32

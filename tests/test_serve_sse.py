@@ -86,3 +86,23 @@ def test_sse_errors_before_the_audio_are_http_errors_as_before(url) -> None:
     ):
         pass
     assert "reads no path" in caught.value.message
+
+
+def test_a_failure_after_the_first_event_is_an_error_event_and_a_clean_end() -> None:
+    import asyncio
+
+    from pocketcli.serve.sse import SpeechEvents
+
+    async def audio():
+        yield b"\x01\x00"
+        raise RuntimeError("the stream's own abort")
+
+    async def go() -> list[bytes]:
+        wrapped = SpeechEvents(3).wrap(audio(), lambda: 1, lambda: "stopped: shutdown")
+        return [chunk async for chunk in wrapped]
+
+    chunks = asyncio.run(go())
+    events = [json.loads(c.decode().removeprefix("data: ")) for c in chunks]
+    assert [e["type"] for e in events] == ["speech.audio.delta", "error"]
+    assert events[1]["error"]["message"] == "stopped: shutdown"
+    assert all(c.endswith(b"\n\n") for c in chunks)

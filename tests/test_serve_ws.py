@@ -8,7 +8,9 @@ import asyncio
 import importlib.metadata
 import importlib.util
 import json
+import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 
 import numpy as np
@@ -150,8 +152,8 @@ def test_cancel_stops_the_turn_and_the_next_turn_hears_only_its_own_audio(server
     after, reused = run(with_socket(url, steps))
     assert reused
     np.testing.assert_array_equal(pcm16(after), expected(tts, ["Short one."], 2))
-    turns = [r for r in records.records if r["event"] == "ws turn"]
-    assert all(r["chars"] < 100 for r in turns)  # the long turn never reached its final
+    long_turns = [r for r in records.records if r["event"] == "ws turn" and r["chars"] > 100]
+    assert long_turns and all(r["outcome"] == "cancelled" for r in long_turns)
 
 
 def test_several_sockets_at_once_and_base64_frames_and_other_rates(server, tts) -> None:
@@ -247,15 +249,81 @@ def test_the_api_key_is_checked_in_the_handshake() -> None:
         assert run(with_socket(url, speaks, api_key="sesame")) > 0
 
 
-def test_an_idle_socket_is_told_and_closed() -> None:
-    settings = ServeSettings(limits=Limits(ws_idle_seconds=1))
+def test_an_idle_socket_is_told_and_closed_and_sockets_are_bounded() -> None:
+    settings = ServeSettings(limits=Limits(ws_idle_seconds=1, ws_max_sockets=1))
     with serving(settings=settings) as (http_url, _):
         url = http_url.replace("http://", "ws://") + "/tts/ws"
 
         async def go():
             async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
-                return protocol.interpret(await ws.receive(timeout=60)), await ws.receive(60)
+                async with http.ws_connect(url) as second:
+                    refused = protocol.interpret(await second.receive(timeout=60))
+                return (
+                    refused,
+                    protocol.interpret(await ws.receive(timeout=60)),
+                    await ws.receive(60),
+                )
 
-        error, closed = run(go())
+        refused, error, closed = run(go())
+        assert refused.message.startswith("too_many_sockets")
         assert error.message.startswith("idle_timeout")
         assert closed.type == aiohttp.WSMsgType.CLOSE
+
+
+def test_cancel_stops_the_generation_and_no_final_comes(server) -> None:
+    url, records = server
+    long = " ".join(f"Sentence number {i} goes on for a while." for i in range(90))
+
+    async def go():
+        async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+            await ws.send_str(protocol.client_message("config", config(seed=1)))
+            accepted = protocol.interpret(await ws.receive(timeout=60))
+            await ws.send_str(protocol.client_message("text", {"text": long}))
+            await ws.send_str(protocol.client_message("flush"))
+            assert protocol.interpret(await ws.receive(timeout=60)).kind == "audio"
+            await ws.send_str(protocol.client_message("cancel"))
+            await ws.send_str(protocol.client_message("ping"))
+            kinds = []
+            while not kinds or kinds[-1] != "pong":  # the cancel is handled before the ping
+                kinds.append(protocol.interpret(await ws.receive(timeout=60)).kind)
+            # The turn's record, while the socket is still open (closing it would cancel too).
+            deadline = time.monotonic() + 60
+            rid = accepted.request_id
+            while not (done := [r for r in records.records if r.get("request_id") == rid]):
+                assert time.monotonic() < deadline, "no log record of the cancelled turn"
+                await asyncio.sleep(0.05)
+            return kinds, done[0]
+
+    kinds, done = run(go())
+    assert "final" not in kinds
+    assert done["outcome"] == "cancelled"
+    assert done["samples"] < 90 * 4 * 1920  # stopped well before its end
+
+
+def test_sigterm_closes_speaking_sockets_and_the_server_exits_cleanly() -> None:
+    from protohelp import SCRIPT, TINY_ARGS
+    from servehelp import spawn
+
+    long = " ".join(f"Sentence number {i} goes on for a while." for i in range(90))
+    with spawn(SCRIPT, *TINY_ARGS) as (proc, http_url):
+        url = http_url.replace("http://", "ws://") + "/tts/ws"
+
+        async def go():
+            async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+                await ws.send_str(protocol.client_message("config", config(seed=1)))
+                await ws.receive(timeout=60)
+                await ws.send_str(protocol.client_message("text", {"text": long}))
+                await ws.send_str(protocol.client_message("flush"))
+                assert protocol.interpret(await ws.receive(timeout=60)).kind == "audio"
+                proc.send_signal(signal.SIGTERM)
+                kinds = []
+                while kinds[-1:] != ["close"]:
+                    kinds.append(protocol.interpret(await ws.receive(timeout=60)).kind)
+                return kinds
+
+        kinds = run(go())
+        assert "final" not in kinds
+        assert proc.wait(30) == 143
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
+    assert '"outcome": "cancelled"' in err and "Traceback" not in err

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import os
 
+from pocketcli.runtimes.base import Runtime, batching
+
 # Threads (and cores) per worker for --jobs auto (measured: see above).
 THREADS_PER_WORKER = {"fp32": 2, "int8": 2, "int4": 2}
 # Peak RSS of one worker, MB, rounded up (README's benchmark table + margin).
@@ -88,3 +90,24 @@ def parse_jobs(value: str | None) -> int | str | None:
     if value.isdigit() and 1 <= int(value) <= 4096:
         return int(value)
     raise ValueError(f"{value!r}; give a number of worker processes (1 to 4096) or auto")
+
+
+# Lines in flight in one process with ``--streams auto``, when the runtime batches: each
+# tick then reads the FlowLM weights once for all of them. Provisional (README, "Many
+# streams at once"): chosen on the 2-core machine under load; a runtime that cannot
+# batch gains nothing from rows it runs one after the other, so it keeps one line.
+AUTO_STREAMS = 4
+
+
+def parse_streams(value: str | None) -> int | None:
+    """``None`` or "auto" (the runtime's measured default), or a count of lines at once."""
+    if value is None or value.strip().lower() == "auto":
+        return None
+    value = value.strip()
+    if value.isdigit() and 1 <= int(value) <= 256:
+        return int(value)
+    raise ValueError(f"{value!r}; give a number of lines spoken at once (1 to 256) or auto")
+
+
+def auto_streams(runtime: Runtime) -> int:
+    return AUTO_STREAMS if batching(runtime) is not None else 1

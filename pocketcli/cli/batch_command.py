@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pocketcli.batch.argv import RAY_LOCAL
-from pocketcli.batch.jobs import auto_split, available_cores, parse_jobs, threads_for
+from pocketcli.batch.jobs import (
+    auto_split,
+    auto_streams,
+    available_cores,
+    parse_jobs,
+    parse_streams,
+    threads_for,
+)
 from pocketcli.batch.parse import parse_batch
 from pocketcli.batch.plan import BatchSettings, fresh_base_seed, model_id, voice_id
 from pocketcli.batch.runner import InProcess, run_batch
@@ -39,6 +46,7 @@ def run_batch_command(
     *,
     jobs: str | None,
     ray: str | None,
+    streams: str | None = None,
     overwrite: bool,
     quiet: bool,
     on_warning=None,
@@ -50,6 +58,12 @@ def run_batch_command(
         workers = parse_jobs(jobs)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--jobs") from None
+    try:
+        in_flight = parse_streams(streams)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--streams") from None
+    if streams is not None and (jobs is not None or ray is not None):
+        raise click.UsageError("--streams is for the one-process batch: drop --jobs or --ray")
     if ray is not None:
         from pocketcli.batch.ray_runner import import_ray
 
@@ -94,9 +108,10 @@ def run_batch_command(
         )
 
     if ray is None and count is None:
+        lines_at_once = auto_streams(tts.runtime) if in_flight is None else in_flight
 
         def start(n: int, note):
-            return InProcess(LineWorker(tts, chosen.state, options))
+            return InProcess(LineWorker(tts, chosen.state, options), streams=lines_at_once)
 
     else:
         model_spec, voice = spec(), chosen.state

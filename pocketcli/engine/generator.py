@@ -76,7 +76,7 @@ def generate_frames(
     index = 0
     for item in chunks:
         if isinstance(item, Pause):
-            yield from _silence(
+            yield from silence_frames(
                 item.seconds, runtime.config.mimi.sample_rate, runtime.config.mimi.samples_per_frame
             )
             continue
@@ -87,7 +87,7 @@ def generate_frames(
         index += 1
 
 
-def _silence(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Frame]:
+def silence_frames(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Frame]:
     remaining = int(round(seconds * sample_rate))
     i = 0
     while remaining > 0:
@@ -95,6 +95,112 @@ def _silence(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Fram
         yield Frame(np.zeros(n, np.float32), -1, i, None, float("nan"))
         remaining -= n
         i += 1
+
+
+class ChunkRun:
+    """One chunk of one stream, advanced a frame at a time.
+
+    The per-frame rules live here once: the text prefill riding on the first
+    frame, the EOS rule, the NaN check, Mimi's grouping (the first frame alone,
+    then pairs) and the fade-in. ``generate_frames`` drives one run in the
+    caller's thread; the scheduler (``pocketcli.engine.scheduler``) drives many,
+    one frame each per tick.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        chunk_index: int,
+        plan: ChunkPlan,
+        voice: VoiceState | None,
+        settings: GenerationSettings,
+        trace: ChunkTrace,
+    ) -> None:
+        self.chunk_index = chunk_index
+        self.plan = plan
+        self.settings = settings
+        self.trace = trace
+        self.latent_dim = runtime.config.flow_lm.latent_dim
+        self.frame_size = runtime.config.mimi.samples_per_frame
+        sample_rate = runtime.config.mimi.sample_rate
+        self._fade = np.linspace(0.0, 1.0, int(sample_rate * FADE_IN_SECONDS), dtype=np.float32)
+        self.seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
+        self.text = runtime.embed_text(np.asarray(plan.token_ids, np.int64))
+        self.decoder = runtime.start_decoder()
+        self.step = 0
+        self.latent = np.full(self.latent_dim, np.nan, np.float32)  # NaN = BOS
+        self.eos_step: int | None = None
+        self.finished = False
+        self._latents: list[np.ndarray] = []
+        self._eos_logits: list[float] = []
+        self._pending: list[np.ndarray] = []
+
+    @property
+    def first(self) -> bool:
+        """The next frame is the chunk's first (its step carries the text prefill)."""
+        return self.step == 0
+
+    def wants_frame(self) -> bool:
+        if self.finished or self.step >= self.plan.max_frames:
+            return False
+        return self.eos_step is None or self.step < self.eos_step + self.plan.frames_after_eos
+
+    def run_step(self, runtime: Runtime) -> tuple[np.ndarray, float]:
+        """This frame's FlowLM call on its own (a batch of one row)."""
+        if self.first:  # the text prefill and the BOS frame in one call
+            return runtime.prefill_then_step(self.seq, self.text, self.latent)
+        return runtime.step(self.seq, self.latent)
+
+    def take_output(self, eos_logit: float) -> bool:
+        """Applies the EOS rule to this frame's logit: False when the chunk ends here."""
+        self.trace.eos_logits.append(eos_logit)
+        if (
+            eos_logit > self.settings.eos_threshold
+            and self.eos_step is None
+            and self.step >= MIN_FRAMES_BEFORE_EOS
+        ):
+            self.eos_step = self.step
+            self.trace.finished_on_eos = True
+        if self.eos_step is not None and self.step >= self.eos_step + self.plan.frames_after_eos:
+            self.finished = True
+            return False
+        return True
+
+    def take_latent(self, latent: np.ndarray, eos_logit: float) -> np.ndarray | None:
+        """Records this frame's latent; returns latents ready for Mimi, if any."""
+        if not (np.isfinite(latent).all() and np.isfinite(eos_logit)):
+            raise ModelOutputError(
+                "the model produced NaN or infinite values: the voice or the model pack "
+                "is broken (or the temperature is far too high)"
+            )
+        self.latent = latent
+        self._latents.append(latent)
+        self._eos_logits.append(eos_logit)
+        self._pending.append(latent)
+        first = self.step == 0
+        self.step += 1
+        if first or len(self._pending) == DECODE_BATCH:
+            return self.flush()
+        return None
+
+    def flush(self) -> np.ndarray | None:
+        """The latents not yet sent to Mimi (at the chunk's end)."""
+        if not self._pending:
+            return None
+        batch = np.stack(self._pending)
+        self._pending = []
+        return batch
+
+    def frames(self, audio: np.ndarray) -> Iterator[Frame]:
+        """Decoded audio (in order) as this chunk's frames; the first is faded in."""
+        for start in range(0, audio.size, self.frame_size):
+            piece = audio[start : start + self.frame_size]
+            i = self.trace.frames
+            if i == 0:
+                piece = piece.copy()
+                piece[: self._fade.size] *= self._fade[: piece.size]
+            self.trace.frames += 1
+            yield Frame(piece, self.chunk_index, i, self._latents[i], self._eos_logits[i])
 
 
 def _generate_chunk(
@@ -106,68 +212,26 @@ def _generate_chunk(
     settings: GenerationSettings,
     trace: ChunkTrace,
 ) -> Iterator[Frame]:
-    latent_dim = runtime.config.flow_lm.latent_dim
-    sample_rate = runtime.config.mimi.sample_rate
-    fade = np.linspace(0.0, 1.0, int(sample_rate * FADE_IN_SECONDS), dtype=np.float32)
-
-    seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
-    text = runtime.embed_text(np.asarray(plan.token_ids, np.int64))
-    decoder_state = runtime.start_decoder()
+    run = ChunkRun(runtime, chunk_index, plan, voice, settings, trace)
     pipeline = DecoderPipeline(
-        lambda lat: runtime.decode(decoder_state, lat), settings.threaded_decoder
+        lambda lat: runtime.decode(run.decoder, lat), settings.threaded_decoder
     )
-    frame_size = runtime.config.mimi.samples_per_frame
-    latents: list[np.ndarray] = []
-    eos_logits: list[float] = []
-    pending: list[np.ndarray] = []
-
-    def frames(audio: np.ndarray) -> Iterator[Frame]:
-        for start in range(0, audio.size, frame_size):
-            piece = audio[start : start + frame_size]
-            i = trace.frames
-            if i == 0:
-                piece = piece.copy()
-                piece[: fade.size] *= fade[: piece.size]
-            trace.frames += 1
-            yield Frame(piece, chunk_index, i, latents[i], eos_logits[i])
-
     try:
-        latent = np.full(latent_dim, np.nan, np.float32)  # NaN = BOS
-        eos_step: int | None = None
-        for step in range(plan.max_frames):
-            if eos_step is not None and step >= eos_step + plan.frames_after_eos:
+        while run.wants_frame():
+            first = run.first
+            z, eos_logit = run.run_step(runtime)
+            if not run.take_output(eos_logit):
                 break
-            if step == 0:  # the text prefill and the BOS frame in one call
-                z, eos_logit = runtime.prefill_then_step(seq, text, latent)
-            else:
-                z, eos_logit = runtime.step(seq, latent)
-            trace.eos_logits.append(eos_logit)
-            if (
-                eos_logit > settings.eos_threshold
-                and eos_step is None
-                and step >= MIN_FRAMES_BEFORE_EOS
-            ):
-                eos_step = step
-                trace.finished_on_eos = True
-            if eos_step is not None and step >= eos_step + plan.frames_after_eos:
-                break
-            latent = runtime.sample_latent(z, noise(latent_dim), settings.decode_steps)
-            if not (np.isfinite(latent).all() and np.isfinite(eos_logit)):
-                raise ModelOutputError(
-                    "the model produced NaN or infinite values: the voice or the model pack "
-                    "is broken (or the temperature is far too high)"
-                )
-            latents.append(latent)
-            eos_logits.append(eos_logit)
-            pending.append(latent)
-            if step == 0 or len(pending) == DECODE_BATCH:
-                pipeline.submit(np.stack(pending))
-                pending = []
-            for audio in pipeline.ready(wait_for_first=(step == 0)):
-                yield from frames(audio)
-        if pending:
-            pipeline.submit(np.stack(pending))
+            latent = runtime.sample_latent(z, noise(run.latent_dim), settings.decode_steps)
+            ready = run.take_latent(latent, eos_logit)
+            if ready is not None:
+                pipeline.submit(ready)
+            for audio in pipeline.ready(wait_for_first=first):
+                yield from run.frames(audio)
+        rest = run.flush()
+        if rest is not None:
+            pipeline.submit(rest)
         for audio in pipeline.drain():
-            yield from frames(audio)
+            yield from run.frames(audio)
     finally:
         pipeline.close()

@@ -45,7 +45,11 @@ INSTRUCTIONS = (
 def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
     voices = VoiceBook(backend, settings.voice_dir)
     speaker = Speaker(backend.tts, lambda: _device_sink(backend, settings), settings.max_queue)
-    server = MCPServer("pockettts", instructions=INSTRUCTIONS, version=__version__)
+    # The SDK's own log (a multi-line panel per failed call) only for real trouble: the
+    # caller already has the failure's one line in its result.
+    server = MCPServer(
+        "pockettts", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
 
     def resolve(voice: str | None, language: str | None, text: str) -> Any:
         _check_text(text, settings.max_chars)
@@ -164,8 +168,8 @@ def _no_device(device: int | str | None) -> str | None:
 
     try:
         check_output_device(device)
-    except PlaybackError as exc:
-        return str(exc)
+    except PlaybackError as exc:  # worded for the CLI: its flags and hints left out
+        return str(exc).split("; ")[0].replace("--play needs", "speaking needs")
     return None
 
 

@@ -9,9 +9,7 @@ interrupted build never leaves a pack that looks complete.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,16 +17,21 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import save_file
 
-from pocketcli.atomic import DIR_MODE, FILE_MODE
+from pocketcli.atomic import atomic_folder
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
 from pocketcli.packs.encoder_weights import cloning_support
-from pocketcli.packs.flowlm_graphs import build_flow_head, build_flowlm_step, build_text_embedding
+from pocketcli.packs.flowlm_graphs import (
+    build_flow_head,
+    build_flowlm_step,
+    build_flowlm_step_batch,
+    build_text_embedding,
+)
 from pocketcli.packs.graph_files import remove_graph, save_graph
-from pocketcli.packs.manifest import ENCODER_GRAPH, PRECISIONS, PackManifest
+from pocketcli.packs.manifest import BATCH_GRAPHS, ENCODER_GRAPH, PRECISIONS, PackManifest
 from pocketcli.packs.mimi_encoder_graph import build_mimi_encoder
 from pocketcli.packs.mimi_graphs import build_mimi_decoder
-from pocketcli.packs.quantize import quantise_int4, quantise_int8
+from pocketcli.packs.quantize import quantise_int4, quantise_int8, quantise_rows_int8
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,9 @@ _QUANTISED = ("flowlm_step", "flow_head", "mimi_decoder")
 # 5.9 ms per frame) and further from fp32 (27 against 40 dB SNR) on the full-size decoder.
 _INT4_TAKES_INT8 = ("mimi_decoder",)
 CONSTANTS_FILE = "constants.safetensors"
+# The batched graphs' int8 is weight-only (MatMulNBits, bits=8) so that a row never
+# depends on the other rows of its batch.
+_BATCH_QUANTISERS = {"int8": quantise_rows_int8, "int4": quantise_int4}
 
 Progress = Callable[[str], None]
 
@@ -73,25 +79,34 @@ def build_pack(
     weights = read_checkpoint(checkpoint)
     check_checkpoint(weights, config)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
-    try:
+    with atomic_folder(out_dir) as work:
         origin = {"checkpoint_path": str(Path(checkpoint).resolve()), **(source or {})}
         manifest = _write_pack(weights, config, tokenizer, work, precisions, origin, say)
-        os.chmod(work, DIR_MODE)
-        for item in work.iterdir():
-            os.chmod(item, FILE_MODE)
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(old)
-            work.rename(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return manifest
+
+
+def write_batch_graphs(
+    weights: Weights, config: ModelConfig, directory: Path, precisions: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """Writes the batched graphs of each precision into ``directory``; returns their files."""
+    fl = config.flow_lm
+    fp32 = {name: f"{name}.onnx" for name in BATCH_GRAPHS}
+    save_graph(build_flowlm_step_batch(weights, fl), directory / fp32["flowlm_step_batch"])
+    save_graph(build_flow_head(weights, fl, batch=True), directory / fp32["flow_head_batch"])
+    out: dict[str, dict[str, str]] = {}
+    for precision in precisions:
+        if precision == "fp32":
+            out[precision] = dict(fp32)
+            continue
+        out[precision] = {}
+        for name, src in fp32.items():
+            target = f"{name}.{precision}.onnx"
+            _BATCH_QUANTISERS[precision](directory / src, directory / target)
+            out[precision][name] = target
+    if "fp32" not in precisions:
+        for src in fp32.values():
+            remove_graph(directory / src)
+    return out
 
 
 def _write_pack(
@@ -143,6 +158,10 @@ def _write_pack(
     if "fp32" not in precisions:
         for name in _QUANTISED:
             remove_graph(work / fp32[name])
+
+    say("building batched FlowLM step and flow head")
+    for precision, files in write_batch_graphs(weights, config, work, precisions).items():
+        graphs[precision].update(files)
 
     constants = {
         "emb_mean": weights["flow_lm.emb_mean"],

@@ -158,6 +158,84 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     return g.model()
 
 
+def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
+    """One frame for each of ``B`` independent sequences: the scheduler's batched step.
+
+    Row ``b`` appends one latent (NaN = BOS) at its own ``positions[b]`` and
+    attends to its own cache row (positions below ``positions[b]``; the rest of
+    the shared capacity is masked out), so no row sees another's values. Text
+    prefills stay on ``flowlm_step`` (one sequence, many rows). Caches per
+    layer: keys ``[B, Hkv, Dh, C]``, values ``[B, Hkv, C, Dh]``; outputs ``z
+    [B, cond]``, ``eos_logit [B, 1]`` and each row's new key ``[B, Hkv, Dh, 1]``
+    and value ``[B, Hkv, 1, Dh]``.
+    """
+    t = cfg.transformer
+    d, heads, kv_heads, head_dim = t.d_model, t.num_heads, t.kv_heads, t.head_dim
+    group = heads // kv_heads
+    g = GraphBuilder("flowlm_step_batch")
+
+    latents = g.input("latents", np.float32, ["batch", 1, cfg.latent_dim])
+    positions = g.input("positions", np.int64, ["batch"])
+    caches = [
+        (
+            g.input(f"key_cache_{i}", np.float32, ["batch", kv_heads, head_dim, "capacity"]),
+            g.input(f"value_cache_{i}", np.float32, ["batch", kv_heads, "capacity", head_dim]),
+        )
+        for i in range(t.num_layers)
+    ]
+
+    bos = g.weight("bos_emb", w["flow_lm.bos_emb"])
+    latents = g.op("Where", [g.op("IsNaN", [latents]), bos, latents])
+    x = g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")  # [B, 1, d]
+
+    cos, sin = rope_tables(g, positions, head_dim, t.max_period)  # [B, 1, Dh]
+    capacity = g.shape_dim(caches[0][0], 3)
+    cache_index = g.op(
+        "Range", [g.const(0, np.int64), g.squeeze(capacity, [0]), g.const(1, np.int64)]
+    )
+    cache_visible = g.op("Less", [g.unsqueeze(cache_index, [0]), g.unsqueeze(positions, [1])])
+    ones = g.op(
+        "Expand",
+        [
+            g.const([[True]], np.bool_),
+            g.concat([g.shape_dim(x, 0), g.const([1], np.int64)], axis=0),
+        ],
+    )
+    # The new key comes first: a row's scores then sit at the same places whatever the
+    # capacity its batch shares (the masked tail only adds exact zeros), so its sums are
+    # made in the same order alone and in any batch: the same bits.
+    mask = g.unsqueeze(g.concat([ones, cache_visible], axis=1), [1, 2])  # [B, 1, 1, 1 + C]
+    split_sizes = g.concat([g.const([1], np.int64), capacity], axis=0)
+    scale = g.const(1.0 / np.sqrt(head_dim))
+    minus_inf = g.const(-np.inf)
+
+    for i, (key_cache, value_cache) in enumerate(caches):
+        q, k, v = attention_inputs(g, w, t, i, x, cos, sin)  # q [B, H, Dh]; k, v [B, Hkv, Dh]
+        q = g.reshape(q, [-1, kv_heads, group, head_dim])  # [B, Hkv, G, Dh]
+        new_keys = g.unsqueeze(k, [3])  # [B, Hkv, Dh, 1]
+        new_values = g.unsqueeze(v, [2])  # [B, Hkv, 1, Dh]
+        g.output(new_keys, f"new_keys_{i}", np.float32, ["batch", kv_heads, head_dim, 1])
+        g.output(new_values, f"new_values_{i}", np.float32, ["batch", kv_heads, 1, head_dim])
+
+        scores = g.concat(
+            [g.op("MatMul", [q, new_keys]), g.op("MatMul", [q, key_cache])], axis=3
+        )  # [B, Hkv, G, 1 + C]
+        scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
+        probs = g.op("Softmax", [scores], axis=-1)
+        p_new, p_cache = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
+        attn = g.op(
+            "Add",
+            [g.op("MatMul", [p_cache, value_cache]), g.op("MatMul", [p_new, new_values])],
+        )  # [B, Hkv, G, Dh]
+        attn = g.reshape(attn, [-1, 1, heads * head_dim])
+        x = attention_output_and_ffn(g, w, i, x, attn)
+
+    z, eos = output_heads(g, w, cfg, g.reshape(x, [-1, d]))
+    g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
+    g.output(eos, "eos_logit", np.float32, ["batch", 1])
+    return g.model()
+
+
 def _variance_norm(g: GraphBuilder, x: str, alpha: np.ndarray, name: str) -> str:
     """The time embedders' "RMSNorm": divides by sqrt(eps + unbiased variance)."""
     n = alpha.shape[0]
@@ -184,14 +262,20 @@ def _modulate(g: GraphBuilder, x: str, shift: str, scale: str) -> str:
     return g.op("Add", [g.op("Mul", [x, g.op("Add", [scale, g.const(1.0)])]), shift])
 
 
-def build_flow_head(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
-    """The flow network v(z, s, t, x) (SimpleMLPAdaLN); the host integrates it."""
+def build_flow_head(w: Weights, cfg: FlowLMConfig, batch: bool = False) -> onnx.ModelProto:
+    """The flow network v(z, s, t, x) (SimpleMLPAdaLN); the host integrates it.
+
+    ``batch``: rows of independent frames (``flow_head_batch``, the scheduler's);
+    every op works row by row, so a row's velocity does not depend on the others.
+    """
     f = cfg.flow
-    g = GraphBuilder("flow_head")
-    cond = g.input("z", np.float32, [1, cfg.cond_dim])
-    times = [g.input(name, np.float32, [1, 1]) for name in ("s", "t")[2 - f.num_time_conds :]]
-    x = g.input("x", np.float32, [1, cfg.latent_dim])
-    g.output(flow_velocity(g, w, cfg, cond, times, x), "velocity", np.float32, [1, cfg.latent_dim])
+    rows: int | str = "batch" if batch else 1
+    g = GraphBuilder("flow_head_batch" if batch else "flow_head")
+    cond = g.input("z", np.float32, [rows, cfg.cond_dim])
+    times = [g.input(name, np.float32, [rows, 1]) for name in ("s", "t")[2 - f.num_time_conds :]]
+    x = g.input("x", np.float32, [rows, cfg.latent_dim])
+    velocity = flow_velocity(g, w, cfg, cond, times, x)
+    g.output(velocity, "velocity", np.float32, [rows, cfg.latent_dim])
     return g.model()
 
 

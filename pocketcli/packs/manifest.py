@@ -24,6 +24,9 @@ FORMAT_VERSION = 2
 GRAPH_NAMES = ("text_embedding", "flowlm_step", "flow_head", "mimi_decoder")
 # Present only in packs whose checkpoint has voice-cloning weights (voice_cloning: true).
 ENCODER_GRAPH = "mimi_encoder"
+# The scheduler's graphs (many streams, one frame each per call); optional: a pack built
+# before them is served one row at a time.
+BATCH_GRAPHS = ("flowlm_step_batch", "flow_head_batch")
 PRECISIONS = ("fp32", "int8", "int4")
 
 

@@ -1,4 +1,4 @@
-"""Weight quantisation of built graphs: dynamic int8 and 4-bit blocks (MatMulNBits).
+"""Weight quantisation of built graphs: dynamic int8 and 4- or 8-bit blocks (MatMulNBits).
 
 Only MatMuls whose second input is a weight are quantised; attention
 products between activations stay in float. int8 quantises activations on
@@ -73,7 +73,7 @@ def quantise_int8(src: Path, dst: Path) -> None:
         )
 
 
-def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE) -> None:
+def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE, bits: int = 4) -> None:
     try:
         from onnxruntime.quantization.matmul_nbits_quantizer import (
             DefaultWeightOnlyQuantConfig,
@@ -85,7 +85,7 @@ def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE) -> No
         ) from None
     model = onnx.load(str(src))
     config = DefaultWeightOnlyQuantConfig(
-        block_size=block_size, is_symmetric=True, accuracy_level=4
+        block_size=block_size, is_symmetric=True, accuracy_level=4, bits=bits
     )
     with _quiet_root_logger():
         quantiser = MatMulNBitsQuantizer(
@@ -93,3 +93,14 @@ def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE) -> No
         )
         quantiser.process()
     save_graph(quantiser.model.model, dst)
+
+
+def quantise_rows_int8(src: Path, dst: Path) -> None:
+    """8-bit weight blocks (MatMulNBits, bits=8) for the scheduler's batched graphs.
+
+    ``quantise_int8`` scales the activations of a whole call by one number, so in a
+    batch a row's result would depend on the other rows' values. MatMulNBits keeps
+    activations in float (at accuracy level 4 it quantises them per row and per
+    block of 32), so every row of a batch is computed as if it were alone.
+    """
+    quantise_int4(src, dst, bits=8)

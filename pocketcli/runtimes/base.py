@@ -8,7 +8,8 @@ every OS; CoreML implements it on macOS.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -88,3 +89,46 @@ class Runtime(Protocol):
     def decode(self, state: DecoderState, latents: np.ndarray) -> np.ndarray:
         """Normalised latents ``[K, latent_dim]`` -> audio ``[K * samples_per_frame]``."""
         ...
+
+
+class FlowBatch(Protocol):
+    """Where a batching runtime keeps the stacked caches of one scheduler's rows: opaque."""
+
+
+@runtime_checkable
+class BatchedRuntime(Protocol):
+    """What a runtime adds to advance many sequences in one call (optional).
+
+    Row ``b`` of every call is computed as if it were alone: its own position,
+    its own mask, no statistic shared across rows (quantised graphs included).
+    A runtime without these is driven one row at a time, round-robin per frame.
+    """
+
+    @property
+    def batch_unavailable_reason(self) -> str | None:
+        """None when the batched calls work; else why not (e.g. a pack built before them)."""
+        ...
+
+    def start_batch(self) -> FlowBatch:
+        """A holder for the stacked caches of one scheduler's rows."""
+        ...
+
+    def step_batch(
+        self, batch: FlowBatch, seqs: Sequence[FlowSequence], latents: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``step`` for each sequence at once: latents ``[B, latent_dim]`` (NaN = BOS)
+        -> ``(z [B, cond_dim], eos_logits [B])``."""
+        ...
+
+    def sample_latent_batch(
+        self, z: np.ndarray, noise: np.ndarray, decode_steps: int
+    ) -> np.ndarray:
+        """``sample_latent`` for each row: ``z [B, cond_dim]``, ``noise [B, latent_dim]``."""
+        ...
+
+
+def batching(runtime: Runtime) -> BatchedRuntime | None:
+    """The runtime's batched calls, or None when it has none (or its pack has none)."""
+    if isinstance(runtime, BatchedRuntime) and runtime.batch_unavailable_reason is None:
+        return runtime
+    return None

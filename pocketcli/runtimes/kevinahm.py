@@ -34,6 +34,7 @@ from pocketcli.packs.kevinahm.metadata import (
 )
 from pocketcli.packs.manifest import PackError
 from pocketcli.runtimes.flow import integrate_flow
+from pocketcli.runtimes.onnx import _session as onnx_session
 from pocketcli.runtimes.onnx import default_threads
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceError, VoiceState
@@ -250,17 +251,12 @@ class Bundle:
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    if threads > 1:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
+    """Our packs' session settings; ONNX Runtime's reason in one line, with the path."""
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # ORT raises its own exception types
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BundleError(f"cannot load {path}: {first}") from None
+        return onnx_session(path, threads)
+    except PackError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise BundleError(f"{path.parent}: {first}") from None
 
 
 def _check_states(

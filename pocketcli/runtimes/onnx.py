@@ -8,6 +8,8 @@ the text lookup and the flow head on one.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import onnxruntime as ort
 from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
-from pocketcli.packs.manifest import ENCODER_GRAPH, PackError, PackManifest
+from pocketcli.packs.manifest import BATCH_GRAPHS, ENCODER_GRAPH, PackError, PackManifest
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
@@ -24,6 +26,25 @@ from pocketcli.voices.state import VoiceState
 _ONE = np.ones((1, 1), np.float32)
 # KV cache growth step, in positions (a chunk's text plus about 5 s of frames).
 CACHE_STEP = 64
+
+
+@dataclass
+class OnnxBatch:
+    """The scheduler's rows stacked for ``flowlm_step_batch``: per layer keys
+    ``[B, Hkv, Dh, C]`` and values ``[B, Hkv, C, Dh]``.
+
+    Each member sequence's buffers are views of its row, so a step writes its new
+    key in place and the next tick reads it without a copy. The stack is rebuilt
+    (one copy of each row) only when the members change or a row needs more room.
+    """
+
+    members: tuple[int, ...] = ()
+    keys: list[np.ndarray] = field(default_factory=list)
+    values: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def capacity(self) -> int:
+        return self.keys[0].shape[3] if self.keys else 0
 
 
 @dataclass
@@ -40,6 +61,7 @@ class OnnxSequence:
     values: list[np.ndarray]
     length: int = 0
     limit: int = 0
+    solo: OnnxBatch | None = None  # its own one-row stack, where frames use the batched graph
 
     @property
     def capacity(self) -> int:
@@ -116,6 +138,18 @@ class OnnxRuntime:
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._threads = threads
         self._encoder: ort.InferenceSession | None = None  # loaded on first clone
+        # The batched graphs (a pack built before them has none: served a row at a time),
+        # loaded with the pack.
+        self._batch_files = {name: files.get(name) for name in BATCH_GRAPHS}
+        self._batch_sessions: tuple[ort.InferenceSession, ort.InferenceSession] | None = None
+        self._batch_load = threading.Lock()
+        # Frames always go through the batched graphs when the pack has them (one row when
+        # alone), so a stream's bytes never depend on what shares its calls: the int8 row
+        # graphs scale a call's activations by one number, and even in fp32 the row and
+        # batched graphs round differently (about 1e-7).
+        self._frames_batched = self.batch_unavailable_reason is None
+        if self._frames_batched:  # loaded now: every frame uses them, the first one too
+            self._batch_graphs()
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
 
     @property
@@ -202,6 +236,10 @@ class OnnxRuntime:
         self._run_step(seq, emb, self._no_latents)
 
     def step(self, seq: OnnxSequence, latent: np.ndarray) -> tuple[np.ndarray, float]:
+        if self._frames_batched:
+            seq.solo = seq.solo or self.start_batch()
+            z, eos = self.step_batch(seq.solo, [seq], np.asarray(latent, np.float32)[None])
+            return z[0], float(eos[0])
         lat = np.asarray(latent, np.float32).reshape(1, 1, self._latent_dim)
         return self._run_step(seq, self._no_embeddings, lat)
 
@@ -216,6 +254,9 @@ class OnnxRuntime:
         return self._run_step(seq, emb, lat)
 
     def sample_latent(self, z: np.ndarray, noise: np.ndarray, decode_steps: int) -> np.ndarray:
+        if self._frames_batched:
+            one = np.asarray(noise, np.float32)[None]
+            return self.sample_latent_batch(np.asarray(z, np.float32)[None], one, decode_steps)[0]
         cond = np.asarray(z, np.float32).reshape(1, -1)
 
         def velocity(times: tuple[float, ...], x: np.ndarray) -> np.ndarray:
@@ -233,6 +274,95 @@ class OnnxRuntime:
         keys = tuple(np.ascontiguousarray(k[:, :, :n].transpose(2, 0, 1)) for k in seq.keys)
         values = tuple(np.ascontiguousarray(v[:, :n].transpose(1, 0, 2)) for v in seq.values)
         return VoiceState(keys, values)
+
+    # -- many sequences at once (the scheduler) ----------------------------
+    @property
+    def batch_unavailable_reason(self) -> str | None:
+        missing = [name for name, file in self._batch_files.items() if file is None]
+        if missing:
+            return f"the pack has no {' or '.join(missing)} graph (built before batching)"
+        return None
+
+    def _batch_graphs(self) -> tuple[ort.InferenceSession, ort.InferenceSession]:
+        with self._batch_load:
+            if self._batch_sessions is None:
+                step, head = (self._batch_files[name] for name in BATCH_GRAPHS)
+                assert step is not None and head is not None
+                self._batch_sessions = (
+                    _session(self.pack_dir / step, self._threads),
+                    _session(self.pack_dir / head, 1),
+                )
+            return self._batch_sessions
+
+    def start_batch(self) -> OnnxBatch:
+        self._batch_graphs()
+        return OnnxBatch()
+
+    def _restack(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], capacity: int) -> None:
+        shape_k = (len(seqs), self._kv_heads, self._head_dim, capacity)
+        shape_v = (len(seqs), self._kv_heads, capacity, self._head_dim)
+        batch.keys = [np.zeros(shape_k, np.float32) for _ in range(self._layers)]
+        batch.values = [np.zeros(shape_v, np.float32) for _ in range(self._layers)]
+        for row, seq in enumerate(seqs):
+            n = seq.length
+            for i in range(self._layers):
+                batch.keys[i][row, :, :, :n] = seq.keys[i][:, :, :n]
+                batch.values[i][row, :, :n] = seq.values[i][:, :n]
+                seq.keys[i] = batch.keys[i][row]
+                seq.values[i] = batch.values[i][row]
+        batch.members = tuple(id(seq) for seq in seqs)
+
+    def step_batch(
+        self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], latents: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        step, _ = self._batch_graphs()
+        for seq in seqs:
+            if seq.length + 1 > seq.limit:
+                raise ValueError(f"KV cache full: {seq.length} + 1 positions exceed {seq.limit}")
+        needed = max(seq.length for seq in seqs) + 1
+        stacked = (
+            batch.members == tuple(id(seq) for seq in seqs)
+            and needed <= batch.capacity
+            and all(
+                seq.keys[0].base is batch.keys[0] for seq in seqs
+            )  # a row call may have moved a sequence out (growing its own cache)
+        )
+        if not stacked:  # capacity in whole steps: the same shapes alone and in a batch
+            steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
+            self._restack(batch, seqs, max(steps * CACHE_STEP, batch.capacity))
+        positions = np.array([seq.length for seq in seqs], np.int64)
+        feeds: dict[str, np.ndarray] = {
+            "latents": np.asarray(latents, np.float32).reshape(len(seqs), 1, self._latent_dim),
+            "positions": positions,
+        }
+        for i in range(self._layers):
+            feeds[f"key_cache_{i}"] = batch.keys[i]
+            feeds[f"value_cache_{i}"] = batch.values[i]
+        out = dict(zip(self._step_outputs, step.run(None, feeds), strict=True))
+        for row, seq in enumerate(seqs):
+            pos = seq.length
+            for i in range(self._layers):
+                batch.keys[i][row, :, :, pos] = out[f"new_keys_{i}"][row, :, :, 0]
+                batch.values[i][row, :, pos] = out[f"new_values_{i}"][row, :, 0]
+            seq.length = pos + 1
+        return out["z"], out["eos_logit"][:, 0]
+
+    def sample_latent_batch(
+        self, z: np.ndarray, noise: np.ndarray, decode_steps: int
+    ) -> np.ndarray:
+        _, head = self._batch_graphs()
+        cond = np.ascontiguousarray(z, np.float32)
+        ones = np.ones((cond.shape[0], 1), np.float32)
+
+        def velocity(times: tuple[float, ...], x: np.ndarray) -> np.ndarray:
+            feeds = {"z": cond, "x": x}
+            for name, value in zip(self._head_times, times, strict=True):
+                feeds[name] = ones * np.float32(value)
+            return head.run(None, feeds)[0]
+
+        return integrate_flow(
+            velocity, np.asarray(noise, np.float32), self.config.flow_lm.flow.type, decode_steps
+        )
 
     # -- voice cloning ----------------------------------------------------
     @property

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pocketcli.engine.scheduler import SchedulerStats
 from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
-    from pocketcli.runtimes.registry import ModelRequest
+    from pocketcli.options import ModelRequest
     from pocketcli.voices.state import VoiceState
 
 
@@ -52,13 +53,17 @@ class Backend:
     ) -> Iterator[np.ndarray]:
         """Audio frames as they are generated (with ``options.output_chain``, through
         the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
-        # The model's lock, shared with sessions: one generation at a time per model.
-        with (
-            self.tts.generation_lock,
-            closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames,
-        ):
+        # A stream of the model's scheduler: concurrent requests (and sessions) are rows
+        # of one batched call per frame.
+        with closing(
+            self.tts.stream_together(text, voice, options, on_warning=on_warning)
+        ) as frames:
             for frame in frames:
                 yield frame.audio
+
+    def engine_stats(self) -> SchedulerStats:
+        """The engine scheduler's figures (ticks by batch size, frames)."""
+        return self.tts.scheduler.stats
 
     def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
         with self.tts.generation_lock:
@@ -102,18 +107,13 @@ class Backend:
 
 
 def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | None) -> Backend:
-    """Opens the model and its default voice: a voice file, else a built-in name,
-    else the model's own default (as ``pockettts tts`` chooses)."""
+    """Opens the model and its default voice, by the library's one rule
+    (``PocketTTS.choose_voice``: a voice file, else a built-in name, else the
+    model's own default), as ``pockettts tts`` chooses."""
     from dataclasses import replace
 
     from pocketcli.api import PocketTTS
-    from pocketcli.store.catalog import canonical_voice
 
     tts = PocketTTS.from_request(replace(request, progress=False))
-    if voice_file is not None:
-        return Backend(tts, tts.load_voice(voice_file, voice), voice or voice_file.stem)
-    name = voice or tts.default_voice_name()
-    if name is None:  # custom weights or a bare pack: no voice prompt
-        return Backend(tts, None, "none")
-    name = canonical_voice(name)
-    return Backend(tts, tts.voice(name), name)
+    chosen = tts.choose_voice(voice, voice_file)
+    return Backend(tts, chosen.state, chosen.name)

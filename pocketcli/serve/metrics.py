@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401  (re-exported)
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pocketcli.engine.scheduler import SchedulerStats
 
 _SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _RTFX = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+class _EngineCollector:
+    def __init__(self, stats: Callable[[], SchedulerStats | None]) -> None:
+        self._stats = stats
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        stats = self._stats()
+        ticks = CounterMetricFamily(
+            "pockettts_engine_ticks",
+            "Engine ticks by the streams that made a frame in them (the batch size)",
+            labels=["rows"],
+        )
+        frames = CounterMetricFamily("pockettts_engine_frames", "Frames made by the engine")
+        if stats is not None:
+            for rows, count in sorted(stats.batch_sizes.items()):
+                ticks.add_metric([str(rows)], count)
+            frames.add_metric([], stats.frames)
+        yield ticks
+        yield frames
 
 
 class Metrics:
@@ -55,6 +83,11 @@ class Metrics:
         self.generation_seconds = Counter(
             "pockettts_generation_seconds", "Seconds the model spent generating", registry=r
         )
+
+    def watch_engine(self, stats: Callable[[], SchedulerStats | None]) -> None:
+        """Adds the engine scheduler's figures, read at each scrape: ticks by rows per
+        tick (the batch sizes) and frames made."""
+        self.registry.register(_EngineCollector(stats))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

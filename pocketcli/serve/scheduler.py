@@ -1,8 +1,10 @@
-"""One generation at a time per loaded model, behind a bounded queue.
+"""Up to ``max_streams`` generations at once per loaded model, behind a bounded queue.
 
 A request becomes a ``Job``: a function returning an iterator (audio frames,
-or a single cloned voice). One worker thread runs the jobs in arrival order
-and hands each item to the request's event loop as soon as it exists. Before
+or a single cloned voice). ``max_streams`` worker threads take the jobs in
+arrival order and hand each item to the request's event loop as soon as it
+exists; speech jobs running together are streams of the engine's scheduler
+(``pocketcli.engine.scheduler``), rows of one batched call per frame. Before
 every item the worker checks the job's cancel flag (client gone, deadline,
 shutdown), so a cancelled job stops within the frame being computed. When
 ``max_queue`` jobs already wait, ``submit`` refuses with an estimate of when
@@ -107,22 +109,34 @@ class JobRunner(Protocol):
         """Refuses new work, cancels what waits and runs, waits up to ``timeout`` s."""
 
 
-def make_scheduler(max_queue: int, on_change: Callable[[], None] | None = None) -> JobRunner:
-    """The server's job runner: one job at a time, ``max_queue`` waiting."""
-    return Scheduler(max_queue, on_change)
+def make_scheduler(
+    max_queue: int, on_change: Callable[[], None] | None = None, max_streams: int = 1
+) -> JobRunner:
+    """The server's job runner: ``max_streams`` jobs at a time, ``max_queue`` waiting."""
+    return Scheduler(max_queue, on_change, max_streams)
 
 
 class Scheduler:
-    def __init__(self, max_queue: int, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        max_queue: int,
+        on_change: Callable[[], None] | None = None,
+        max_streams: int = 1,
+    ) -> None:
         self.max_queue = max_queue
+        self.max_streams = max(1, max_streams)
         self._waiting: deque[Job] = deque()
-        self._active: Job | None = None
+        self._running: list[Job] = []
         self._closed = False
         self._cond = threading.Condition()
         self._mean_seconds = 1.0  # running mean of job durations, for Retry-After
         self._on_change = on_change or (lambda: None)
-        self._thread = threading.Thread(target=self._run, name="pockettts-model", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"pockettts-model-{i}", daemon=True)
+            for i in range(self.max_streams)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def waiting(self) -> int:
@@ -130,17 +144,18 @@ class Scheduler:
 
     @property
     def active(self) -> int:
-        return 0 if self._active is None else 1
+        return len(self._running)
 
     def submit(self, job: Job) -> None:
         with self._cond:
             if self._closed:
                 raise ShuttingDown("the server is shutting down")
-            # One job runs and ``max_queue`` wait. Between two jobs the worker has
-            # freed its slot but not yet taken the next: count jobs, not the queue alone.
-            if self.active + len(self._waiting) >= 1 + self.max_queue:
+            # ``max_streams`` jobs run and ``max_queue`` wait. Between two jobs a worker
+            # has freed its slot but not yet taken the next: count jobs, not the queue alone.
+            if self.active + len(self._waiting) >= self.max_streams + self.max_queue:
                 ahead = len(self._waiting) + 1
-                raise QueueFull(max(1, math.ceil(ahead * self._mean_seconds)))
+                seconds = ahead * self._mean_seconds / self.max_streams
+                raise QueueFull(max(1, math.ceil(seconds)))
             job._on_cancel = self._withdraw
             self._waiting.append(job)
             self._cond.notify()
@@ -159,11 +174,13 @@ class Scheduler:
         """Refuses new work, cancels what waits and what runs, waits for the worker."""
         with self._cond:
             self._closed = True
-            jobs = [*self._waiting, *([self._active] if self._active else [])]
+            jobs = [*self._waiting, *self._running]
             self._cond.notify_all()
         for job in jobs:
             job.cancel("shutdown")
-        self._thread.join(timeout)
+        end = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, end - time.monotonic()))
 
     def _run(self) -> None:
         while True:
@@ -173,13 +190,13 @@ class Scheduler:
                 if not self._waiting:
                     return
                 job = self._waiting.popleft()
-                self._active = job
+                self._running.append(job)
             self._on_change()
             outcome = self._execute(job)
             # The slot is free before the client can hear the end: a client that asks
             # again at once never finds its own finished job still counted.
             with self._cond:
-                self._active = None
+                self._running.remove(job)
             job._post(*outcome)
             self._on_change()
 

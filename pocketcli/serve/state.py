@@ -48,7 +48,8 @@ class ServerState:
             return
         limits = self.settings.limits
         self.voices = VoiceBook(backend, self.settings.voice_dir, limits.max_cloned_voices)
-        self.scheduler = make_scheduler(limits.max_queue, self.update_gauges)
+        self.scheduler = make_scheduler(limits.max_queue, self.update_gauges, limits.max_streams)
+        self.metrics.watch_engine(backend.engine_stats)
         self.backend = backend
         self.metrics.ready.set(1)
         log.info(

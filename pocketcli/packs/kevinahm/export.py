@@ -13,16 +13,14 @@ The bundle is assembled in a temporary sibling folder and renamed into place.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-from pocketcli.atomic import DIR_MODE, FILE_MODE
+from pocketcli.atomic import atomic_folder
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import check_checkpoint, read_checkpoint
 from pocketcli.packs.encoder_weights import cloning_support
@@ -102,9 +100,7 @@ def export_bundle(
     say("reading checkpoint")
     weights = read_checkpoint(checkpoint)
     check_checkpoint(weights, config)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.exporting-", dir=out_dir.parent))
-    try:
+    with atomic_folder(out_dir, "exporting") as work:
         fl = config.flow_lm
         builders = {
             "text_conditioner": lambda: build_text_conditioner(weights, fl),
@@ -146,17 +142,4 @@ def export_bundle(
         (work / SIDECAR_FILE).write_text(
             json.dumps(sidecar, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
-        os.chmod(work, DIR_MODE)
-        for item in work.iterdir():
-            os.chmod(item, FILE_MODE)
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(old)
-            work.rename(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return out_dir

@@ -50,7 +50,6 @@ from pocketcli.serve.turns import SpokenTurn, TurnError, describe_failure, langu
 router = APIRouter()
 
 MIN_RATE, MAX_RATE = 8000, 48000
-_open_sockets = 0
 
 
 class _Closing(Exception):
@@ -63,7 +62,6 @@ class _Closing(Exception):
 
 @router.websocket("/tts/ws")
 async def tts_ws(websocket: WebSocket) -> None:
-    global _open_sockets
     state = state_of(websocket)  # type: ignore[arg-type]
     key = state.settings.api_key
     if key and not key_matches(dict(websocket.scope["headers"]), key.encode()):
@@ -71,25 +69,27 @@ async def tts_ws(websocket: WebSocket) -> None:
         return
     await websocket.accept()
     limits = state.settings.limits
-    if _open_sockets >= limits.ws_max_sockets:
+    sockets: set[WebSocket] | None = getattr(websocket.app.state, "pockettts_ws", None)
+    if sockets is None:  # the sockets open on this app
+        sockets = websocket.app.state.pockettts_ws = set()
+    if len(sockets) >= limits.ws_max_sockets:
         await _send_error(
-            websocket, f"{_open_sockets} sockets are open, the server's limit", "too_many_sockets"
+            websocket, f"{len(sockets)} sockets are open, the server's limit", "too_many_sockets"
         )
         await websocket.close(code=1013)
         return
-    _open_sockets += 1
     try:
         loaded = ready(websocket)  # type: ignore[arg-type]
     except ApiError as exc:
-        _open_sockets -= 1
         await _send_error(websocket, exc.message, exc.code)
         await websocket.close(code=1013)
         return
+    sockets.add(websocket)
     socket = _Socket(websocket, loaded)
     try:
         await socket.serve()
     finally:
-        _open_sockets -= 1
+        sockets.discard(websocket)
         await socket.drop_turn()
 
 
@@ -259,6 +259,7 @@ class _Socket:
             import soxr
 
             resampler = soxr.ResampleStream(backend.sample_rate, rate, 1, dtype="float32")
+        outcome = "cancelled"  # what it stays if the socket or the server goes away
         try:
             async for audio in turn.audio():
                 if resampler is not None:
@@ -271,18 +272,24 @@ class _Socket:
                 await self._send_audio(encoder.encode(tail), binary)
             await self._send_audio(encoder.finish(), binary)
             await self.send_event("final", request_id)
-            log = logs.logger()
-            log.info(
-                "ws turn",
-                extra={"request_id": request_id, "chars": turn.chars, "samples": turn.samples},
-            )
+            outcome = "done"
         except (WebSocketDisconnect, RuntimeError, asyncio.CancelledError):
             await turn.cancel()
             raise
         except Exception as exc:
+            outcome = "error"
             await self.error(*describe_failure(exc))
         finally:
             encoder.close()
+            logs.logger().info(
+                "ws turn",
+                extra={
+                    "request_id": request_id,
+                    "outcome": outcome,
+                    "chars": turn.chars,
+                    "samples": turn.samples,
+                },
+            )
 
     async def _send_audio(self, pcm: bytes, binary: bool) -> None:
         if not pcm:

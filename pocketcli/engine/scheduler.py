@@ -1,0 +1,399 @@
+"""Many streams on one loaded model: every tick, each active stream advances one frame.
+
+Continuous batching, as LLM servers do it: streams join and leave at frame
+boundaries. A tick makes one FlowLM call for every stream that is past its
+first frame (each row at its own position, with its own mask), one flow-head
+call for all of them, and hands each stream's latents to one Mimi thread,
+which decodes them while the next tick's FlowLM runs. A joining stream's text
+prefill rides on its first frame, as alone; at most one prefill enters a tick,
+so a join stalls the others by about one prefill.
+
+A runtime without batched calls (``pocketcli.runtimes.base.batching``) is
+driven by the same ticks one row at a time, round-robin per frame, so first
+audio stays fair. A stream alone in its tick takes the row calls too: alone,
+it gives exactly the samples of ``generate_frames``.
+
+Each stream's frames come out in order, through its ``StreamHandle``, as soon
+as they are decoded. A stream whose reader falls ``max_ahead`` frames behind
+sits out ticks until it reads (memory stays bounded by the model). ``cancel``
+takes effect at the next tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import queue
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pocketcli.engine.generator import (
+    ChunkRun,
+    ChunkTrace,
+    Frame,
+    GenerationSettings,
+    silence_frames,
+)
+from pocketcli.engine.noise import NoiseSource
+from pocketcli.normalize.timeline import Pause
+from pocketcli.runtimes.base import Runtime, batching
+from pocketcli.text import ChunkPlan
+from pocketcli.voices.state import VoiceState
+
+# Frames a stream may have made but not yet had read before it sits out (about 2.5 s).
+MAX_AHEAD_FRAMES = 32
+
+_END = object()
+
+
+class StreamHandle:
+    """One stream's frames, in order: iterate (blocking), ``async for``, or ``cancel()``."""
+
+    def __init__(self, scheduler: Scheduler, stream_id: int) -> None:
+        self.id = stream_id
+        self._scheduler = scheduler
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._cancelled = threading.Event()
+        self._done = False
+
+    # -- the reader's side ----------------------------------------------
+    def __iter__(self) -> Iterator[Frame]:
+        return self
+
+    def __next__(self) -> Frame:
+        frame = self._next_or_none()
+        if frame is None:
+            raise StopIteration
+        return frame
+
+    def __aiter__(self) -> StreamHandle:
+        return self
+
+    async def __anext__(self) -> Frame:
+        frame = await asyncio.get_running_loop().run_in_executor(None, self._next_or_none)
+        if frame is None:
+            raise StopAsyncIteration
+        return frame
+
+    def _next_or_none(self) -> Frame | None:
+        if self._done:
+            return None
+        item = self._queue.get()
+        if item is _END or self._cancelled.is_set():
+            self._done = True
+            return None
+        if isinstance(item, BaseException):
+            self._done = True
+            raise item
+        self._scheduler._frame_read(self.id)
+        assert isinstance(item, Frame)
+        return item
+
+    def cancel(self) -> None:
+        """Stops the stream at the next tick; frames not yet read are dropped."""
+        if not self._cancelled.is_set():
+            self._cancelled.set()
+            self._queue.put(_END)
+            self._scheduler._wake()
+
+    close = cancel
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    # -- the scheduler's side -------------------------------------------
+    def _put(self, item: object) -> None:
+        self._queue.put(item)
+
+
+@dataclass
+class _Stream:
+    handle: StreamHandle
+    items: Iterator[ChunkPlan | Pause]
+    voice: VoiceState | None
+    noise: NoiseSource
+    settings: GenerationSettings
+    on_chunk: Callable[[ChunkTrace], None] | None
+    run: ChunkRun | None = None
+    chunk_index: int = 0
+    unread: int = 0  # frames handed to Mimi or the queue, not yet read
+    failed: bool = False
+
+
+@dataclass
+class SchedulerStats:
+    """What the scheduler did (for /metrics and benchmarks)."""
+
+    ticks: int = 0
+    frames: int = 0
+    batch_sizes: Counter[int] = field(default_factory=Counter)  # rows per tick -> ticks
+    batched_calls: int = 0  # FlowLM calls that advanced several rows at once
+
+
+class Scheduler:
+    """Advances every submitted stream of one runtime, one frame per tick, in one thread."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        max_ahead: int = MAX_AHEAD_FRAMES,
+        threaded_decoder: bool = True,
+        batched: bool = True,
+    ) -> None:
+        self.runtime = runtime
+        self.max_ahead = max_ahead
+        self._batched = batching(runtime) if batched else None
+        self._batch = self._batched.start_batch() if self._batched is not None else None
+        self._threaded = threaded_decoder
+        self._mimi = ThreadPoolExecutor(1, thread_name_prefix="mimi") if threaded_decoder else None
+        self._cond = threading.Condition()
+        self._streams: dict[int, _Stream] = {}
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.stats = SchedulerStats()
+        self._latent_dim = runtime.config.flow_lm.latent_dim
+
+    @property
+    def batches(self) -> bool:
+        """Whether ticks use the runtime's batched calls (else one row at a time)."""
+        return self._batched is not None
+
+    @property
+    def active_streams(self) -> int:
+        with self._cond:
+            return len(self._streams)
+
+    def submit(
+        self,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        noise: NoiseSource,
+        settings: GenerationSettings,
+        on_chunk: Callable[[ChunkTrace], None] | None = None,
+    ) -> StreamHandle:
+        """Starts a stream (it joins at the next tick); read its frames from the handle."""
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the scheduler is closed")
+            sid = next(self._ids)
+            handle = StreamHandle(self, sid)
+            self._streams[sid] = _Stream(handle, iter(chunks), voice, noise, settings, on_chunk)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="pockettts-scheduler", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+        return handle
+
+    def close(self) -> None:
+        """Cancels every stream and stops the scheduler's threads."""
+        with self._cond:
+            self._closed = True
+            streams = list(self._streams.values())
+            self._cond.notify_all()
+        for s in streams:
+            s.handle.cancel()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self._mimi is not None:
+            self._mimi.shutdown(wait=True)
+
+    # -- bookkeeping ------------------------------------------------------
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def _frame_read(self, sid: int) -> None:
+        with self._cond:
+            s = self._streams.get(sid)
+            if s is not None:
+                s.unread -= 1
+                if s.unread == self.max_ahead - 1:
+                    self._cond.notify_all()
+
+    def _leave(self, s: _Stream, item: object = _END) -> None:
+        """Removes a stream; its end (or error) follows the frames already on their way."""
+        with self._cond:
+            self._streams.pop(s.handle.id, None)
+        self._after_decodes(lambda: s.handle._put(item))
+
+    def _after_decodes(self, action: Callable[[], None]) -> None:
+        if self._mimi is None:
+            action()
+        else:
+            self._mimi.submit(action)
+
+    # -- the loop ---------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._closed:
+                        return
+                    for s in [s for s in self._streams.values() if s.handle.cancelled]:
+                        self._streams.pop(s.handle.id, None)
+                    runnable = [s for s in self._streams.values() if s.unread < self.max_ahead]
+                    if runnable:
+                        break
+                    self._cond.wait()
+            rows = self._rows(runnable)
+            if rows:
+                self._tick(rows)
+
+    def _rows(self, runnable: list[_Stream]) -> list[_Stream]:
+        """The streams that make a frame this tick (at most one of them starts a chunk)."""
+        rows: list[_Stream] = []
+        started = False
+        for s in runnable:
+            if not self._ready(s):
+                continue
+            assert s.run is not None
+            if s.run.first:
+                if started:
+                    continue  # its prefill waits for the next tick
+                started = True
+            rows.append(s)
+        return rows
+
+    def _ready(self, s: _Stream) -> bool:
+        """Moves ``s`` to a chunk that wants a frame (pauses are queued as they come);
+        False when it has none this tick (ended, failed)."""
+        try:
+            while s.run is None or not s.run.wants_frame():
+                if s.run is not None:
+                    self._decode(s, s.run, s.run.flush())
+                    s.run = None
+                item = next(s.items, None)
+                if item is None:
+                    self._leave(s)
+                    return False
+                if isinstance(item, Pause):
+                    config = self.runtime.config.mimi
+                    for frame in silence_frames(
+                        item.seconds, config.sample_rate, config.samples_per_frame
+                    ):
+                        self._emit(s, frame)
+                    continue
+                trace = ChunkTrace(item, [])
+                if s.on_chunk is not None:
+                    s.on_chunk(trace)
+                s.run = ChunkRun(self.runtime, s.chunk_index, item, s.voice, s.settings, trace)
+                s.chunk_index += 1
+        except Exception as exc:
+            self._fail(s, exc)
+            return False
+        return True
+
+    def _fail(self, s: _Stream, exc: BaseException) -> None:
+        s.failed = True
+        s.run = None
+        self._leave(s, exc)
+
+    def _emit(self, s: _Stream, frame: Frame) -> None:
+        with self._cond:
+            s.unread += 1
+        self._after_decodes(lambda: s.handle._put(frame))
+
+    def _decode(self, s: _Stream, run: ChunkRun, latents: np.ndarray | None) -> None:
+        if latents is None:
+            return
+        with self._cond:
+            s.unread += latents.shape[0]
+
+        def work() -> None:
+            if s.handle.cancelled or s.failed:
+                return
+            try:
+                audio = self.runtime.decode(run.decoder, latents)
+                for frame in run.frames(audio):
+                    s.handle._put(frame)
+            except Exception as exc:
+                s.failed = True
+                s.handle._put(exc)
+
+        if self._mimi is None:
+            work()
+        else:
+            self._mimi.submit(work)
+
+    def _tick(self, rows: list[_Stream]) -> None:
+        runtime, batched = self.runtime, self._batched
+        together = batched is not None and len(rows) > 1
+        z: dict[int, np.ndarray] = {}
+        eos: dict[int, float] = {}
+        stepping = [s for s in rows if s.run is not None and not s.run.first]
+        try:
+            if together and stepping:
+                assert batched is not None
+                zs, logits = batched.step_batch(
+                    self._batch,
+                    [s.run.seq for s in stepping],
+                    np.stack([s.run.latent for s in stepping]),
+                )
+                for i, s in enumerate(stepping):
+                    z[s.handle.id], eos[s.handle.id] = zs[i], float(logits[i])
+                self.stats.batched_calls += len(stepping) > 1
+            for s in rows:
+                if s.handle.id not in z:
+                    assert s.run is not None
+                    z[s.handle.id], eos[s.handle.id] = s.run.run_step(runtime)
+        except Exception as exc:  # one call failed: every row in it fails
+            for s in rows:
+                self._fail(s, exc)
+            return
+
+        going: list[_Stream] = []
+        for s in rows:
+            assert s.run is not None
+            if s.run.take_output(eos[s.handle.id]):
+                going.append(s)
+        self.stats.ticks += 1
+        self.stats.batch_sizes[len(rows)] += 1
+        if not going:
+            return
+        noise: dict[int, np.ndarray] = {}
+        by_steps: dict[int, list[_Stream]] = {}
+        for s in going:
+            try:  # a stream's own noise source may stop it (a session's cancel does)
+                noise[s.handle.id] = s.noise(self._latent_dim)
+            except Exception as exc:
+                self._fail(s, exc)
+                continue
+            by_steps.setdefault(s.settings.decode_steps, []).append(s)
+        latents: dict[int, np.ndarray] = {}
+        for steps, group in by_steps.items():
+            try:
+                if together:
+                    assert batched is not None
+                    made = batched.sample_latent_batch(
+                        np.stack([z[s.handle.id] for s in group]),
+                        np.stack([noise[s.handle.id] for s in group]),
+                        steps,
+                    )
+                    latents.update((s.handle.id, made[i]) for i, s in enumerate(group))
+                else:
+                    for s in group:
+                        latents[s.handle.id] = runtime.sample_latent(
+                            z[s.handle.id], noise[s.handle.id], steps
+                        )
+            except Exception as exc:
+                for s in group:
+                    self._fail(s, exc)
+        for s in going:
+            run = s.run
+            if run is None or s.handle.id not in latents:
+                continue
+            try:
+                self._decode(s, run, run.take_latent(latents[s.handle.id], eos[s.handle.id]))
+                self.stats.frames += 1
+            except Exception as exc:
+                self._fail(s, exc)

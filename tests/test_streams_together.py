@@ -1,0 +1,265 @@
+"""Many streams of one model at once (the scheduler), on the committed tiny pack.
+
+Each stream's audio must be its audio alone (``generate_frames``), bit for
+bit, whatever shares its ticks, in fp32 and int8. Real ONNX Runtime sessions,
+real batched graphs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pocketcli import PocketTTS
+from pocketcli.engine.generator import ChunkTrace, Frame, generate_frames
+from pocketcli.engine.scheduler import Scheduler
+from pocketcli.normalize.timeline import Pause
+from pocketcli.options import SpeakOptions
+from pocketcli.packs.manifest import BATCH_GRAPHS, PackManifest
+from pocketcli.runtimes.base import batching
+
+TEXTS = (
+    "Hello there. This is the longest of the three lines, spoken in several chunks.",
+    "Short one.",
+    "A middle line, [pause:200ms] with a pause in it.",
+)
+SEEDS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def fp32(pack_dir) -> PocketTTS:
+    return PocketTTS.load(pack_dir)
+
+
+@pytest.fixture(scope="module")
+def int8(pack_dir) -> PocketTTS:
+    return PocketTTS.load(pack_dir, precision="int8")
+
+
+def _voices(tts: PocketTTS, fixture_dir: Path) -> list:
+    return [
+        tts.load_voice(fixture_dir / "voice.safetensors"),
+        None,
+        tts.load_voice(fixture_dir / "clone_voice.safetensors"),
+    ]
+
+
+def _jobs(tts: PocketTTS, fixture_dir: Path):
+    """(chunks, voice, noise, settings) of each line, fresh each call."""
+    jobs = []
+    for text, voice, seed in zip(TEXTS, _voices(tts, fixture_dir), SEEDS, strict=True):
+        opts = SpeakOptions(seed=seed, max_tokens=12)
+        jobs.append(
+            (tts.script_for(text, opts), voice, tts.noise_for(opts), tts.settings_for(opts))
+        )
+    return jobs
+
+
+def _alone(tts: PocketTTS, fixture_dir: Path) -> list[list[Frame]]:
+    return [list(generate_frames(tts.runtime, *job)) for job in _jobs(tts, fixture_dir)]
+
+
+def _together(scheduler: Scheduler, tts: PocketTTS, fixture_dir: Path) -> list[list[Frame]]:
+    """The three lines on one scheduler; the third joins once the first is under way."""
+    jobs = _jobs(tts, fixture_dir)
+    handles = [scheduler.submit(*jobs[0]), scheduler.submit(*jobs[1])]
+    got: list[list[Frame]] = [[next(handles[0])], []]
+    handles.append(scheduler.submit(*jobs[2]))
+    got.append([])
+    for i, handle in enumerate(handles):
+        got[i].extend(handle)
+    return got
+
+
+def _max_diff(a: list[Frame], b: list[Frame]) -> float:
+    assert [(f.chunk_index, f.frame_index, f.audio.size) for f in a] == [
+        (f.chunk_index, f.frame_index, f.audio.size) for f in b
+    ]
+    return max(float(np.abs(x.audio - y.audio).max()) for x, y in zip(a, b, strict=True))
+
+
+def test_fp32_streams_together_give_the_same_bytes_as_alone(fp32, fixture_dir) -> None:
+    assert batching(fp32.runtime) is not None
+    alone = _alone(fp32, fixture_dir)
+    scheduler = Scheduler(fp32.runtime)
+    try:
+        together = _together(scheduler, fp32, fixture_dir)
+        sizes = scheduler.stats.batch_sizes
+        assert scheduler.stats.batched_calls > 0
+    finally:
+        scheduler.close()
+    assert len({len(frames) for frames in alone}) == 3  # three different lengths
+    assert any(f.is_pause for f in alone[2])
+    for a, t in zip(alone, together, strict=True):
+        assert _max_diff(a, t) == 0.0
+    assert sizes[3] > 0 and sizes[2] > 0  # all three shared ticks, then two
+    assert scheduler.stats.frames == sum(sum(not f.is_pause for f in a) for a in alone)
+
+
+def test_int8_streams_give_the_same_bytes_together_and_alone(int8, fixture_dir) -> None:
+    alone = _alone(int8, fixture_dir)
+    scheduler = Scheduler(int8.runtime)
+    try:
+        together = _together(scheduler, int8, fixture_dir)
+        assert scheduler.stats.batch_sizes[3] > 0
+    finally:
+        scheduler.close()
+    for a, t in zip(alone, together, strict=True):
+        assert _max_diff(a, t) == 0.0
+
+
+def _pack_without_batched_graphs(pack_dir: Path, out: Path) -> Path:
+    """The tiny pack as packs built before batching are: no batched graphs."""
+    shutil.copytree(pack_dir, out)
+    data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
+    for graphs in data["graphs"].values():
+        for name in BATCH_GRAPHS:
+            file = graphs.pop(name)
+            for gone in (file, f"{file}.data"):
+                if (out / gone).exists():
+                    (out / gone).unlink()
+                data["files"].pop(gone, None)
+    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    assert not any("batch" in name for name in PackManifest.read(out).files)
+    return out
+
+
+def test_a_pack_without_batched_graphs_is_served_round_robin(
+    pack_dir, fixture_dir, tmp_path
+) -> None:
+    old = PocketTTS.load(_pack_without_batched_graphs(pack_dir, tmp_path / "old"))
+    assert batching(old.runtime) is None
+    assert "built before batching" in (old.runtime.batch_unavailable_reason or "")
+    scheduler = Scheduler(old.runtime)
+    try:
+        assert not scheduler.batches
+        together = _together(scheduler, old, fixture_dir)
+        sizes = scheduler.stats.batch_sizes
+        assert scheduler.stats.batched_calls == 0
+    finally:
+        scheduler.close()
+    # One row at a time, each stream a frame per tick: exactly the audio alone.
+    for a, t in zip(_alone(old, fixture_dir), together, strict=True):
+        assert _max_diff(a, t) == 0.0
+    assert sizes[3] > 0
+
+
+def test_a_cancelled_stream_leaves_within_a_frame(fp32, fixture_dir) -> None:
+    jobs = _jobs(fp32, fixture_dir)
+    alone = _alone(fp32, fixture_dir)
+    traces: list[ChunkTrace] = []
+    scheduler = Scheduler(fp32.runtime)
+    try:
+        chunks, voice, noise, settings = jobs[0]
+        cancelled = scheduler.submit(chunks, voice, noise, settings, traces.append)
+        other = scheduler.submit(*jobs[1])
+        next(cancelled)
+        steps = sum(len(t.eos_logits) for t in traces)
+        cancelled.cancel()
+        rest = list(other)
+        assert list(cancelled) == []
+        assert sum(len(t.eos_logits) for t in traces) <= steps + 1
+        assert _max_diff(alone[1], rest) == 0.0
+        assert scheduler.active_streams == 0
+    finally:
+        scheduler.close()
+
+
+def test_a_failing_stream_fails_alone(fp32, fixture_dir) -> None:
+    jobs = _jobs(fp32, fixture_dir)
+
+    def broken_text() -> Iterator:
+        yield from jobs[0][0][:1]
+        raise ValueError("the text source broke")
+
+    scheduler = Scheduler(fp32.runtime)
+    try:
+        bad = scheduler.submit(broken_text(), *jobs[0][1:])
+        good = scheduler.submit(*jobs[1])
+        with pytest.raises(ValueError, match="text source broke"):
+            list(bad)
+        frames = list(good)
+    finally:
+        scheduler.close()
+    assert _max_diff(_alone(fp32, fixture_dir)[1], frames) == 0.0
+
+
+def test_synthesize_many_and_async_give_each_text_its_audio(fp32, fixture_dir) -> None:
+    voices = _voices(fp32, fixture_dir)
+    options = [SpeakOptions(seed=s, max_tokens=12) for s in SEEDS]
+    alone = [fp32.synthesize(t, v, o) for t, v, o in zip(TEXTS, voices, options, strict=True)]
+    many = fp32.synthesize_many(list(TEXTS), voices, options)
+    for a, m in zip(alone, many, strict=True):
+        assert np.array_equal(a, m)
+
+    async def main() -> list[np.ndarray]:
+        return await asyncio.gather(
+            *(fp32.asynthesize(t, v, o) for t, v, o in zip(TEXTS, voices, options, strict=True))
+        )
+
+    for a, m in zip(alone, asyncio.run(main()), strict=True):
+        assert np.array_equal(a, m)
+    with pytest.raises(ValueError, match="3 texts need 3 voices"):
+        fp32.synthesize_many(list(TEXTS), voices[:2])
+
+
+def test_pauses_keep_their_place_in_a_stream(fp32, fixture_dir) -> None:
+    jobs = _jobs(fp32, fixture_dir)
+    scheduler = Scheduler(fp32.runtime)
+    try:
+        frames = list(scheduler.submit(*jobs[2]))
+    finally:
+        scheduler.close()
+    kinds = [f.is_pause for f in frames]
+    pause = next(item for item in jobs[2][0] if isinstance(item, Pause))
+    silent = int(round(pause.seconds * fp32.sample_rate))
+    assert sum(f.audio.size for f in frames if f.is_pause) == silent
+    start = kinds.index(True)
+    assert start > 0 and not any(kinds[start + sum(kinds) :])  # speech, silence, speech
+
+
+class _CallLog:
+    """The runtime, with the order of its FlowLM calls written down."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._runtime, name)
+        if name not in ("prefill_then_step", "step", "step_batch"):
+            return attr
+
+        def logged(*args, **kwargs):
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+
+        return logged
+
+
+def test_at_most_one_prefill_joins_a_tick(fp32, fixture_dir) -> None:
+    log = _CallLog(fp32.runtime)
+    assert batching(log) is not None
+    jobs = _jobs(fp32, fixture_dir) + _jobs(fp32, fixture_dir)  # six streams at once
+    scheduler = Scheduler(log)
+    try:
+        handles = [scheduler.submit(*job) for job in jobs]
+        for handle in handles:
+            list(handle)
+    finally:
+        scheduler.close()
+    # Between two batched steps of the running streams, at most one stream starts a chunk.
+    ticks = "".join(
+        "B" if c == "step_batch" else "P" if c.startswith("prefill") else "s" for c in log.calls
+    )
+    assert "B" in ticks and "PP" not in ticks.replace("s", "")
+    assert ticks.count("P") == sum(
+        sum(1 for item in job[0] if not isinstance(item, Pause)) for job in jobs
+    )
