@@ -51,16 +51,16 @@ def export_command(
     from pocketcli.cli.store_options import usage_error
 
     if format_ not in FORMATS:
-        raise usage_error(UnknownNameError("--format", format_, FORMATS))
+        raise usage_error(UnknownNameError("format", format_, FORMATS))
     if precision not in ("fp32", "int8"):
-        raise usage_error(UnknownNameError("--precision", precision, ("fp32", "int8")))
+        raise usage_error(UnknownNameError("precision", precision, ("fp32", "int8")))
     if language is not None and config is not None:
         raise click.UsageError("--config and --language both name the model: give one")
     if language is not None:
         from pocketcli.store.catalog import known_languages
 
         if language not in known_languages("onnx"):
-            raise usage_error(UnknownNameError("--language", language, known_languages("onnx")))
+            raise usage_error(UnknownNameError("language", language, known_languages("onnx")))
     from pocketcli.packs.kevinahm.export import export_bundle
     from pocketcli.store.onnx import model_files
 
