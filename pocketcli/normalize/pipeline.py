@@ -22,7 +22,7 @@ from pocketcli.normalize.languages import Language, resolve
 from pocketcli.normalize.ordinals import read_ordinals
 from pocketcli.normalize.phones import read_phones
 from pocketcli.normalize.rewrite import tidy_spaces
-from pocketcli.normalize.symbols import number_signs, read_symbols
+from pocketcli.normalize.symbols import number_signs, read_names, read_symbols
 from pocketcli.normalize.unicode import clean
 from pocketcli.normalize.units import read_units
 from pocketcli.normalize.web import MODES, read_web
@@ -61,6 +61,7 @@ def _run(text: str, lang: Language, urls: str, emails: str) -> str:
     """Every pass once, in order."""
     text = clean(text, lang)
     text = read_web(text, lang, urls=urls, emails=emails)
+    text = read_names(text, lang)
     text = expand_abbreviations(text, lang, before_digits=True)
     text = number_signs(text, lang)
     text = read_dates(text, lang)

@@ -66,7 +66,9 @@ LANGUAGE = Language(
     group_separators=", ",
     day_first=False,
     # Accented letters the English tokenizer has pieces for (names, loanwords).
-    letters="àáâãäåçèéêíñóôöøúüÀÁÂÃÄÅÇÈÉÊÍÑÓÔÖØÚÜ",
+    # The diaeresis and circumflex of loanwords too ("naïve", "Zoë", "maître"), so that no
+    # accent of an English spelling is dropped while another is kept ("Café").
+    letters="àáâãäåçèéêëíîïñóôöøúüÀÁÂÃÄÅÇÈÉÊËÍÎÏÑÓÔÖØÚÜ",
     words=Words(
         point="point",
         minus="minus",
