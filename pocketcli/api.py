@@ -253,7 +253,8 @@ class PocketTTS:
         on_warning: Callable[[str], None] | None = None,
     ) -> ChosenVoice:
         """The voice every front end speaks with, by one rule: a recording to
-        clone (saved to ``save_voice`` when given), else a voice file (``voice``
+        clone (saved to ``save_voice`` when given, and then spoken as read back
+        from it, so a format that keeps less is what is heard), else a voice file (``voice``
         then picks one voice of a voices.bin), else the built-in ``voice`` by
         name, else the model's default (none for a model without built-in
         voices: no voice prompt)."""
@@ -261,6 +262,9 @@ class PocketTTS:
             state = self.clone_voice(clone_voice, on_warning=on_warning)
             if save_voice is not None:
                 self.save_voice(state, save_voice, on_warning=on_warning)
+                # The voice spoken is the voice saved: a .bin keeps 125 frames of the
+                # prompt, so a later run with that file sounds the same as this one.
+                state = self.load_voice(save_voice, on_warning=on_warning)
             saved = Path(save_voice) if save_voice is not None else None
             return ChosenVoice(state, Path(clone_voice).stem, saved)
         if voice_file is not None:

@@ -127,7 +127,7 @@ def run_tts(f: TtsFlags, model: ModelFlags) -> None:
         shown = live.output or ""
     else:
         assert words is not None
-        speak_once(tts, words, chosen.state, output, options, timing, out_format, _warning(f))
+        speak_once(tts, words, chosen.state, output, options, timing, out_format, warn)
         shown = output
     total = time.perf_counter() - started
     if f.metrics is not None:
@@ -239,11 +239,9 @@ def _read_text(f: TtsFlags) -> str | None:
     return read_text(f.text_arg if f.text_arg is not None else f.text)
 
 
-def _warning(f: TtsFlags):
-    return None if f.quiet else warn
-
-
 def warn(message: str) -> None:
+    """A warning (what was cut, clipped or ignored): one line, printed with -q too, since
+    -q hides the summary and the notes, not what changed the result."""
     sys.stderr.write(f"pockettts: warning: {message}\n")
 
 
@@ -268,9 +266,7 @@ def _voice_precedence(f: TtsFlags, say) -> None:
 
 
 def _choose(tts: PocketTTS, f: TtsFlags) -> ChosenVoice:
-    chosen = choose_voice(
-        tts, f.voice, f.voice_file, f.clone_voice, f.save_voice, on_warning=_warning(f)
-    )
+    chosen = choose_voice(tts, f.voice, f.voice_file, f.clone_voice, f.save_voice, on_warning=warn)
     if chosen.state is None and not f.quiet:
         notice(
             "this model has no built-in voice: speaking without a voice prompt"
@@ -296,7 +292,7 @@ def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> 
         overwrite=f.overwrite,
         accept_refused=f.accept_refused,
         quiet=f.quiet,
-        on_warning=_warning(f),
+        on_warning=warn,
     )
 
 
@@ -324,7 +320,7 @@ def run_live_mode(
         options,
         words=words,
         quiet=f.quiet,
-        on_warning=_warning(f),
+        on_warning=warn,
         timing=timing,
         fmt=fmt,
     )

@@ -166,7 +166,7 @@ def tts_command(
     ssml: bool | None = typer.Option(
         None, "--ssml/--no-ssml", help="Read the text as SSML (default: when it starts <speak>)."
     ),
-    quiet: bool = flags.quiet("No timing summary or notices on stderr."),
+    quiet: bool = flags.quiet("No timing summary or notes on stderr (warnings still print)."),
     play: bool = typer.Option(
         False, "--play", help="Play on the sound device as it is generated (-o: also a file)."
     ),

@@ -123,6 +123,7 @@ def write_conditioning_bin(
         warn(
             f"{path}: FluidAudio .bin voices hold at most {BIN_MAX_FRAMES} frames (10 s);"
             f" kept the first {BIN_MAX_FRAMES} of {cond.shape[0]}"
+            f" (save as .safetensors to keep all {cond.shape[0]})"
         )
         cond = cond[:BIN_MAX_FRAMES]
     with atomic_path(path) as tmp:
