@@ -46,7 +46,7 @@ from random_pack import cached_random_pack
 from pocketcli.batch.jobs import auto_split, available_cores
 from pocketcli.bench.corpus import load_corpus
 from pocketcli.cli.batch_command import VoiceFlags, run_batch_command
-from pocketcli.cli.model_options import validate_choice
+from pocketcli.cli.model_options import ModelFlags
 from pocketcli.options import SpeakOptions
 
 
@@ -61,7 +61,8 @@ def run_mode(
 ):
     out = work / "out" / label.replace(" ", "_").replace("-", "")
     shutil.rmtree(out, ignore_errors=True)
-    choice = validate_choice(pack, None, None, "onnx", precision, offline=True, quiet=True)
+    flags = ModelFlags(model_dir=pack, runtime="onnx", precision=precision, offline=True)
+    choice = flags.request(quiet=True)
     env_before = os.environ.get("POCKETTTS_THREADS")
     if threads is not None:
         os.environ["POCKETTTS_THREADS"] = str(threads)

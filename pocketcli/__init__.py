@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "PocketTTS": "pocketcli.api",
     "SpeakOptions": "pocketcli.options",
-    "ModelRequest": "pocketcli.runtimes.registry",
+    "ModelRequest": "pocketcli.options",
     "RuntimeSpec": "pocketcli.runtimes.registry",
 }
 __all__ = [*_EXPORTS, "__version__"]

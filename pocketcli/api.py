@@ -30,10 +30,10 @@ from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, ge
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Scheduler, StreamHandle
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
-from pocketcli.options import SpeakOptions
+from pocketcli.options import DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 from pocketcli.text import ChunkPlan, EmptyTextError, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 from pocketcli.text.overlong import split_overlong
@@ -56,7 +56,7 @@ class PocketTTS:
         runtime: Runtime,
         tokenizer_path: Path,
         tokenizer_kind: str,
-        language: str = "english",
+        language: str = DEFAULT_LANGUAGE,
         *,
         spec: RuntimeSpec | None = None,
         request: ModelRequest | None = None,
@@ -124,9 +124,14 @@ class PocketTTS:
     @classmethod
     def from_request(cls, request: ModelRequest) -> PocketTTS:
         """``open`` for a ``ModelRequest`` (what front ends build from their flags)."""
-        request = request.checked()
-        spec = request.spec
-        loaded = spec.load(spec.find_pack(request), request)
+        request = registry.check(request)
+        spec = registry.spec_for(request)
+        return cls._from_loaded(spec.load(spec.find_pack(request), request), spec, request)
+
+    @classmethod
+    def _from_loaded(
+        cls, loaded: LoadedModel, spec: RuntimeSpec, request: ModelRequest
+    ) -> PocketTTS:
         return cls(
             loaded.runtime,
             loaded.tokenizer_path,
@@ -165,28 +170,20 @@ class PocketTTS:
         config named like the pack. The flow decoder's 8 steps are baked in,
         so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
         """
-        from pocketcli.runtimes.coreml import CoreMLRuntime
-
-        runtime = CoreMLRuntime(
-            pack_dir, precision, placement, compute_units, predictor_factory, config=config
-        )
         request = ModelRequest(
             model_dir=Path(pack_dir),
             runtime="coreml",
-            precision=runtime.precision,
-            placement=runtime.placement,
+            precision=precision,
+            placement=placement,
             compute_units=compute_units,
         )
-        return cls(
-            runtime,
-            runtime.tokenizer_path,
-            runtime.tokenizer_kind,
-            runtime.language,
-            spec=registry.get("coreml"),
-            request=request,
-            pack_dir=Path(pack_dir),
-            pack_language=runtime.language,
-        )
+        # Through the registry like every runtime; need_here=False: the predictors
+        # may be twins that run anywhere (the runtime says when Core ML is missing).
+        request = registry.check(request, need_here=False)
+        spec = registry.spec_for(request)
+        extras = {"predictor_factory": predictor_factory, "config": config}
+        loaded = spec.load(Path(pack_dir), request, **extras)  # type: ignore[call-arg]
+        return cls._from_loaded(loaded, spec, request)
 
     @property
     def sample_rate(self) -> int:
@@ -246,6 +243,38 @@ class PocketTTS:
         """The voice state of ``default_voice_name()`` (None: no voice prompt)."""
         name = self.default_voice_name()
         return None if name is None else self.voice(name)
+
+    def choose_voice(
+        self,
+        voice: str | None = None,
+        voice_file: str | Path | None = None,
+        clone_voice: str | Path | None = None,
+        save_voice: str | Path | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> ChosenVoice:
+        """The voice every front end speaks with, by one rule: a recording to
+        clone (saved to ``save_voice`` when given), else a voice file (``voice``
+        then picks one voice of a voices.bin), else the built-in ``voice`` by
+        name, else the model's default (none for a model without built-in
+        voices: no voice prompt)."""
+        if clone_voice is not None:
+            state = self.clone_voice(clone_voice, on_warning=on_warning)
+            if save_voice is not None:
+                self.save_voice(state, save_voice, on_warning=on_warning)
+            saved = Path(save_voice) if save_voice is not None else None
+            return ChosenVoice(state, Path(clone_voice).stem, saved)
+        if voice_file is not None:
+            state = self.load_voice(voice_file, voice, on_warning=on_warning)
+            return ChosenVoice(state, voice or Path(voice_file).stem, Path(voice_file))
+        name = voice or self.default_voice_name()
+        if name is None:
+            return ChosenVoice(None, "none")
+        from pocketcli.store.catalog import canonical_voice
+
+        name = canonical_voice(name)
+        path = self.voice_file(name)
+        return ChosenVoice(self.load_voice(path, on_warning=on_warning), name, path)
 
     def load_voice(
         self,
@@ -424,10 +453,10 @@ class PocketTTS:
         chunks = self._script(
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
-        noise = self.noise_for(opts) if noise is None else noise
-        return self.frames_for(chunks, voice, opts, noise, on_chunk, together=together)
+        noise = self._noise_for(opts) if noise is None else noise
+        return self._frames_for(chunks, voice, opts, noise, on_chunk, together=together)
 
-    def frames_for(
+    def _frames_for(
         self,
         chunks: Iterable[ChunkPlan | Pause],
         voice: VoiceState | None,
@@ -442,7 +471,7 @@ class PocketTTS:
 
         ``together``: spoken by the model's scheduler, a stream among the others it
         speaks at the same time (alone there, the same samples as without)."""
-        settings = self.settings_for(opts)
+        settings = self._settings_for(opts)
         if together:
             frames = _handle_frames(self.scheduler.submit(chunks, voice, noise, settings, on_chunk))
         else:
@@ -532,7 +561,7 @@ class PocketTTS:
             frames.close()  # type: ignore[attr-defined]
         return _joined(pieces, opts)
 
-    def script_for(
+    def _script_for(
         self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
     ) -> list[ChunkPlan | Pause]:
         """``script`` with the text options of ``opts``."""
@@ -545,12 +574,12 @@ class PocketTTS:
             on_warning=on_warning,
         )
 
-    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+    def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
         """The seeded noise a synthesis with ``opts`` draws from."""
         temp = self.config.default_temperature if opts.temperature is None else opts.temperature
         return GaussianNoise(temp, opts.seed, opts.noise_clamp)
 
-    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+    def _settings_for(self, opts: SpeakOptions) -> GenerationSettings:
         eos = opts.eos_threshold
         return GenerationSettings(
             eos_threshold=self.config.default_eos_threshold if eos is None else eos,
@@ -571,7 +600,28 @@ class PocketTTS:
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
-        return Session(self, self._as_voice(voice), opts, on_warning=on_warning)
+        return Session(_SessionModel(self), self._as_voice(voice), opts, on_warning=on_warning)
+
+    # -- deprecated: the internals sessions used; a session now gets _SessionModel --
+    def frames_for(self, *args: Any, **kwargs: Any) -> Iterator[Frame]:
+        """Deprecated (internal): use ``stream`` or ``session``."""
+        _deprecated("frames_for", "stream or session")
+        return self._frames_for(*args, **kwargs)
+
+    def script_for(self, *args: Any, **kwargs: Any) -> list[ChunkPlan | Pause]:
+        """Deprecated: use ``script(text, normalize=..., max_tokens=...)``."""
+        _deprecated("script_for", "script")
+        return self._script_for(*args, **kwargs)
+
+    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
+        """Deprecated (internal): ``SpeakOptions(seed=...)`` sets the noise."""
+        _deprecated("noise_for", "SpeakOptions(seed=...)")
+        return self._noise_for(opts)
+
+    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
+        """Deprecated (internal): ``SpeakOptions`` carries the settings."""
+        _deprecated("settings_for", "SpeakOptions")
+        return self._settings_for(opts)
 
     def synthesize(
         self,
@@ -590,8 +640,81 @@ class PocketTTS:
         keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
         return _joined([f.audio for f in self.stream(text, voice, opts, **keywords)], opts)
 
+    def synthesize_to_file(
+        self,
+        text: str,
+        path: str | Path,
+        voice: VoiceState | str | Path | None = None,
+        options: SpeakOptions | None = None,
+        format: str | None = None,
+        **kwargs: Any,
+    ) -> float:
+        """Speaks ``text`` into an audio file and returns its length in seconds.
 
-_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
+        The file is what ``synthesize`` gives, encoded as ``format`` (wav, flac,
+        ogg, opus, mp3, s16le, f32le; default: from the file name, else wav).
+        Frames are streamed to a hidden file beside ``path`` as they are made
+        (memory does not grow with the text), which replaces ``path`` only once
+        complete: a failure or an interrupt leaves no partial file. Keywords as
+        ``synthesize`` (``seed=``, ``on_warning=``, ``on_chunk=``...).
+        """
+        from pocketcli.audio.output import open_audio_writer
+
+        opts = (options or SpeakOptions()).with_(
+            **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
+        )
+        keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
+        rate = self.sample_rate
+        with open_audio_writer(path, format, rate, peak_normalize=opts.peak_normalized) as out:
+            for frame in self.stream(text, voice, opts, **keywords):
+                out.write(frame.audio, speech=not frame.is_pause)
+        return out.samples / rate
+
+
+@dataclasses.dataclass(frozen=True)
+class ChosenVoice:
+    """The voice ``PocketTTS.choose_voice`` picked: its state (None: no voice
+    prompt), a name for reports and metrics, and its file when there is one."""
+
+    state: VoiceState | None
+    name: str
+    path: Path | None = None
+
+
+_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk", "together"})
+
+
+class _SessionModel:
+    """The narrow side of a loaded model that a ``Session`` drives (``session.SessionModel``):
+    its runtime, scripting a text, frames of a script (by the model's scheduler, beside
+    the other streams), the seeded noise."""
+
+    def __init__(self, tts: PocketTTS) -> None:
+        self._tts = tts
+        self.runtime = tts.runtime
+
+    def script(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+    ) -> list[ChunkPlan | Pause]:
+        return self._tts._script_for(text, opts, on_warning)
+
+    def frames(
+        self,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+    ) -> Iterator[Frame]:
+        return self._tts._frames_for(chunks, voice, opts, noise, together=True)
+
+    def noise(self, opts: SpeakOptions) -> GaussianNoise:
+        return self._tts._noise_for(opts)
+
+
+def _deprecated(name: str, instead: str) -> None:
+    warnings.warn(
+        f"PocketTTS.{name} is deprecated; use {instead}", DeprecationWarning, stacklevel=3
+    )
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -127,6 +128,22 @@ def _copy_into(tmp: str, target: str) -> None:
 
 
 @contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (are blocked) inside; on platforms or threads where they
+    cannot be blocked this does nothing."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, OSError, ValueError):  # no pthread_sigmask (Windows)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yields a temporary path for the caller to write; on success the data
     lands at ``path`` (see the module docstring). On any exception the
@@ -137,12 +154,16 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     # or FIFO is opened by the name given (/dev/stdout resolves to "pipe:[...]").
     target = os.path.realpath(path) if kind == "file" else os.fspath(path)
     folder = Path(target).parent if kind == "file" else Path(tempfile.gettempdir())
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)
-    except OSError as exc:
-        raise write_error(shown, exc) from None
+    # Ctrl-C or SIGTERM held while the temporary file is made and registered: a signal
+    # landing in between used to leave it behind (the stop handler only removes the
+    # registered ones). A held signal is handled on the next line, once it is registered.
+    with _signals_held():
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)
+        except OSError as exc:
+            raise write_error(shown, exc) from None
+        register_temporary(tmp)
     os.close(fd)
-    register_temporary(tmp)
     try:
         yield Path(tmp)
         raise_if_stopped()  # never publish an output after Ctrl-C or SIGTERM

@@ -1,17 +1,27 @@
-"""One typed set of options for a synthesis, shared by every front end.
+"""The two typed requests every front end builds: which model, and how to speak.
 
-The CLI, batch runs, the benchmark, sessions and the server all build one
-``SpeakOptions`` and hand it to the library; nothing below the API sees flags
-or dicts. ``None`` means "the model's own default" (taken from its config).
+``ModelRequest`` says which model to open (what ``PocketTTS.open`` takes, and
+what the CLI's model flags make); ``SpeakOptions`` how to speak one text. The
+CLI, batch runs, the benchmark, sessions and the server all build them and
+hand them to the library; nothing below the API sees flags or dicts. ``None``
+means "the default" (the runtime's, or the model's own, from its config).
+Their errors (``pocketcli.errors.FieldError``) name these fields, not flags.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
+from pocketcli.errors import OptionConflict, OptionsError
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
+
+__all__ = ["DEFAULT_LANGUAGE", "AUTO_RUNTIME", "ModelRequest", "OptionsError", "SpeakOptions"]
+
+DEFAULT_LANGUAGE = "english"  # the model spoken when no language, pack or config is named
+AUTO_RUNTIME = "auto"  # the best runtime that runs here
 
 # Above this the noise swamps the flow and the audio is garbage; pocket-tts's
 # own range of useful values is about 0..1.5.
@@ -19,17 +29,58 @@ MAX_TEMPERATURE = 10.0
 MAX_SEED = 2**64 - 1
 
 
-class OptionsError(ValueError):
-    """A value of SpeakOptions that cannot be used: ``field`` names it, ``problem`` says
-    what is wrong (``str()`` is both). Front ends call it by their own name (``named``):
-    the CLI by its flag, the server by its JSON field."""
+@dataclass(frozen=True)
+class ModelRequest:
+    """Which model to open: what ``PocketTTS.open`` and the CLI's model flags say.
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field} {problem}")
-        self.field, self.problem = field, problem
+    ``None`` means the runtime's default. Names are case-insensitive. The
+    runtime registry checks a request against its runtime
+    (``pocketcli.runtimes.registry.check``); ``normalized`` is the part that
+    needs no runtime.
+    """
 
-    def named(self, name: str) -> str:
-        return f"{name} {self.problem}"
+    language: str | None = None
+    model_dir: Path | None = None
+    config: str | None = None  # a Kyutai config YAML: path, https:// or hf://
+    runtime: str = AUTO_RUNTIME
+    precision: str | None = None
+    placement: str | None = None
+    compute_units: str | None = None
+    offline: bool = False
+    progress: bool = False  # download and build progress on stderr
+    threads: int | None = None
+    rebuild: bool = False  # build the pack again (runtimes that build packs)
+
+    @property
+    def model_language(self) -> str:
+        """The language asked for (the default one when none is)."""
+        return self.language or DEFAULT_LANGUAGE
+
+    def normalized(self) -> ModelRequest:
+        """Names lower-cased and stripped, ``model_dir`` a ``Path``; raises
+        ``OptionConflict`` when two fields both name the model."""
+        req = replace(
+            self,
+            language=_lower(self.language),
+            model_dir=Path(self.model_dir) if self.model_dir is not None else None,
+            runtime=_lower(self.runtime) or AUTO_RUNTIME,
+            precision=_lower(self.precision),
+            placement=_lower(self.placement),
+            compute_units=_lower(self.compute_units),
+        )
+        if req.config is not None and req.language is not None:
+            raise OptionConflict(
+                "{config} and {language} both name the model: give one", "config", "language"
+            )
+        if req.model_dir is not None and req.config is not None:
+            raise OptionConflict(
+                "{model_dir} already names the model: drop {config}", "model_dir", "config"
+            )
+        return req
+
+
+def _lower(value: str | None) -> str | None:
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ import asyncio
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -43,8 +43,30 @@ from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
-    from pocketcli.api import PocketTTS
     from pocketcli.audio.playback import AudioSink
+    from pocketcli.runtimes.base import Runtime
+
+
+class SessionModel(Protocol):
+    """What a session needs of a loaded model (``PocketTTS.session`` hands one over)."""
+
+    runtime: Runtime
+
+    def script(
+        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+    ) -> list[ChunkPlan | Pause]: ...
+
+    def frames(
+        self,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+    ) -> Iterator[Frame]:
+        """The frames of a script, spoken by the model's scheduler beside other streams."""
+        ...
+
+    def noise(self, opts: SpeakOptions) -> NoiseSource: ...
 
 
 class SessionClosed(RuntimeError):
@@ -100,7 +122,7 @@ class Session:
 
     def __init__(
         self,
-        tts: PocketTTS,
+        tts: SessionModel,
         voice: VoiceState | None,
         options: SpeakOptions,
         *,
@@ -112,7 +134,7 @@ class Session:
         self._voice = voice
         self._on_warning = on_warning
         self._cancelled = threading.Event()
-        self._noise = _StopOnCancel(noise or tts.noise_for(options), self._cancelled)
+        self._noise = _StopOnCancel(noise or tts.noise(options), self._cancelled)
         self._input: queue.Queue[Any] = queue.Queue()
         self._output: queue.Queue[Any] = queue.Queue()
         self._state = threading.Lock()
@@ -134,7 +156,7 @@ class Session:
             raise SessionClosed("the session is finished; start a new one")
         if not text.strip():
             return None
-        chunks = self._tts.script_for(text, self.options, self._on_warning)
+        chunks = self._tts.script(text, self.options, self._on_warning)
         with self._state:
             if self._closed:
                 raise SessionClosed("the session is finished; start a new one")
@@ -271,7 +293,7 @@ class Session:
 
     def _speak(self, index: int, chunks: list[ChunkPlan | Pause]) -> None:
         count = sum(1 for item in chunks if not isinstance(item, Pause))
-        frames = self._tts.frames_for(chunks, self._voice, self.options, self._noise, together=True)
+        frames = self._tts.frames(chunks, self._voice, self.options, self._noise)
         try:
             for f in frames:
                 self._output.put(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,19 @@ def loud_pack_dir() -> Path:
 @pytest.fixture(scope="session")
 def loud_reference() -> dict:
     return json.loads((LOUD / "reference.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def pack_built_for(pack_dir, tmp_path):
+    """``make(language)``: a copy of the tiny pack recorded as built for ``language``
+    (as `pockettts download` records it)."""
+
+    def make(language: str) -> Path:
+        pack = tmp_path / f"pack-{language}"
+        shutil.copytree(pack_dir, pack)
+        manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
+        manifest["source"]["language"] = language
+        (pack / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
+        return pack
+
+    return make

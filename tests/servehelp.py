@@ -29,9 +29,11 @@ LONG_TEXT = " ".join(
 
 
 def tiny_loader(pack: Path = PACK, voice_file: Path | None = VOICE) -> Callable[[], Backend]:
-    from pocketcli.cli.model_options import validate_choice
+    from pocketcli.cli.model_options import ModelFlags
 
-    choice = validate_choice(pack, None, None, "onnx", "fp32", offline=True, quiet=True)
+    choice = ModelFlags(model_dir=pack, runtime="onnx", precision="fp32", offline=True).request(
+        quiet=True
+    )
     return lambda: load_backend(choice, None, voice_file)
 
 

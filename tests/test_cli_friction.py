@@ -247,13 +247,9 @@ def test_the_hint_of_a_usage_error_names_the_subcommands_help(args) -> None:
     )
 
 
-def test_voices_of_a_pack_built_for_a_language_are_its_languages_voices(pack_dir, tmp_path):
+def test_voices_of_a_pack_built_for_a_language_are_its_languages_voices(pack_dir, pack_built_for):
     """-v lola works with a pack `pockettts download` built for spanish: voices lists it."""
-    pack = tmp_path / "pack"
-    shutil.copytree(pack_dir, pack)
-    manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
-    manifest["source"]["language"] = "spanish"
-    (pack / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
+    pack = pack_built_for("spanish")
     r = run("voices", "--model-dir", str(pack), "--json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)

@@ -235,7 +235,7 @@ def test_coreml_needs_macos(twin, config) -> None:
     with pytest.raises(CoreMLUnavailable) as info:
         CoreMLRuntime(twin, config=config)
     message = str(info.value)
-    assert "\n" not in message and "macOS" in message and "--runtime onnx" in message
+    assert "\n" not in message and "macOS" in message and "use the onnx runtime" in message
 
 
 def test_bad_flags_are_user_errors(twin, config) -> None:

@@ -1,9 +1,10 @@
 """No import cycles in the package, between modules or between its subpackages.
 
-Every import counts (module-level and inside functions, where the cycle only
-bites at run time); imports under ``if TYPE_CHECKING:`` do not. The same
-check as the team's tools/import_cycles.py, written here so a clone needs
-nothing beside it.
+Every import counts: module-level, inside functions (where the cycle only
+bites at run time) and under ``if TYPE_CHECKING:`` (a cycle in the types is
+a cycle in the design, even when Python never runs it). The team's
+tools/import_cycles.py skips the typing-only ones; this check is stricter and
+written here so a clone needs nothing beside it.
 """
 
 from __future__ import annotations
@@ -24,16 +25,8 @@ def _module(path: Path) -> str:
 
 def _imported(path: Path, module: str) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

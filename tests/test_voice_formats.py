@@ -340,12 +340,12 @@ def test_container_names_are_case_insensitive_but_exact_names_win(tts, tmp_path)
         tts.load_voice(path, "EVE")  # two names differ only in case: say so, pick none
 
 
-def test_inspect_a_folder_says_so_and_help_names_file(tmp_path) -> None:
+def test_inspect_a_folder_says_so_and_help_names_path(tmp_path) -> None:
     r = run("inspect", str(tmp_path))
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
-    assert f"is a folder, not a file: {tmp_path}" in r.stderr
+    assert f"{tmp_path} is a folder that holds no model" in r.stderr
     usage = run("inspect", "--help").stdout
-    assert "FILE" in usage.splitlines()[0] and "file" not in usage.splitlines()[0]
+    assert "PATH" in usage.splitlines()[0]
 
 
 def test_a_fluidaudio_bin_of_another_width_points_at_inspect(tts, tmp_path) -> None:

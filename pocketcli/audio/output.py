@@ -90,7 +90,9 @@ _ALIASES = {"wave": "wav", "vorbis": "ogg", "pcm": "s16le", "raw": "s16le", "mpe
 
 def format_for(name: str | os.PathLike[str] | None, explicit: str | None = None) -> OutputFormat:
     """The format ``explicit`` names (case-insensitive), else the one the file
-    name's suffix implies, else WAV. Raises ``AudioError`` for an unknown ``explicit``."""
+    name's suffix implies, else (no suffix, or stdout) WAV. Raises ``AudioError``
+    for an unknown ``explicit``, and for a suffix that is no audio format's (a
+    typo is not silently written as WAV)."""
     if explicit is not None:
         key = explicit.strip().lower()
         key = _ALIASES.get(key, key)
@@ -103,6 +105,12 @@ def format_for(name: str | os.PathLike[str] | None, explicit: str | None = None)
     for fmt in FORMATS.values():
         if suffix in fmt.suffixes:
             return fmt
+    if suffix:
+        known = ", ".join(s for fmt in FORMATS.values() for s in fmt.suffixes)
+        raise AudioError(
+            f"{os.fspath(name)}: {suffix!r} is no audio format's extension; name the file"
+            f" .wav, .flac... ({known}) or give the format ({', '.join(FORMATS)})"
+        )
     return FORMATS["wav"]
 
 

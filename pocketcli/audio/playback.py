@@ -148,9 +148,9 @@ def import_sounddevice() -> Any:
     try:
         import sounddevice
     except ImportError:
-        raise PlaybackError(f"--play needs the sounddevice package: {INSTALL_HINT}") from None
+        raise PlaybackError(f"playback needs the sounddevice package: {INSTALL_HINT}") from None
     except OSError:  # the Linux wheel does not bundle PortAudio
-        raise PlaybackError(f"--play needs the PortAudio library: {INSTALL_HINT}") from None
+        raise PlaybackError(f"playback needs the PortAudio library: {INSTALL_HINT}") from None
     return sounddevice
 
 

@@ -3,7 +3,7 @@
 The same class runs inside the driver (one process), in each ``--jobs``
 process and in each Ray actor, so every mode makes the same bytes for a line.
 A line's frames are streamed through the library's file writer
-(``open_audio_writer``) into a hidden ``.part`` file, so memory does not grow
+(``PocketTTS.synthesize_to_file``) into a hidden ``.part`` file, so memory does not grow
 with the line's length (issue 12). The worker hands back that file's path
 (``--jobs`` and one process: it is in the output folder) or, for a Ray actor
 that may sit on another node, its bytes; the driver alone publishes the file
@@ -21,8 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pocketcli.batch.plan import Job
-from pocketcli.options import SpeakOptions
-from pocketcli.runtimes.registry import ModelRequest
+from pocketcli.options import ModelRequest, SpeakOptions
 
 
 @dataclass(frozen=True)
@@ -96,8 +95,6 @@ class LineWorker:
     def make(self, job: Job, folder: Path | None = None, together: bool = False) -> LineResult:
         """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``);
         ``together``: as a stream of the model's scheduler, beside other lines."""
-        from pocketcli.audio.output import open_audio_writer
-
         result = LineResult(job, worker=self.name)
         traces: list = []
         started = time.perf_counter()
@@ -105,22 +102,19 @@ class LineWorker:
             folder = Path(job.spool) if job.spool is not None else Path(tempfile.gettempdir())
         # Matches the runner's clean-up of what a killed run leaves (".*.wav.*.part").
         part = folder / f".line{job.line}.wav.{os.getpid()}.part"
-        rate = self.tts.sample_rate
         try:
-            peak = self.options.peak_normalized
-            with open_audio_writer(part, "wav", rate, peak_normalize=peak) as writer:
-                speak = self.tts.stream_together if together else self.tts.stream
-                for frame in speak(
-                    job.text,
-                    self.voice,
-                    self.options,
-                    seed=job.seed,
-                    on_warning=result.warnings.append,
-                    on_chunk=traces.append,
-                ):
-                    writer.write(frame.audio, speech=not frame.is_pause)
+            result.duration = self.tts.synthesize_to_file(
+                job.text,
+                part,
+                self.voice,
+                self.options,
+                format="wav",
+                seed=job.seed,
+                on_warning=result.warnings.append,
+                on_chunk=traces.append,
+                together=together,
+            )
             result.path = str(part)
-            result.duration = writer.samples / rate
         except Exception as exc:  # one line's failure, whatever it is, never stops the rest
             part.unlink(missing_ok=True)
             # Errors name the user's file, never the hidden temporary one.

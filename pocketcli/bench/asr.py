@@ -16,6 +16,7 @@ import soxr
 
 from pocketcli.bench import ASR_BACKENDS
 from pocketcli.errors import UserError
+from pocketcli.options import DEFAULT_LANGUAGE
 
 BACKENDS = ASR_BACKENDS
 
@@ -57,7 +58,7 @@ def _faster_whisper(model: str | None, language: str) -> Recognizer:
 
 
 def load_recognizer(
-    backend: str, language: str = "english", model: str | None = None
+    backend: str, language: str = DEFAULT_LANGUAGE, model: str | None = None
 ) -> Recognizer | None:
     """The recogniser for ``backend``; None for "none" or when "auto" finds nothing."""
     if backend not in BACKENDS:

@@ -13,10 +13,12 @@ from pocketcli.bench import ASR_BACKENDS
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import (
+    MODEL,
+    ModelFlags,
     check_voice_name,
     choose_voice,
     load_model,
-    validate_choice,
+    takes_model_flags,
 )
 from pocketcli.cli.store_options import usage_error
 from pocketcli.errors import UnknownNameError
@@ -100,9 +102,10 @@ def _print_table(report, ratios: dict | None) -> None:
             f"{100 * s['wer_macro']:.1f}% / {100 * s['cer_macro']:.1f}%",
             *([""] * 2 if report.reference else []),
         )
-    Console(stderr=True).print(table)
+    Console().print(table)  # the result: on stdout, where a script can take it
 
 
+@takes_model_flags()
 def benchmark_command(
     corpus: str = typer.Option(
         "minimax-english",
@@ -114,15 +117,9 @@ def benchmark_command(
     corpus_path: Path | None = typer.Option(
         None, "--corpus-path", metavar="FILE", help="Phrase file (# comments)."
     ),
-    language: str | None = flags.language(),
     voice: str | None = flags.voice(),
     voice_file: Path | None = flags.voice_file(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
-    compute_units: str | None = flags.compute_units(),
-    placement: str | None = flags.placement(),
-    model_dir: Path | None = flags.model_dir(),
-    offline: bool = flags.offline(),
+    model: ModelFlags = MODEL,
     output_json: Path | None = typer.Option(
         None, "--output-json", metavar="FILE", help="Write the report."
     ),
@@ -148,10 +145,9 @@ def benchmark_command(
     compare_reference: bool = typer.Option(
         False, "--compare-reference", help="Also run Kyutai's pocket-tts on the same weights."
     ),
-    quiet: bool = flags.quiet("No table on stderr."),
+    quiet: bool = flags.quiet("No table on stdout, no progress on stderr."),
 ) -> None:
     from pocketcli.bench.asr import load_recognizer
-    from pocketcli.bench.corpus import load_corpus
     from pocketcli.bench.runner import run_benchmark
     from pocketcli.options import SpeakOptions
 
@@ -159,32 +155,17 @@ def benchmark_command(
         raise click.BadParameter(
             f"{asr_backend!r}; choose from {', '.join(ASR_BACKENDS)}", param_hint="--asr-backend"
         )
-    if compare_reference and model_dir is None:
+    if compare_reference and model.model_dir is None:
         raise click.UsageError("--compare-reference needs --model-dir (a locally built pack)")
     options = SpeakOptions(temperature=temperature, output_chain=False)  # main names the flag
     checks.readable_file(corpus_path, "corpus file")
     checks.voice_file(voice_file, voice)
     checks.writable_file(output_json, "--output-json file")
     checks.writable_dir(audio_dir, "--audio-dir folder")
-    choice = validate_choice(
-        model_dir,
-        language,
-        None,
-        runtime,
-        precision,
-        compute_units,
-        placement,
-        offline,
-        quiet=quiet,
-    )
+    choice = model.request(quiet=quiet)
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)
-    try:
-        phrases = load_corpus(corpus, corpus_path)[:limit]
-    except UnknownNameError as exc:
-        raise usage_error(exc) from None
-    if not phrases:
-        raise click.UsageError("the corpus has no phrases")
+    phrases = _phrases(corpus, corpus_path, limit)
     language_name = choice.model_language
     recognizer = None if skip_asr else load_recognizer(asr_backend, language_name, asr_model)
     voice_path: list[Path | None] = [voice_file]
@@ -197,22 +178,16 @@ def benchmark_command(
         threads[0] = getattr(tts.runtime, "threads", None)
         return tts, chosen.state
 
-    def progress(done: int, total: int) -> None:
-        if not quiet:
-            sys.stderr.write(f"\r{done}/{total} phrases")
-            sys.stderr.flush()
-            if done == total:
-                sys.stderr.write("\n")
-
     reference = None
     if compare_reference:
         from pocketcli.bench.reference import ReferenceSide
 
-        assert model_dir is not None
+        pack = choice.model_dir
+        assert pack is not None
 
         def reference() -> ReferenceSide:  # started once ours is loaded (its voice is known)
             return ReferenceSide(
-                model_dir,
+                pack,
                 voice=voice_path[0],
                 temperature=temperature,
                 quantize=choice.precision == "int8",
@@ -224,15 +199,15 @@ def benchmark_command(
         options=options,
         audio_dir=audio_dir,
         recognizer=recognizer,
-        progress=progress,
+        progress=None if quiet else _progress,
         reference=reference,
     )
-    report.settings = {
+    settings = {
         "corpus": str(corpus_path) if corpus_path else corpus,
         "language": choice.language,
         "placement": choice.placement,
         "compute_units": choice.compute_units,
-        "model_dir": str(model_dir) if model_dir else None,
+        "model_dir": str(choice.model_dir) if choice.model_dir else None,
         "runtime": choice.runtime,
         "precision": choice.precision,
         "voice": str(voice_path[0]) if voice_path[0] else None,
@@ -242,6 +217,32 @@ def benchmark_command(
         "reference_text": "ours after normalisation" if compare_reference else None,
         "order": "alternating, phrase by phrase" if compare_reference else None,
     }
+    _report(report, settings, output_json, quiet)
+
+
+def _phrases(corpus: str, corpus_path: Path | None, limit: int | None) -> list:
+    from pocketcli.bench.corpus import load_corpus
+
+    try:
+        phrases = load_corpus(corpus, corpus_path)[:limit]
+    except UnknownNameError as exc:
+        raise usage_error(exc) from None
+    if not phrases:
+        raise click.UsageError("the corpus has no phrases")
+    return phrases
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():  # one line, redrawn
+        sys.stderr.write(f"\r{done}/{total} phrases" + ("\n" if done == total else ""))
+    else:  # a log or a pipe: plain lines
+        sys.stderr.write(f"pockettts: {done}/{total} phrases\n")
+    sys.stderr.flush()
+
+
+def _report(report, settings: dict, output_json: Path | None, quiet: bool) -> None:
+    """The report's settings and ratios, then the JSON file and the table on stdout."""
+    report.settings = settings
     ratios = None
     if report.reference is not None:
         ratios = _ratios(report.summary.__dict__, report.reference)

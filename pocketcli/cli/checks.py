@@ -83,6 +83,28 @@ def _not_creatable(folder: Path) -> str | None:
         return f"{base} is a file, not a folder"
     if not os.access(base, os.W_OK | os.X_OK):
         return f"{base} is not writable"
+    return _refused(base)
+
+
+def _new_file_fits(folder: Path, what: str, path: Path | str) -> None:
+    """A new file can be made in ``folder`` (for ``path``, the user's words)."""
+    why = f"{folder} is not writable" if not os.access(folder, os.W_OK | os.X_OK) else None
+    why = why or _refused(folder)
+    if why is not None:
+        raise PathError(f"cannot write {what} {path}: {why}")
+
+
+def _refused(folder: Path) -> str | None:
+    """Why a new file cannot be made in ``folder`` (tried: permissions do not tell
+    for root, /proc or a read-only mount), or None."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".pockettts-check-")
+    except OSError as exc:
+        return f"{folder} takes no new files ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(probe)
     return None
 
 
@@ -111,14 +133,12 @@ def writable_file(path: Path | str | None, what: str) -> None:
             raise PathError(f"cannot write {what} {path}: permission denied")
         kind = output_kind(p)  # refuses sockets and block devices
         folder = Path(os.path.realpath(p)).parent
-        if kind == "file" and not os.access(folder, os.W_OK | os.X_OK):
-            # The new file is written beside the old one, then renamed over it.
-            raise PathError(f"cannot write {what} {path}: {folder} is not writable")
+        if kind == "file":  # the new file is written beside the old one, then renamed
+            _new_file_fits(folder, what, path)
         return
     parent = p.absolute().parent
     if parent.is_dir():
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise PathError(f"cannot write {what} {path}: {parent} is not writable")
+        _new_file_fits(parent, what, path)
         return
     why = _not_creatable(parent)
     if why is not None:

@@ -10,7 +10,7 @@ import typer
 
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli.model_options import load_model, validate_choice
+from pocketcli.cli.model_options import MODEL, ModelFlags, load_model, takes_model_flags
 
 HELP = """Clone the voice of a recording into a voice file.
 
@@ -41,19 +41,13 @@ def _warn(message: str) -> None:
     sys.stderr.flush()
 
 
+@takes_model_flags()
 def clone_command(
     audio: Path = typer.Argument(..., metavar="AUDIO", help="The recording to clone."),
     output: Path = typer.Option(
         ..., "-o", "--output", metavar="FILE", help="Voice file to write: .safetensors or .bin."
     ),
-    model_dir: Path | None = flags.model_dir(),
-    language: str | None = flags.language(),
-    config: str | None = flags.config(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
-    placement: str | None = flags.placement(),
-    compute_units: str | None = flags.compute_units(),
-    offline: bool = flags.offline(),
+    model: ModelFlags = MODEL,
     quiet: bool = flags.quiet(),
 ) -> None:
     from pocketcli.voices.files import check_voice_suffix
@@ -65,17 +59,7 @@ def clone_command(
         raise click.BadParameter(str(exc), param_hint="-o/--output") from None
     checks.recording(audio)
     checks.writable_file(output, "-o/--output")
-    choice = validate_choice(
-        model_dir,
-        language,
-        config,
-        runtime,
-        precision,
-        compute_units,
-        placement,
-        offline,
-        quiet=quiet,
-    )
+    choice = model.request(quiet=quiet)
 
     from pocketcli.voices.cloning import require_cloning
 

@@ -8,7 +8,13 @@ import typer
 
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
-from pocketcli.cli.model_options import check_voice_name, validate_choice
+from pocketcli.cli.model_options import (
+    MODEL,
+    ModelFlags,
+    check_voice_name,
+    takes_model_flags,
+)
+from pocketcli.runtimes import registry
 
 HELP = """Download models (and default voices) into the cache for later, offline runs.
 
@@ -32,48 +38,40 @@ Examples:
 """
 
 
+@takes_model_flags(
+    only=("language", "runtime", "precision", "placement", "config", "offline"),
+    language=flags.language("Language to fetch (default english)", True),
+    languages=True,
+)
 def download_command(
-    language: list[str] | None = flags.language("Language to fetch (default english)", True),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
-    placement: str | None = flags.placement(),
-    config: str | None = flags.config(),
+    model: ModelFlags = MODEL,
+    languages: list[str] | None = None,
     voice: list[str] | None = flags.voice("Also fetch this built-in voice (repeatable)."),
     rebuild: bool = typer.Option(
         False, "--rebuild", help="Build the pack again, retrying the gated weights (ONNX)."
     ),
-    offline: bool = flags.offline(),
     quiet: bool = flags.quiet("No progress on stderr."),
 ) -> None:
-    languages = list(dict.fromkeys(language or [None]))
     # Every language and voice is checked before the first download starts.
     requests = []
-    for name in languages:
-        request = validate_choice(
-            None,
-            name,
-            config,
-            runtime,
-            precision,
-            None,
-            placement,
-            offline,
-            need_here=False,
-            quiet=quiet or bool(requests),
+    for name in dict.fromkeys(languages or [None]):
+        request = replace(model, language=name).request(
+            need_here=False, quiet=quiet or bool(requests)
         )
         for extra in voice or ():
             check_voice_name(request, extra)
         requests.append(replace(request, rebuild=rebuild))
-    if rebuild and not requests[0].spec.builds_packs:
+    if rebuild and not registry.spec_for(requests[0]).builds_packs:
         raise click.UsageError(
             f"--rebuild is for runtimes that build their packs; {requests[0].runtime} "
             "downloads its packs as published"
         )
     for request in requests:
-        path = request.spec.find_pack(request)
+        spec = registry.spec_for(request)
+        path = spec.find_pack(request)
         if request.config is not None:
             typer.echo(f"{request.config}\t{path}")
             continue
         wanted = (None, *(voice or ()))  # None: the language's default voices
-        request.spec.fetch_voices(request, wanted)
+        spec.fetch_voices(request, wanted)
         typer.echo(f"{request.model_language}\t{path}")

@@ -68,9 +68,9 @@ def export_command(
     from pocketcli.cli.store_options import usage_error
 
     if format_ not in FORMATS:
-        raise usage_error(UnknownNameError("--format", format_, FORMATS))
+        raise usage_error(UnknownNameError("format", format_, FORMATS))
     if precision not in ("fp32", "int8"):
-        raise usage_error(UnknownNameError("--precision", precision, ("fp32", "int8")))
+        raise usage_error(UnknownNameError("precision", precision, ("fp32", "int8")))
     if format_ == "web" and voice_clip is None:
         raise click.UsageError("--format web needs --voice-clip AUDIO (the pack's voice)")
     if language is not None and config is not None:
@@ -79,7 +79,7 @@ def export_command(
         from pocketcli.store.catalog import known_languages
 
         if language not in known_languages("onnx"):
-            raise usage_error(UnknownNameError("--language", language, known_languages("onnx")))
+            raise usage_error(UnknownNameError("language", language, known_languages("onnx")))
     from pocketcli.packs.kevinahm.export import export_bundle
     from pocketcli.store.onnx import model_files
 

@@ -13,25 +13,33 @@ from typing import Any
 
 import typer
 
-from pocketcli.options import MAX_TEMPERATURE, OptionsError
+from pocketcli.errors import FieldError, UnknownNameError
+from pocketcli.options import MAX_TEMPERATURE
 from pocketcli.runtimes import registry
 
 FLUIDAUDIO_TEMPERATURE = 0.7  # FluidAudio's default; Kyutai's (and ours) is 0.3
 
-# The flag that sets each SpeakOptions field, so a refused value names what the user typed.
-OPTION_FLAGS = {
-    "temperature": "--temperature",
-    "seed": "--seed",
-    "max_tokens": "--max-tokens",
-    "noise_clamp": "--noise-clamp",
+# The flag that sets each library field (ModelRequest, SpeakOptions, the voice
+# choice), where it is not "--" + the field with dashes: the one place the
+# library's field names become the words the user typed.
+FIELD_FLAGS = {
     "normalize": "--no-normalize",
     "output_chain": "--no-deess",
+    "peak_normalize": "--no-deess",
 }
 
 
-def options_message(exc: OptionsError) -> str:
-    """A SpeakOptions error in the user's words: the flag, not the field."""
-    return exc.named(OPTION_FLAGS.get(exc.field, exc.field))
+def flag_for(field: str) -> str:
+    """The flag that sets a library field (``model_dir`` -> ``--model-dir``)."""
+    return FIELD_FLAGS.get(field) or "--" + field.replace("_", "-")
+
+
+def in_flags(exc: FieldError) -> str:
+    """A library error about fields in the user's words: the flags, not the fields.
+    An unknown name keeps its kind in words ("unknown voice 'x'")."""
+    if isinstance(exc, UnknownNameError):
+        return str(exc)
+    return exc.named({field: flag_for(field) for field in exc.fields})
 
 
 def lower(value: Any) -> Any:
@@ -168,9 +176,11 @@ def quiet(what: str = "No summary on stderr.") -> Any:
     return typer.Option(False, "-q", "--quiet", help=what)
 
 
-def voice(what: str = "Built-in voice (default: the language's own, else alba).") -> Any:
+def voice(
+    what: str = "Built-in voice (default: the language's own, else alba).", *aliases: str
+) -> Any:
     return typer.Option(
-        None, "-v", "--voice", metavar="NAME", autocompletion=complete_voice, help=what
+        None, "-v", "--voice", *aliases, metavar="NAME", autocompletion=complete_voice, help=what
     )
 
 

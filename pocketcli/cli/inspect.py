@@ -1,4 +1,5 @@
-"""``pockettts inspect FILE``: what a voice file or a checkpoint is, and which models it fits.
+"""``pockettts inspect PATH``: what a voice file, a checkpoint, a model pack or a recording
+is, and which models it fits.
 
 Reads headers only (no tensor data), never the network; the models it fits are
 the Kyutai configs pockettts knows (``pockettts download --language ...``).
@@ -15,10 +16,11 @@ import typer
 from pocketcli.store.catalog import catalog
 from pocketcli.tensorfile import TensorFile, TensorFileError, dtype_counts, looks_like_safetensors
 
-HELP = """Tell what FILE is: a voice file (its format, frames, width, dtype and the
-models it fits), a Kyutai checkpoint (dtypes, parameters, the configs it fits), or a
+HELP = """Tell what PATH is: a voice file (its format, frames, width, dtype and the
+models it fits), a Kyutai checkpoint (dtypes, parameters, the configs it fits), a
 model folder (a pockettts pack or a KevinAHM v2 bundle: its layout, precisions,
-languages, size and whether it can clone voices).
+languages, size and whether it can clone voices) or a recording (length, rate,
+channels: what --clone-voice would take).
 
 Voice formats are recognised from the content: Kyutai voice states (F32, BF16
 or F16 caches), Kyutai's 'audio_prompt' embeddings, the web demos' voices.bin
@@ -33,6 +35,8 @@ Examples:
   pockettts inspect model.safetensors
 
   pockettts inspect bundles/english_2026-04
+
+  pockettts inspect me.wav
 """
 
 
@@ -126,6 +130,24 @@ def describe_checkpoint(path: Path, f: TensorFile) -> dict[str, Any]:
     }
 
 
+def describe_recording(path: Path) -> dict[str, Any] | None:
+    """A recording's header (what ``--clone-voice`` would read); None when it is none."""
+    import soundfile as sf
+
+    try:
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, OSError):
+        return None
+    return {
+        "file": str(path),
+        "kind": "recording",
+        "format": info.format_info,
+        "seconds": round(info.duration, 3),
+        "sample_rate": info.samplerate,
+        "channels": info.channels,
+    }
+
+
 def describe(path: Path) -> dict[str, Any]:
     from pocketcli.cli.checks import readable_file
     from pocketcli.voices.state import VoiceError
@@ -145,7 +167,9 @@ def describe(path: Path) -> dict[str, Any]:
                     return describe_checkpoint(path, f)
         except TensorFileError as exc:
             raise VoiceError(str(exc)) from None
-    return describe_voice_file(path)
+        return describe_voice_file(path)
+    recording = None if head.startswith((b"PTVB1", b"\x93NUMPY")) else describe_recording(path)
+    return recording if recording is not None else describe_voice_file(path)
 
 
 def _text(report: dict[str, Any]) -> list[str]:
@@ -153,6 +177,12 @@ def _text(report: dict[str, Any]) -> list[str]:
         from pocketcli.cli.inspect_folder import folder_text
 
         return folder_text(report)
+    if report["kind"] == "recording":
+        return [
+            f"{report['file']}: recording ({report['format']}), {report['seconds']:.2f} s,"
+            f" {report['sample_rate']} Hz, {report['channels']} channel(s);"
+            " clone it with --clone-voice or `pockettts clone`"
+        ]
     if report["kind"] == "checkpoint":
         mix = ", ".join(f"{d} x{n}" for d, n in report["dtypes"].items())
         lines = [
@@ -188,7 +218,7 @@ def _text(report: dict[str, Any]) -> list[str]:
 
 def inspect_command(
     file: Path = typer.Argument(
-        ..., metavar="FILE", help="A voice file, a checkpoint, or a model folder."
+        ..., metavar="PATH", help="A voice file, a checkpoint, a model folder or a recording."
     ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of text."),
 ) -> None:

@@ -30,9 +30,8 @@ from pocketcli.cli import (
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError, OptionsError, UserError
 from pocketcli.interrupts import Terminated, install_signal_handlers
-from pocketcli.options import OptionsError
 
 app = typer.Typer(
     name="pockettts",
@@ -64,6 +63,22 @@ for _name, _help, _command in (
     ("mcp", mcp.HELP, mcp.mcp_command),
 ):
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
+
+HELP_COMMAND = "help"
+
+
+@app.command(HELP_COMMAND, help="The help of pockettts, or of a command: pockettts help tts.")
+def _help_command(
+    command: list[str] | None = typer.Argument(None, metavar="[COMMAND]"),
+) -> None:
+    """Never runs: ``run`` reads ``help X`` as ``X --help`` (so it is the same text)."""
+
+
+def help_as_flag(argv: list[str]) -> list[str]:
+    """``pockettts help [COMMAND]`` is ``pockettts [COMMAND] --help``."""
+    if argv[:1] == [HELP_COMMAND]:
+        return [*argv[1:], "--help"]
+    return argv
 
 
 def _version(value: bool) -> None:
@@ -100,7 +115,7 @@ def run(argv: list[str] | None = None) -> None:
     debug = os.environ.get("POCKETTTS_DEBUG") == "1"
     from pocketcli.batch.argv import bare_ray_means_local
 
-    argv = bare_ray_means_local(sys.argv[1:] if argv is None else argv)
+    argv = help_as_flag(bare_ray_means_local(sys.argv[1:] if argv is None else argv))
     try:
         result = app(
             args=argv, prog_name="pockettts", standalone_mode=False, complete_var=COMPLETE_VAR
@@ -148,12 +163,16 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
     except Terminated:
         fail("terminated", 143)
     except OptionsError as exc:  # a value out of range, from any command: name its flag
-        from pocketcli.cli.flags import options_message
+        from pocketcli.cli.flags import in_flags
 
-        _usage(click.UsageError(options_message(exc)), argv or [])
+        _usage(click.UsageError(in_flags(exc)), argv or [])
     except UserError as exc:
         if debug:
             raise
+        if isinstance(exc, FieldError):  # the library names fields; the user typed flags
+            from pocketcli.cli.flags import in_flags
+
+            fail(in_flags(exc), 1)
         fail(str(exc), 1)
     except OSError as exc:
         if debug:

@@ -7,7 +7,14 @@ from pathlib import Path
 import typer
 
 from pocketcli.cli import checks, flags
-from pocketcli.cli.serve import backend_loader, check_log_level, log_level_option, voice_dir_option
+from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
+from pocketcli.cli.serve import (
+    SERVER_MODEL_FLAGS,
+    backend_loader,
+    check_log_level,
+    log_level_option,
+    voice_dir_option,
+)
 
 HELP = """Serve speech as Model Context Protocol tools on standard input/output:
 speak (on this machine's speakers), stop_speaking, status, list_voices and
@@ -25,16 +32,12 @@ In the client's configuration (Claude Desktop, Cursor, ...):
 """
 
 
+@takes_model_flags(only=SERVER_MODEL_FLAGS)
 def mcp_command(
-    language: str | None = flags.language(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
+    model: ModelFlags = MODEL,
     voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = voice_dir_option(),
-    model_dir: Path | None = flags.model_dir(),
-    config: str | None = flags.config(),
-    offline: bool = flags.offline(),
     output_dir: Path | None = typer.Option(
         None,
         "--output-dir",
@@ -57,9 +60,7 @@ def mcp_command(
     level = check_log_level(log_level)
     if output_dir is not None and not output_dir.is_dir():
         raise checks.PathError(f"--output-dir is not a folder: {output_dir}")
-    load = backend_loader(
-        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
-    )
+    load = backend_loader(model, voice, voice_file, voice_dir)
     logs.configure(level)
     backend = load()
     logs.logger().info("ready", extra={"voice": backend.default_voice_name, "transport": "stdio"})

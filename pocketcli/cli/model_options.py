@@ -1,23 +1,33 @@
-"""From the model flags to the library: a checked ``ModelRequest``, then ``PocketTTS``.
+"""From the model flags to the library: the ``ModelFlags`` bundle, a checked ``ModelRequest``.
 
-Everything here maps flags to library calls; which runtime, pack and voice
-that means is decided by ``PocketTTS`` and the runtime registry, so a Python
-user gets exactly what the command line gets.
+The eight model flags (``--language``, ``--runtime``, ``--precision``,
+``--placement``, ``--compute-units``, ``--model-dir``, ``--config``,
+``--offline``) are declared once, here: a command takes them whole as one
+``model: ModelFlags = MODEL`` parameter and ``@takes_model_flags`` puts the
+options in its place. ``ModelFlags.request()`` is the checked
+``ModelRequest``; which runtime, pack and voice that means is decided by
+``PocketTTS`` and the runtime registry, so a Python user gets exactly what
+the command line gets.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pocketcli.cli import flags
 from pocketcli.cli.store_options import usage_error
-from pocketcli.errors import OptionConflict, UnknownNameError
-from pocketcli.runtimes.registry import ModelRequest
+from pocketcli.errors import FieldError, OptionConflict, UnknownNameError
+from pocketcli.options import AUTO_RUNTIME, ModelRequest
+from pocketcli.runtimes import registry
 
 if TYPE_CHECKING:
-    from pocketcli.api import PocketTTS
+    from pocketcli.api import ChosenVoice, PocketTTS
 
 BACKENDS = ("pocket", "pockettts")
 
@@ -27,40 +37,96 @@ def notice(message: str) -> None:
     sys.stderr.flush()
 
 
-def validate_choice(
-    model_dir: Path | None,
-    language: str | None,
-    config: str | None,
-    runtime: str,
-    precision: str | None,
-    compute_units: str | None = None,
-    placement: str | None = None,
-    offline: bool = False,
-    *,
-    need_here: bool = True,
-    quiet: bool = False,
-) -> ModelRequest:
-    """The flags as a checked ModelRequest; bad values and conflicts are usage errors
-    (exit 2), found before anything is downloaded or loaded."""
-    request = ModelRequest(
-        language=language,
-        model_dir=model_dir,
-        config=config,
-        runtime=runtime,
-        precision=precision,
-        placement=placement,
-        compute_units=compute_units,
-        offline=offline,
-        progress=not quiet,
-    )
-    try:
-        checked = request.checked(need_here=need_here)
-    except (UnknownNameError, OptionConflict) as exc:
-        raise usage_error(exc) from None
-    if not quiet:
-        for note in checked.ignored_options():
-            notice(note)
-    return checked
+@dataclass(frozen=True)
+class ModelFlags:
+    """The model flags of one command line, as given (``None``: not given)."""
+
+    language: str | None = None
+    runtime: str = AUTO_RUNTIME
+    precision: str | None = None
+    placement: str | None = None
+    compute_units: str | None = None
+    model_dir: Path | None = None
+    config: str | None = None
+    offline: bool = False
+
+    def request(self, *, need_here: bool = True, quiet: bool = False) -> ModelRequest:
+        """The flags as a checked ModelRequest; bad values and conflicts are usage
+        errors (exit 2) naming the flags, found before anything is downloaded or
+        loaded. A flag the runtime has no use for gets a notice (unless quiet)."""
+        request = ModelRequest(
+            **{f.name: getattr(self, f.name) for f in fields(self)}, progress=not quiet
+        )
+        try:
+            checked = registry.check(request, need_here=need_here)
+        except FieldError as exc:
+            raise usage_error(exc) from None
+        if not quiet:
+            runtime = checked.runtime
+            for field in registry.ignored_fields(checked):
+                notice(f"{flags.flag_for(field)} has no effect with the {runtime} runtime; ignored")
+        return checked
+
+
+# field -> (annotation, the option's declaration)
+_DECLARATIONS: dict[str, tuple[Any, Callable[[], Any]]] = {
+    "language": (str | None, flags.language),
+    "runtime": (str, flags.runtime),
+    "precision": (str | None, flags.precision),
+    "placement": (str | None, flags.placement),
+    "compute_units": (str | None, flags.compute_units),
+    "model_dir": (Path | None, flags.model_dir),
+    "config": (str | None, flags.config),
+    "offline": (bool, flags.offline),
+}
+MODEL: Any = None  # the default of a command's ``model: ModelFlags`` parameter
+
+
+def takes_model_flags(
+    *, only: tuple[str, ...] | None = None, language: Any = None, languages: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Replaces the command's ``model`` parameter by the model flags (``only``
+    some of them; ``language`` another declaration of ``--language``); the
+    command gets them back as one ``ModelFlags``. With ``languages``,
+    ``--language`` is repeatable and the command also gets ``languages`` (a list)."""
+    wanted = only or tuple(_DECLARATIONS)
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        added = []
+        for field in wanted:
+            annotation, declare = _DECLARATIONS[field]
+            default = declare()
+            if field == "language" and language is not None:
+                default = language
+            if field == "language" and languages:
+                annotation = list[str] | None
+            added.append(
+                inspect.Parameter(
+                    f"model_{field}",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=default,
+                    annotation=annotation,
+                )
+            )
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            given = {field: kwargs.pop(f"model_{field}") for field in wanted}
+            if languages:
+                kwargs["languages"] = given.pop("language", None)
+            return command(model=ModelFlags(**given), **kwargs)
+
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name == "model":
+                params += added
+            elif param.name != "languages" or not languages:
+                params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
 
 
 def check_voice_name(choice: ModelRequest, voice: str | None) -> None:
@@ -68,8 +134,8 @@ def check_voice_name(choice: ModelRequest, voice: str | None) -> None:
     if voice is None:
         return
     try:
-        choice.spec.check_voice(choice, voice)
-    except (UnknownNameError, OptionConflict) as exc:
+        registry.spec_for(choice).check_voice(choice, voice)
+    except (UnknownNameError, OptionConflict) as exc:  # other errors: exit 1, as at load
         raise usage_error(exc) from None
 
 
@@ -94,37 +160,17 @@ def names_voices_inside(voice_file: Path | None) -> bool:
         return False  # reported with its path when the voice is read
 
 
-@dataclass(frozen=True)
-class ChosenVoice:
-    state: object | None  # VoiceState, or None for no voice prompt
-    name: str  # for reports and metrics
-    path: Path | None = None  # the voice file, when there is one
-
-
 def choose_voice(
     tts: PocketTTS,
     voice: str | None,
     voice_file: Path | None = None,
     clone_voice: Path | None = None,
     save_voice: Path | None = None,
-    on_warning=None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> ChosenVoice:
-    """The voice by FluidAudio's precedence: a recording to clone, then a voice
-    file, then a built-in voice by name (the model's default when none)."""
-    if clone_voice is not None:
-        state = tts.clone_voice(clone_voice, on_warning=on_warning)
-        if save_voice is not None:
-            tts.save_voice(state, save_voice, on_warning=on_warning)
-        return ChosenVoice(state, clone_voice.stem, save_voice)
-    if voice_file is not None:  # -v picks a voice inside a container (voices.bin)
-        quiet = lambda _note: None  # noqa: E731 - no notices without a callback (-q)
-        state = tts.load_voice(voice_file, voice, on_warning=on_warning or quiet)
-        return ChosenVoice(state, voice or voice_file.stem, voice_file)
-    name = voice or tts.default_voice_name()
-    if name is None:
-        return ChosenVoice(None, "none")  # custom weights or a bare pack: no prompt
-    from pocketcli.store.catalog import canonical_voice
-
-    name = canonical_voice(name)
-    path = tts.voice_file(name)
-    return ChosenVoice(tts.load_voice(path), name, path)
+    """The library's voice choice (``PocketTTS.choose_voice``); without a callback
+    (-q) its notices are dropped rather than raised as Python warnings."""
+    quiet = lambda _note: None  # noqa: E731
+    return tts.choose_voice(
+        voice, voice_file, clone_voice, save_voice, on_warning=on_warning or quiet
+    )

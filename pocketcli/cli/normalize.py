@@ -9,6 +9,7 @@ import typer
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.cli.text_input import read_text
+from pocketcli.options import DEFAULT_LANGUAGE
 
 # Spelled out here so `--help` does not import the normaliser (num2words is slow
 # to import); a test checks it equals pocketcli.normalize.SUPPORTED_LANGUAGES.
@@ -41,7 +42,7 @@ def _mode(value: str, flag: str) -> str:
 def normalize_command(
     text_arg: str | None = typer.Argument(None, metavar="TEXT", help="The text to read."),
     language: str = typer.Option(
-        "english",
+        DEFAULT_LANGUAGE,
         "-l",
         "--language",
         metavar="LANG",

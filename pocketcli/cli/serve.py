@@ -10,6 +10,12 @@ import typer
 
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
+from pocketcli.serve.settings import Limits, ServeSettings
+
+LIMITS = Limits()  # the defaults of the limit flags
+SETTINGS = ServeSettings()
+MB = 2**20
 
 if TYPE_CHECKING:
     from pocketcli.serve.backend import Backend
@@ -51,23 +57,11 @@ def check_log_level(log_level: str) -> str:
 
 
 def backend_loader(
-    language: str | None,
-    runtime: str,
-    precision: str | None,
-    voice: str | None,
-    voice_file: Path | None,
-    voice_dir: Path | None,
-    model_dir: Path | None,
-    config: str | None,
-    offline: bool,
+    model: ModelFlags, voice: str | None, voice_file: Path | None, voice_dir: Path | None
 ) -> Callable[[], Backend]:
     """Checks the model and voice flags every server takes (serve, wyoming, mcp) before
     anything loads; returns what loads the model and its default voice."""
-    from pocketcli.cli.model_options import (
-        check_voice_name,
-        names_voices_inside,
-        validate_choice,
-    )
+    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
     from pocketcli.serve.backend import load_backend
 
     checks.voice_file(voice_file, voice)
@@ -78,14 +72,16 @@ def backend_loader(
     picks_inside = names_voices_inside(voice_file)  # -v names a voice of a voices.bin
     if voice is not None and voice_file is not None and not picks_inside:
         raise click.UsageError("--voice and --voice-file both name the default voice: keep one")
-    choice = validate_choice(
-        model_dir, language, config, runtime, precision, offline=offline, quiet=True
-    )
+    choice = model.request(quiet=True)
     if not picks_inside:
         check_voice_name(choice, voice)
     return lambda: load_backend(choice, voice, voice_file)
 
 
+SERVER_MODEL_FLAGS = ("language", "runtime", "precision", "model_dir", "config", "offline")
+
+
+@takes_model_flags(only=SERVER_MODEL_FLAGS)
 def serve_command(
     host: str = typer.Option(
         "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
@@ -93,15 +89,12 @@ def serve_command(
     port: int = typer.Option(
         8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
     ),
-    language: str | None = flags.language(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
-    voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
+    model: ModelFlags = MODEL,
+    voice: str | None = flags.voice(
+        "Default built-in voice (default: the language's own).", "--default-voice"
+    ),
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = voice_dir_option(),
-    model_dir: Path | None = flags.model_dir(),
-    config: str | None = flags.config(),
-    offline: bool = flags.offline(),
     api_key: str | None = typer.Option(
         None,
         "--api-key",
@@ -117,7 +110,11 @@ def serve_command(
         help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
     ),
     max_queue: int = typer.Option(
-        4, "--max-queue", metavar="N", min=0, help="Requests waiting for the model; more get 503."
+        LIMITS.max_queue,
+        "--max-queue",
+        metavar="N",
+        min=0,
+        help="Requests waiting for the model; more get 503.",
     ),
     max_streams: int = typer.Option(
         4,
@@ -128,23 +125,31 @@ def serve_command(
         help="Requests spoken at once (rows of one batch); more wait in the queue.",
     ),
     max_chars: int = typer.Option(
-        4096, "--max-chars", metavar="N", min=1, help="Text per request."
+        LIMITS.max_chars, "--max-chars", metavar="N", min=1, help="Text per request."
     ),
     max_upload_mb: float = typer.Option(
-        10.0, "--max-upload-mb", metavar="MB", min=0.01, help="Size of a recording to clone."
+        LIMITS.max_upload_bytes / MB,
+        "--max-upload-mb",
+        metavar="MB",
+        min=0.01,
+        help="Size of a recording to clone.",
     ),
     max_clone_seconds: float = typer.Option(
-        60.0, "--max-clone-seconds", metavar="S", min=1.0, help="Length of a recording to clone."
+        LIMITS.max_clone_seconds,
+        "--max-clone-seconds",
+        metavar="S",
+        min=1.0,
+        help="Length of a recording to clone.",
     ),
     request_timeout: float = typer.Option(
-        300.0,
+        LIMITS.request_seconds,
         "--request-timeout",
         metavar="S",
         min=1.0,
         help="Seconds per request, queue wait included.",
     ),
     shutdown_timeout: float = typer.Option(
-        10.0,
+        SETTINGS.shutdown_seconds,
         "--shutdown-timeout",
         metavar="S",
         min=0.0,
@@ -155,16 +160,12 @@ def serve_command(
     from pocketcli.serve import require_extra
 
     require_extra()
-    from pocketcli.serve.limits import Limits, ServeSettings
-
     check_log_level(log_level)
-    load = backend_loader(
-        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
-    )
+    load = backend_loader(model, voice, voice_file, voice_dir)
     settings = ServeSettings(
         limits=Limits(
             max_chars=max_chars,
-            max_upload_bytes=int(max_upload_mb * 2**20),
+            max_upload_bytes=int(max_upload_mb * MB),
             max_clone_seconds=max_clone_seconds,
             max_queue=max_queue,
             max_streams=max_streams,

@@ -10,14 +10,17 @@ from pocketcli.cli import clickcompat as click
 def usage_error(exc: Exception) -> click.UsageError:
     """An option error from the library as a usage error (exit 2): an unknown
     name lists the valid values, a conflict names the options."""
-    from pocketcli.errors import UnknownNameError
+    from pocketcli.cli.flags import flag_for, in_flags
+    from pocketcli.errors import FieldError, UnknownNameError
 
     if isinstance(exc, UnknownNameError):
         valid = ", ".join(exc.valid)
         detail = f" {exc.detail}" if exc.detail else ""
         return click.BadParameter(
-            f"{exc.value!r}{detail}; choose from {valid}", param_hint=exc.option
+            f"{exc.value!r}{detail}; choose from {valid}", param_hint=flag_for(exc.field)
         )
+    if isinstance(exc, FieldError):
+        return click.UsageError(in_flags(exc))
     return click.UsageError(str(exc))
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import typer
 
 from pocketcli.cli import flags
-from pocketcli.cli.model_options import notice, validate_choice
+from pocketcli.cli.model_options import MODEL, ModelFlags, notice, takes_model_flags
 from pocketcli.cli.store_options import usage_error
 from pocketcli.errors import UnknownNameError
 
@@ -39,23 +38,24 @@ def _downloaded(status) -> str:
     return ", ".join(where) or "-"
 
 
+@takes_model_flags(
+    only=("language", "model_dir", "runtime"), language=flags.language("Language (model) to list")
+)
 def voices_command(
-    language: str | None = flags.language("Language (model) to list"),
-    model_dir: Path | None = flags.model_dir(),
-    runtime: str = flags.runtime(),
+    model: ModelFlags = MODEL,
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of a table."),
 ) -> None:
     from pocketcli import store
     from pocketcli.runtimes import registry
 
+    model_dir, language = model.model_dir, model.language
     if model_dir is not None:
-        choice = validate_choice(
-            model_dir, language, None, runtime, None, need_here=False, quiet=True
-        )
-        names = choice.spec.pack_voices(model_dir)
-        pack_language = choice.spec.pack_language(model_dir)
+        choice = model.request(need_here=False, quiet=True)
+        spec = registry.spec_for(choice)
+        names = spec.pack_voices(model_dir)
+        pack_language = spec.pack_language(model_dir)
         if pack_language is not None:  # -v also takes that language's built-in voices
-            names = tuple(dict.fromkeys([*names, *choice.spec.voices(pack_language)]))
+            names = tuple(dict.fromkeys([*names, *spec.voices(pack_language)]))
         if as_json:
             report = {"model_dir": str(model_dir), "language": pack_language, "voices": list(names)}
             typer.echo(json.dumps(report, indent=2))
@@ -68,7 +68,7 @@ def voices_command(
         return
     language = language or registry.DEFAULT_LANGUAGE
     if language not in registry.all_languages():
-        raise usage_error(UnknownNameError("--language", language, registry.all_languages()))
+        raise usage_error(UnknownNameError("language", language, registry.all_languages()))
     statuses = store.voice_statuses(language)
     if as_json:
         typer.echo(

@@ -8,7 +8,14 @@ import typer
 
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
-from pocketcli.cli.serve import backend_loader, check_log_level, log_level_option, voice_dir_option
+from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
+from pocketcli.cli.serve import (
+    SERVER_MODEL_FLAGS,
+    backend_loader,
+    check_log_level,
+    log_level_option,
+    voice_dir_option,
+)
 
 HELP = """Serve speech over the Wyoming protocol (Home Assistant's voice pipeline):
 describe, synthesize and streaming synthesis. Listens on 127.0.0.1:10200 unless
@@ -25,6 +32,7 @@ Protocol, with this machine's address and port 10200.
 """
 
 
+@takes_model_flags(only=SERVER_MODEL_FLAGS)
 def wyoming_command(
     uri: str = typer.Option(
         "tcp://127.0.0.1:10200",
@@ -32,15 +40,10 @@ def wyoming_command(
         metavar="URI",
         help="tcp://HOST:PORT, unix://PATH or stdio:// (loopback by default).",
     ),
-    language: str | None = flags.language(),
-    runtime: str = flags.runtime(),
-    precision: str | None = flags.precision(),
+    model: ModelFlags = MODEL,
     voice: str | None = flags.voice("Default built-in voice (default: the language's own)."),
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = voice_dir_option(),
-    model_dir: Path | None = flags.model_dir(),
-    config: str | None = flags.config(),
-    offline: bool = flags.offline(),
     max_chars: int = typer.Option(
         4096, "--max-chars", metavar="N", min=1, help="Text per synthesis."
     ),
@@ -65,9 +68,7 @@ def wyoming_command(
         address = parse_uri(uri)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--uri") from None
-    load = backend_loader(
-        language, runtime, precision, voice, voice_file, voice_dir, model_dir, config, offline
-    )
+    load = backend_loader(model, voice, voice_file, voice_dir)
     if address.scheme == "tcp" and address.host not in LOOPBACK:
         logs.configure(level)
         logs.logger().warning(

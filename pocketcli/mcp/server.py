@@ -18,6 +18,7 @@ from mcp.server.mcpserver import Audio, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from pocketcli import __version__
+from pocketcli.errors import UserError
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
 from pocketcli.serve.turns import language_problem
@@ -124,6 +125,8 @@ def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
         if target is not None:
             try:
                 write_audio(target, audio, rate, format_for(target))
+            except UserError as exc:  # already names the file and the cause
+                raise ToolError(str(exc)) from None
             except Exception as exc:
                 raise ToolError(f"cannot write {target}: {exc}") from None
             note += f", written to {target}"
@@ -149,8 +152,11 @@ def _allowed_path(path: str, output_dir: Path | None) -> Path:
     if output_dir is None:
         raise ToolError("writing files is off: start the server with --output-dir DIR to allow it")
     root = output_dir.resolve()
-    candidate = Path(path).expanduser()
-    target = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    try:
+        candidate = Path(path).expanduser()
+        target = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte, a symlink loop
+        raise ToolError(f"{path[:80]!r} is not a usable file name: {exc}") from None
     if target == root or root not in target.parents:
         raise ToolError(f"{path!r} is not inside the folder files may be written to ({root})")
     from pocketcli.audio.output import format_for

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pocketcli.errors import UserError
+from pocketcli.options import ModelRequest
 from pocketcli.runtimes.coreml import units
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
+
+if TYPE_CHECKING:
+    from pocketcli.config import ModelConfig
+    from pocketcli.runtimes.coreml.predictor import PredictorFactory
 
 
 class CoreMLSpec(RuntimeSpec):
@@ -37,7 +43,7 @@ class CoreMLSpec(RuntimeSpec):
         from pocketcli.store.catalog import known_languages
 
         if language in known_languages("onnx"):
-            return "(FluidAudio has no CoreML pack for it; --runtime onnx has)"
+            return "(FluidAudio has no CoreML pack for it; the onnx runtime has)"
         return ""
 
     def check_voice(self, req: ModelRequest, name: str) -> None:
@@ -60,11 +66,25 @@ class CoreMLSpec(RuntimeSpec):
             progress=req.progress,
         )
 
-    def load(self, pack_dir: Path, req: ModelRequest) -> LoadedModel:
+    def load(
+        self,
+        pack_dir: Path,
+        req: ModelRequest,
+        *,
+        predictor_factory: PredictorFactory | None = None,
+        config: ModelConfig | None = None,
+    ) -> LoadedModel:
+        """``predictor_factory`` and ``config`` replace Core ML's predictors and the
+        bundled config (``PocketTTS.load_coreml``: twins of the models on any OS)."""
         from pocketcli.runtimes.coreml import CoreMLRuntime
 
         runtime = CoreMLRuntime(
-            pack_dir, str(req.precision), str(req.placement), str(req.compute_units)
+            pack_dir,
+            str(req.precision),
+            str(req.placement),
+            str(req.compute_units),
+            predictor_factory,
+            config=config,
         )
         return LoadedModel(
             runtime, runtime.tokenizer_path, runtime.tokenizer_kind, runtime.language, pack_dir

@@ -220,8 +220,13 @@ class Bundle:
             if key in self.metadata:
                 text[key] = self.metadata[key]
         frames = text.get("model_recommended_frames_after_eos")
-        if frames is not None and (isinstance(frames, bool) or not isinstance(frames, int)):
-            raise BundleError(f"{where}: model_recommended_frames_after_eos must be an integer")
+        if frames is not None and (
+            isinstance(frames, bool) or not isinstance(frames, int) or frames < 0
+        ):  # a negative count would cut the speech short of its end, unsaid
+            raise BundleError(
+                f"{where}: model_recommended_frames_after_eos must be a whole number"
+                f" from 0 (or null), not {repr(frames)[:40]}"
+            )
         for key in ("remove_semicolons", "pad_with_spaces_for_short_inputs"):
             if not isinstance(text.get(key, False), bool):
                 raise BundleError(f"{where}: {key} must be true or false")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError, OptionConflict, UserError
 from pocketcli.runtimes.onnx_spec import OnnxSpec
 from pocketcli.runtimes.registry import LoadedModel, ModelRequest
 
@@ -38,7 +38,9 @@ class KevinAhmSpec(OnnxSpec):
 
     def check(self, req: ModelRequest) -> ModelRequest:
         if req.model_dir is None:
-            raise UserError("the kevinahm runtime runs a bundle folder: give --model-dir DIR")
+            raise OptionConflict(
+                "the kevinahm runtime runs a bundle folder: give {model_dir}", "model_dir"
+            )
         req = super(OnnxSpec, self).check(req)
         bundle = _bundle(req.model_dir)
         if req.precision not in bundle.precisions:
@@ -54,9 +56,12 @@ class KevinAhmSpec(OnnxSpec):
         assert req.model_dir is not None
         language = self.pack_language(req.model_dir)
         if language is None:
-            raise UserError(
+            raise FieldError(
                 f"bundle {req.model_dir} is for a model pockettts has no built-in voices"
-                " for; use --voice-file or --clone-voice"
+                " for; use {voice_file} or {clone_voice}",
+                "voice",
+                "voice_file",
+                "clone_voice",
             )
         check_voice(name, language)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketcli.errors import OptionConflict, UserError
+from pocketcli.errors import FieldError, OptionConflict
+from pocketcli.options import ModelRequest
 from pocketcli.packs.manifest import PRECISIONS
-from pocketcli.runtimes.registry import LoadedModel, ModelRequest, RuntimeSpec
+from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 
 RECORDED_LANGUAGE = "language"  # the manifest's source field naming the pack's language
 
@@ -36,12 +37,7 @@ class OnnxSpec(RuntimeSpec):
         from pocketcli.store.catalog import canonical_voice, check_voice
 
         if req.config is not None:
-            raise OptionConflict(
-                "built-in voices were computed with the released weights; with --config "
-                "use --voice-file or --clone-voice",
-                "--voice",
-                "--config",
-            )
+            raise _no_builtin_voices_for_config()
         if req.model_dir is None:
             check_voice(name, req.model_language)
             return
@@ -49,10 +45,7 @@ class OnnxSpec(RuntimeSpec):
             return
         language = pack_language(req.model_dir)
         if language is None:
-            raise UserError(
-                f"voice {name!r} is not in {req.model_dir / 'voices'} and the pack does not "
-                "say its language; use --voice-file or --clone-voice"
-            )
+            raise _not_in_pack(name, req.model_dir)
         check_voice(name, language)
 
     def find_pack(self, req: ModelRequest) -> Path:
@@ -119,13 +112,9 @@ class OnnxSpec(RuntimeSpec):
                 if local.is_file():
                     return local
         if model.language is None:
-            raise UserError(
-                f"voice {name!r} is not in {model.pack_dir / 'voices'} and the pack does not "
-                "say its language; use --voice-file or --clone-voice"
-                if req.config is None
-                else "built-in voices were computed with the released weights; with "
-                "--config use --voice-file or --clone-voice"
-            )
+            if req.config is not None:
+                raise _no_builtin_voices_for_config()
+            raise _not_in_pack(name, model.pack_dir)
         voice = check_voice(name, model.language)
         return resolve_voice(model.language, voice, req.offline, progress=False)
 
@@ -134,6 +123,27 @@ def _pack_manifest(pack_dir: Path):
     from pocketcli.packs.manifest import PackManifest
 
     return PackManifest.read(pack_dir)
+
+
+def _not_in_pack(name: str, pack_dir: Path) -> FieldError:
+    return FieldError(
+        f"voice {name!r} is not in {pack_dir / 'voices'} and the pack does not say its"
+        " language; use {voice_file} or {clone_voice}",
+        "voice",
+        "voice_file",
+        "clone_voice",
+    )
+
+
+def _no_builtin_voices_for_config() -> OptionConflict:
+    return OptionConflict(
+        "built-in voices were computed with the released weights; with {config} "
+        "use {voice_file} or {clone_voice}",
+        "voice",
+        "config",
+        "voice_file",
+        "clone_voice",
+    )
 
 
 def pack_language(pack_dir: Path) -> str | None:

@@ -32,13 +32,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from pocketcli.errors import OptionConflict, RuntimeUnavailable, UnknownNameError, UserError
+from pocketcli.options import AUTO_RUNTIME, DEFAULT_LANGUAGE, ModelRequest
 
 if TYPE_CHECKING:
     from pocketcli.runtimes.base import Runtime
 
 ENTRY_POINT_GROUP = "pockettts.runtimes"
-AUTO = "auto"
-DEFAULT_LANGUAGE = "english"
+AUTO = AUTO_RUNTIME
 # name -> "module:attribute" of the spec; imported on first use (cheap --help).
 BUILTIN = MappingProxyType(
     {
@@ -52,76 +52,37 @@ BUILTIN = MappingProxyType(
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ModelRequest:
-    """Which model to open: what ``PocketTTS.open`` and the CLI's model flags say.
+def check(request: ModelRequest, need_here: bool = True) -> ModelRequest:
+    """``request`` with the runtime chosen, names lower-cased and checked,
+    defaults filled in. Raises ``UnknownNameError``, ``OptionConflict`` or
+    (with ``need_here``: the model will run on this machine, not only be
+    downloaded) ``RuntimeUnavailable``, before anything is downloaded or loaded.
+    The errors name ``ModelRequest``'s fields."""
+    req = request.normalized()
+    spec = _claiming(req.model_dir, req.runtime) or choose(req.runtime)
+    _check_known(req.placement, "placement", all_placements())
+    _check_known(req.compute_units, "compute_units", all_compute_units())
+    checked = spec.check(replace(req, runtime=spec.name))
+    reason = spec.unavailable_reason() if need_here else None
+    if reason is not None:
+        raise RuntimeUnavailable(reason)
+    return checked
 
-    ``None`` means the runtime's default. Names are case-insensitive.
-    """
 
-    language: str | None = None
-    model_dir: Path | None = None
-    config: str | None = None  # a Kyutai config YAML: path, https:// or hf://
-    runtime: str = AUTO
-    precision: str | None = None
-    placement: str | None = None
-    compute_units: str | None = None
-    offline: bool = False
-    progress: bool = False  # download and build progress on stderr
-    threads: int | None = None
-    rebuild: bool = False  # build the pack again (runtimes that build packs)
+def spec_for(request: ModelRequest) -> RuntimeSpec:
+    """The runtime a (checked) request names."""
+    return get(request.runtime)
 
-    @property
-    def spec(self) -> RuntimeSpec:
-        return get(self.runtime)
 
-    @property
-    def model_language(self) -> str:
-        """The language asked for (the default one when none is)."""
-        return self.language or DEFAULT_LANGUAGE
-
-    def checked(self, need_here: bool = True) -> ModelRequest:
-        """This request with the runtime chosen, names lower-cased and checked,
-        defaults filled in. Raises ``UnknownNameError``, ``OptionConflict`` or
-        (with ``need_here``: the model will run on this machine, not only be
-        downloaded) ``RuntimeUnavailable``, before anything is downloaded or loaded."""
-        req = replace(
-            self,
-            language=_lower(self.language),
-            model_dir=Path(self.model_dir) if self.model_dir is not None else None,
-            runtime=_lower(self.runtime) or AUTO,
-            precision=_lower(self.precision),
-            placement=_lower(self.placement),
-            compute_units=_lower(self.compute_units),
-        )
-        if req.config is not None and req.language is not None:
-            raise OptionConflict(
-                "--config and --language both name the model: give one", "--config", "--language"
-            )
-        if req.model_dir is not None and (req.config is not None or req.language is not None):
-            raise OptionConflict(
-                "--model-dir already names the model: drop --language/--config",
-                "--model-dir",
-                "--language" if req.language is not None else "--config",
-            )
-        spec = _claiming(req.model_dir, req.runtime) or choose(req.runtime)
-        _check_known(req.placement, "--placement", all_placements())
-        _check_known(req.compute_units, "--compute-units", all_compute_units())
-        checked = spec.check(replace(req, runtime=spec.name))
-        reason = spec.unavailable_reason() if need_here else None
-        if reason is not None:
-            raise RuntimeUnavailable(reason)
-        return checked
-
-    def ignored_options(self) -> list[str]:
-        """One-line notices for options this request's runtime has no use for."""
-        spec = self.spec
-        notes = []
-        if self.placement is not None and not spec.placements:
-            notes.append(f"--placement has no effect with the {spec.name} runtime; ignored")
-        if self.compute_units is not None and not spec.compute_units:
-            notes.append(f"--compute-units has no effect with the {spec.name} runtime; ignored")
-        return notes
+def ignored_fields(request: ModelRequest) -> list[str]:
+    """The fields of a checked request its runtime has no use for."""
+    spec = spec_for(request)
+    ignored = []
+    if request.placement is not None and not spec.placements:
+        ignored.append("placement")
+    if request.compute_units is not None and not spec.compute_units:
+        ignored.append("compute_units")
+    return ignored
 
 
 @dataclass(frozen=True)
@@ -178,41 +139,66 @@ class RuntimeSpec:
         """Validates ``req`` (names already lower case) and fills in defaults."""
         if req.config is not None and not self.custom_configs:
             raise OptionConflict(
-                f"--config builds packs for other runtimes; the {self.name} runtime "
-                "takes its packs by --language",
-                "--config",
-                "--runtime",
+                "{config} builds packs for other runtimes; the "
+                + self.name
+                + " runtime takes its packs by {language}",
+                "config",
+                "runtime",
+                "language",
             )
         if req.model_dir is not None and not self.local_packs:
             raise OptionConflict(
-                f"the {self.name} runtime takes its packs by --language, not --model-dir",
-                "--model-dir",
-                "--runtime",
+                "the " + self.name + " runtime takes its packs by {language}, not {model_dir}",
+                "model_dir",
+                "runtime",
+                "language",
             )
+        if req.model_dir is not None and req.language is not None:
+            self.check_pack_language(req.model_dir, req.language)
         precision = req.precision or self.default_precision
         if precision not in self.precisions:
             raise UnknownNameError(
-                "--precision", precision, self.precisions, f"for the {self.name} runtime"
+                "precision", precision, self.precisions, f"for the {self.name} runtime"
             )
-        if req.language is not None and req.language not in self.languages():
+        if (
+            req.language is not None
+            and req.model_dir is None
+            and req.language not in self.languages()
+        ):
             raise UnknownNameError(
-                "--language", req.language, self.languages(), self.language_hint(req.language)
+                "language", req.language, self.languages(), self.language_hint(req.language)
             )
         placement = req.placement
         if self.placements:
             placement = placement or self.default_placement
             if placement not in self.placements:
-                raise UnknownNameError("--placement", str(placement), self.placements)
+                raise UnknownNameError("placement", str(placement), self.placements)
         units = req.compute_units
         if self.compute_units:
             units = self.compute_unit_aliases.get(units or "", units) or self.default_compute_units
             if units not in self.compute_units:
                 raise UnknownNameError(
-                    "--compute-units",
+                    "compute_units",
                     str(req.compute_units),
                     self.compute_units + tuple(self.compute_unit_aliases),
                 )
         return replace(req, precision=precision, placement=placement, compute_units=units)
+
+    def check_pack_language(self, pack_dir: Path, language: str) -> None:
+        """A language named beside a local pack must be the pack's own (scripts
+        pass --language english with a pack); anything else is a conflict."""
+        try:
+            pack = self.pack_language(pack_dir)
+        except UserError:  # no pack there: the conflict is what to say first
+            pack = None
+        if pack is not None and pack == language:
+            return
+        said = f" ({pack_dir} holds a {pack} model)" if pack is not None else ""
+        raise OptionConflict(
+            "{model_dir} already names the model" + said + ": drop {language}",
+            "model_dir",
+            "language",
+        )
 
     def language_hint(self, language: str) -> str:
         """Said after "unknown language": e.g. which other runtime has it."""
@@ -229,7 +215,9 @@ class RuntimeSpec:
     def find_pack(self, req: ModelRequest) -> Path:
         """The pack folder for ``req``: ``model_dir`` as given, else fetched or built."""
         if req.model_dir is None:
-            raise OptionConflict(f"the {self.name} runtime needs --model-dir", "--model-dir")
+            raise OptionConflict(
+                "the " + self.name + " runtime needs {model_dir}", "model_dir", "runtime"
+            )
         return req.model_dir
 
     def load(self, pack_dir: Path, req: ModelRequest) -> LoadedModel:
@@ -238,10 +226,9 @@ class RuntimeSpec:
     # -- voices ----------------------------------------------------------------
     def default_voice(self, model: LoadedModel, req: ModelRequest) -> str | None:
         """The voice to speak with when none is named (None: no voice prompt)."""
-        from pocketcli.store.catalog import catalog, native_voice
+        from pocketcli.store.catalog import default_voice_for
 
-        language = model.language or req.model_language
-        return native_voice(language) or catalog().default_voice
+        return default_voice_for(model.language or req.model_language)
 
     def voice_file(self, model: LoadedModel, req: ModelRequest, name: str) -> Path:
         """The file of a built-in voice (fetched if needed)."""
@@ -323,7 +310,7 @@ def get(name: str) -> RuntimeSpec:
     _ensure_loaded()
     spec = _registered.get(name.lower())
     if spec is None:
-        raise UnknownNameError("--runtime", name, (AUTO, *_registered))
+        raise UnknownNameError("runtime", name, (AUTO, *_registered))
     return spec
 
 
@@ -376,18 +363,15 @@ def request_fields() -> tuple[str, ...]:
     return tuple(f.name for f in fields(ModelRequest))
 
 
-def _check_known(value: str | None, option: str, valid: tuple[str, ...]) -> None:
+def _check_known(value: str | None, field: str, valid: tuple[str, ...]) -> None:
     """A value some runtime takes (a typo is an error even where it would be ignored)."""
     if value is not None and value not in valid:
-        raise UnknownNameError(option, value, valid)
-
-
-def _lower(value: str | None) -> str | None:
-    return value.strip().lower() if isinstance(value, str) else value
+        raise UnknownNameError(field, value, valid)
 
 
 __all__ = [
     "AUTO",
+    "DEFAULT_LANGUAGE",
     "ENTRY_POINT_GROUP",
     "LoadedModel",
     "ModelRequest",
@@ -395,6 +379,7 @@ __all__ = [
     "RuntimeSpec",
     "RuntimeUnavailable",
     "UnknownNameError",
+    "check",
     "choose",
     "get",
     "names",

@@ -20,7 +20,7 @@ from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
-    from pocketcli.runtimes.registry import ModelRequest
+    from pocketcli.options import ModelRequest
     from pocketcli.voices.state import VoiceState
 
 
@@ -107,18 +107,13 @@ class Backend:
 
 
 def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | None) -> Backend:
-    """Opens the model and its default voice: a voice file, else a built-in name,
-    else the model's own default (as ``pockettts tts`` chooses)."""
+    """Opens the model and its default voice, by the library's one rule
+    (``PocketTTS.choose_voice``: a voice file, else a built-in name, else the
+    model's own default), as ``pockettts tts`` chooses."""
     from dataclasses import replace
 
     from pocketcli.api import PocketTTS
-    from pocketcli.store.catalog import canonical_voice
 
     tts = PocketTTS.from_request(replace(request, progress=False))
-    if voice_file is not None:
-        return Backend(tts, tts.load_voice(voice_file, voice), voice or voice_file.stem)
-    name = voice or tts.default_voice_name()
-    if name is None:  # custom weights or a bare pack: no voice prompt
-        return Backend(tts, None, "none")
-    name = canonical_voice(name)
-    return Backend(tts, tts.voice(name), name)
+    chosen = tts.choose_voice(voice, voice_file)
+    return Backend(tts, chosen.state, chosen.name)

@@ -36,7 +36,7 @@ def speak_options(**fields: Any) -> SpeakOptions:
     try:
         return SpeakOptions().with_(**fields)
     except OptionsError as exc:
-        raise ApiError(400, exc.named(exc.field), "invalid_option", param=exc.field) from None
+        raise ApiError(400, str(exc), "invalid_option", param=exc.field) from None
 
 
 async def voice(loaded: Loaded, name: str | None) -> Resolved:

@@ -8,6 +8,11 @@ as every other front end), so the first sentence is heard while the rest is
 still being written. Its frames reach the event loop through a thread of its
 own (never the loop's shared executor, which a few slow readers would fill).
 
+Markup is never cut inside an element: with SSML on (``SpeakOptions.ssml``,
+or a turn that starts with ``<speak>``) sentences are held until the elements
+open in them close, so a ``<speak>`` document or an ``<emphasis>`` across a
+sentence end is spoken whole, not dropped as malformed halves.
+
 Bounded: at most ``max_chars`` characters per turn; ``cancel`` stops the
 generation before its next frame.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -76,6 +82,20 @@ def language_problem(ours: str | None, asked: object) -> str | None:
 
 _END = object()
 
+# An XML start, end or empty-element tag (not a comment, declaration or instruction).
+_TAG = re.compile(r"""<(/?)[A-Za-z_][\w:.-]*(?:[^<>"']|"[^"]*"|'[^']*')*?(/?)>""")
+
+
+def open_elements(text: str) -> int:
+    """How many markup elements ``text`` leaves open (its start tags less its end tags)."""
+    depth = 0
+    for tag in _TAG.finditer(text):
+        if tag[1]:
+            depth -= 1
+        elif not tag[2]:
+            depth += 1
+    return depth
+
 
 class SpokenTurn:
     """``add(text)`` as pieces arrive, ``end()`` once; ``async for audio in turn.audio()``."""
@@ -92,6 +112,8 @@ class SpokenTurn:
         self.chars = 0
         self.samples = 0
         self._pending = ""
+        self._held = ""  # complete sentences inside a markup element still open
+        self._ssml = options.ssml
         self._session = backend.tts.session(voice, options, on_warning=self.warnings.append)
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
@@ -110,13 +132,23 @@ class SpokenTurn:
         self._pending += text
         ready, self._pending = split_ready(self._pending)
         for sentence in ready:
-            self._say(sentence)
+            self._held = _joined(self._held, sentence)
+            if not self._markup(self._held) or open_elements(self._held) <= 0:
+                held, self._held = self._held, ""
+                self._say(held)
 
     def end(self) -> None:
         """No more text in this turn: the rest is spoken, then the audio ends."""
-        rest, self._pending = self._pending, ""
+        rest = _joined(self._held, self._pending)
+        self._held = self._pending = ""
         self._say(rest)
         self._session.finish()
+
+    def _markup(self, text: str) -> bool:
+        """Whether ``text`` is read as SSML (as the normaliser decides it)."""
+        if self._ssml is not None:
+            return self._ssml
+        return text.lstrip().startswith(("<speak", "<?xml"))
 
     def _say(self, text: str) -> None:
         from pocketcli.normalize import MarkupError
@@ -163,3 +195,10 @@ class SpokenTurn:
     @property
     def cancelled(self) -> bool:
         return self._session.cancelled
+
+
+def _joined(held: str, piece: str) -> str:
+    """``piece`` after ``held``, on a line of its own where ``split_ready`` took the newline."""
+    if not held:
+        return piece
+    return held + piece if held[-1:].isspace() or not piece else f"{held}\n{piece}"

@@ -123,11 +123,12 @@ class VoiceBook:
         """The built-in voice whose recording or voice state is at this hf:// address."""
         if not url.startswith("hf://"):
             return None
+        from pocketcli.options import DEFAULT_LANGUAGE
         from pocketcli.store.catalog import catalog
 
         names = self.backend.builtin_names()
         cat = catalog()
-        language = self.backend.language or "english"
+        language = self.backend.language or DEFAULT_LANGUAGE
         for name in names:
             info = cat.voices.get(name)
             if info is not None and info.audio == url:

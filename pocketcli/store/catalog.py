@@ -163,7 +163,7 @@ def catalog() -> Catalog:
 
 def _check_runtime(runtime: str) -> str:
     if runtime not in RUNTIMES:
-        raise UnknownNameError("--runtime", runtime, RUNTIMES)
+        raise UnknownNameError("runtime", runtime, RUNTIMES)
     return runtime
 
 
@@ -201,21 +201,21 @@ def check_language(runtime: str, language: str) -> str:
     if language not in valid:
         hint = ""
         if runtime == "coreml" and language in catalog().kyutai:
-            hint = "(FluidAudio has no CoreML pack for it; --runtime onnx has)"
-        raise UnknownNameError("--language", language, valid, hint)
+            hint = "(FluidAudio has no CoreML pack for it; the onnx runtime has)"
+        raise UnknownNameError("language", language, valid, hint)
     return language
 
 
 def check_precision(runtime: str, precision: str) -> str:
     valid = known_precisions(runtime)
     if precision not in valid:
-        raise UnknownNameError("--precision", precision, valid, f"for the {runtime} runtime")
+        raise UnknownNameError("precision", precision, valid, f"for the {runtime} runtime")
     return precision
 
 
 def check_placement(placement: str) -> str:
     if placement not in known_placements():
-        raise UnknownNameError("--placement", placement, known_placements())
+        raise UnknownNameError("placement", placement, known_placements())
     return placement
 
 
@@ -230,7 +230,7 @@ def check_voice(name: str, language: str | None = None) -> str:
     valid = known_voices(language)
     if voice not in valid:
         where = f"for {language}" if language and voice in catalog().voices else ""
-        raise UnknownNameError("--voice", name, valid, where)
+        raise UnknownNameError("voice", name, valid, where)
     return voice
 
 
@@ -244,6 +244,12 @@ def native_voice(language: str) -> str | None:
         if family in language:
             return voice
     return None
+
+
+def default_voice_for(language: str) -> str:
+    """The voice spoken in a language when none is named: its own (pocket-tts's
+    choice), else the catalogue's default (alba)."""
+    return native_voice(language) or catalog().default_voice
 
 
 def kyutai_language(language: str) -> KyutaiLanguage:

@@ -154,7 +154,7 @@ def resolve_coreml_pack(
         if missing:
             raise StoreError(
                 f"{cat.repo} {sub} lacks {', '.join(missing)}, which the "
-                f"{placement} placement needs: try --placement gpu"
+                f"{placement} placement needs: try the gpu placement"
             )
         _verify(lang_dir, language)
     return lang_dir

@@ -23,7 +23,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError, UserError
 from pocketcli.store.hubclient import (
     SPEED_LIMIT_ENV,
     SPEED_TIME_ENV,
@@ -32,7 +32,7 @@ from pocketcli.store.hubclient import (
     HubUnreachable,
 )
 
-OFFLINE_HINT = "use --offline with a cached model"
+OFFLINE_HINT = "work offline with a cached model"
 
 
 class StoreError(UserError):
@@ -65,10 +65,15 @@ def _status(exc: BaseException) -> int | None:
     return getattr(response, "status_code", None)
 
 
+class OfflineMiss(StoreError, FieldError):
+    """Not in the cache, and working offline (the ``offline`` field) forbids fetching it."""
+
+
 def offline_error(what: str, hint: str) -> StoreError:
-    return StoreError(
-        f"{what} is not in the cache and --offline (or HF_HUB_OFFLINE) forbids downloading "
-        f"it: run `{hint}` once while online, or drop --offline"
+    return OfflineMiss(
+        f"{what} is not in the cache and {{offline}} (or HF_HUB_OFFLINE) forbids downloading "
+        f"it: run `{hint}` once while online, or drop {{offline}}",
+        "offline",
     )
 
 

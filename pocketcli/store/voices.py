@@ -16,6 +16,7 @@ from pocketcli.store.catalog import (
     catalog,
     check_language,
     check_voice,
+    default_voice_for,
     known_voices,
     native_voice,
 )
@@ -88,7 +89,7 @@ def voice_statuses(language: str) -> list[VoiceStatus]:
             VoiceStatus(
                 name=name,
                 origin=cat.voices[name].origin,
-                default=name == cat.default_voice,
+                default=name == default_voice_for(language),
                 native=name == native_voice(language),
                 onnx=cached_hf_file(voice_ref(language, name)) is not None,
                 coreml=on_coreml,

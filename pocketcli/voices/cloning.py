@@ -10,14 +10,32 @@ voice file is the same conditioning, so it goes through the same prefill.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from pocketcli.voices.state import VoiceError, VoiceState
 
 if TYPE_CHECKING:
-    from pocketcli.runtimes.base import Runtime
+    from pocketcli.config import ModelConfig
+
+
+class VoiceRuntime(Protocol):
+    """What cloning and voice files need of a runtime (``runtimes.base.Runtime`` has
+    it; declared here so voices/ does not depend on runtimes/, which uses voices)."""
+
+    config: ModelConfig
+    bos_before_voice: np.ndarray | None
+    cloning_unavailable_reason: str | None
+
+    def encode_voice(self, audio: np.ndarray) -> np.ndarray: ...
+
+    def start_sequence(self, voice: VoiceState | None, extra_capacity: int) -> Any: ...
+
+    def prefill(self, seq: Any, rows: np.ndarray) -> None: ...
+
+    def voice_state(self, seq: Any) -> VoiceState: ...
+
 
 # Kyutai's weights with voice cloning; the public "-without-voice-cloning" ones lack it.
 GATED_REPO = "kyutai/pocket-tts"
@@ -38,20 +56,20 @@ def unavailable_message(reason: str) -> str:
     )
 
 
-def require_cloning(runtime: Runtime) -> None:
+def require_cloning(runtime: VoiceRuntime) -> None:
     reason = runtime.cloning_unavailable_reason
     if reason is not None:
         raise VoiceCloningUnavailable(unavailable_message(reason))
 
 
-def clone_voice(runtime: Runtime, prompt_24k: np.ndarray) -> VoiceState:
+def clone_voice(runtime: VoiceRuntime, prompt_24k: np.ndarray) -> VoiceState:
     """The voice state for a prepared prompt (see ``pocketcli.voices.prompt``)."""
     require_cloning(runtime)
     conditioning = runtime.encode_voice(np.ascontiguousarray(prompt_24k, np.float32))
     return voice_from_conditioning(runtime, conditioning)
 
 
-def voice_from_conditioning(runtime: Runtime, conditioning: np.ndarray) -> VoiceState:
+def voice_from_conditioning(runtime: VoiceRuntime, conditioning: np.ndarray) -> VoiceState:
     """Prefills ``bos_before_voice`` (when the model inserts it) and the conditioning."""
     d_model = runtime.config.flow_lm.transformer.d_model
     cond = np.ascontiguousarray(conditioning, np.float32)

@@ -39,7 +39,7 @@ from pocketcli.voices.prompt import default_warn
 from pocketcli.voices.state import VoiceError, VoiceState, ignored_notice, save_voice_state
 
 if TYPE_CHECKING:
-    from pocketcli.runtimes.base import Runtime
+    from pocketcli.voices.cloning import VoiceRuntime
 
 VOICE_SUFFIXES = (".safetensors", ".bin")
 __all__ = [
@@ -65,7 +65,7 @@ def check_voice_suffix(path: str | Path) -> str:
 
 def load_voice_file(
     path: str | Path,
-    runtime: Runtime,
+    runtime: VoiceRuntime,
     name: str | None = None,
     on_notice: Callable[[str], None] | None = None,
 ) -> VoiceState:

@@ -202,7 +202,7 @@ class PocketHandler(AsyncEventHandler):
                 return  # sent alongside the streamed text for servers that cannot stream
             if not _text(event).strip():
                 raise TurnError("synthesize: the text is empty", "empty_text")
-            request = Synthesize.from_event(event)
+            request = Synthesize.from_event(_checked_voice(event))
             turn = await self._turn_for(request.voice, request.text_format)
             try:
                 turn.add(request.text)
@@ -214,7 +214,7 @@ class PocketHandler(AsyncEventHandler):
         elif SynthesizeStart.is_type(event.type):
             if self._streaming:
                 raise TurnError("synthesize-start while a synthesis is streaming", "busy")
-            start = SynthesizeStart.from_event(event)
+            start = SynthesizeStart.from_event(_checked_voice(event))
             self._turn = await self._turn_for(start.voice, start.text_format)
             self._streaming = True
             self._speaking = asyncio.create_task(self._speak(self._turn))
@@ -292,6 +292,27 @@ class PocketHandler(AsyncEventHandler):
 
     async def disconnect(self) -> None:
         await self._drop_stream()
+
+
+def _checked_voice(event: Event) -> Event:
+    """The event, once its ``voice`` is an object with a string ``name`` (the library's
+    reader drops a voice of another shape unsaid, or fails on it with a TypeError)."""
+    voice = event.data.get("voice")
+    if voice is None:
+        return event
+    if not isinstance(voice, dict):
+        shown = repr(voice)[:40]
+        raise TurnError(
+            f'{event.type}: voice must be an object like {{"name": "alba"}}, not {shown}',
+            "bad_request",
+        )
+    name = voice.get("name")
+    if name is not None and not isinstance(name, str):
+        raise TurnError(
+            f"{event.type}: the voice's name must be a string, not {repr(name)[:40]}",
+            "bad_request",
+        )
+    return event
 
 
 def _text(event: Event) -> str:

@@ -47,8 +47,8 @@ def parse_uri(uri: str) -> Address:
     if parsed.scheme == "tcp":
         try:
             port = parsed.port
-        except ValueError:
-            port = None
+        except ValueError:  # not a number, or past 65535
+            raise ValueError(f"{uri!r}: the port must be a number from 0 to 65535") from None
         if not parsed.hostname or port is None:
             raise ValueError(f"{uri!r} needs a host and a port (tcp://127.0.0.1:10200)")
         return Address("tcp", host=parsed.hostname, port=port)

@@ -52,7 +52,7 @@ _METADATA_DTYPES = {
     "int32": "int32",
     "int8": "int8",
 }
-UNAVAILABLE_HINT = "use --runtime onnx"
+UNAVAILABLE_HINT = "use the onnx runtime"
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,9 @@ class CoreMLRuntime:
     def language(self) -> str:
         """The pack's FluidAudio language (its directory name) when we know it, else english."""
         name = self.pack_dir.name
-        return name if (CONFIGS_DIR / f"{name}.yaml").is_file() else "english"
+        from pocketcli.options import DEFAULT_LANGUAGE
+
+        return name if (CONFIGS_DIR / f"{name}.yaml").is_file() else DEFAULT_LANGUAGE
 
     @property
     def max_positions(self) -> int:

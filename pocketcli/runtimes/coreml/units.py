@@ -104,7 +104,7 @@ def canonical_placement(name: str) -> str:
     if key == "ane-state":
         raise UserError(
             "placement 'ane-state' needs pocket_state.mlmodelc, which FluidAudio"
-            " has not published; use --placement gpu or ane"
+            " has not published; use the gpu or ane placement"
         )
     if key not in PLACEMENTS:
         raise UserError(f"unknown placement {name!r}; choose one of {', '.join(PLACEMENTS)}")

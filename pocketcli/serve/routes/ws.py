@@ -25,7 +25,8 @@ wrong or missing key is refused before the socket opens (HTTP 403).
 Bounded: a frame at most ``ws_max_message_bytes`` (the websocket library
 closes with 1009 past it), text per turn ``max_chars``, at most
 ``ws_max_sockets`` open at once, and a socket that neither sends nor is
-being spoken to for ``ws_idle_seconds`` is told so and closed.
+sent audio for ``ws_idle_seconds`` is told so and closed (a turn left open
+without a flush keeps no socket alive).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import time
 import uuid
 from typing import Any
 
@@ -102,6 +104,7 @@ class _Socket:
         self.speaking: asyncio.Task[None] | None = None
         self.request_id: str | None = None
         self._send_lock = asyncio.Lock()
+        self.last_active = time.monotonic()  # the last frame received or audio sent
 
     async def serve(self) -> None:
         while True:
@@ -124,18 +127,24 @@ class _Socket:
                 await self.error(*describe_failure(exc))
 
     async def _receive(self) -> dict[str, Any]:
+        idle = self.limits.ws_idle_seconds
+        receiving = asyncio.ensure_future(self.ws.receive())
         while True:
-            receiving = asyncio.ensure_future(self.ws.receive())
-            done, _ = await asyncio.wait({receiving}, timeout=self.limits.ws_idle_seconds)
-            if receiving in done:
-                break
-            if self.speaking is not None and not self.speaking.done():
-                await receiving  # the client is listening to audio: not idle
-                break
+            # Idle: nothing received and no audio sent for ``idle`` seconds, unless a
+            # flushed turn is still being made (it may wait for the model). A turn left
+            # open without a flush, its audio all sent, is idle: it only waits for text.
+            left = self.last_active + idle - time.monotonic()
+            flushed = self.turn is None and self.speaking is not None
+            if flushed and not self.speaking.done():
+                left = max(left, idle)
+            if left > 0:
+                done, _ = await asyncio.wait({receiving}, timeout=left)
+                if receiving in done:
+                    break
+                continue
             receiving.cancel()
-            raise _Closing(
-                f"nothing received for {self.limits.ws_idle_seconds:g} s: closing", "idle_timeout"
-            )
+            raise _Closing(f"nothing received for {idle:g} s: closing", "idle_timeout")
+        self.last_active = time.monotonic()
         raw = receiving.result()
         if raw["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(raw.get("code", 1000))
@@ -206,6 +215,12 @@ class _Socket:
         voice_name = data.get("voice")
         if voice_name is not None and not isinstance(voice_name, str):
             raise TurnError("voice must be a string", "invalid_config")
+        temperature = data.get("temperature")
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)
+        ):  # a JSON string or list: the options would fail on its type, not its value
+            shown = repr(temperature)[:40]
+            raise TurnError(f"temperature must be a number, not {shown}", "invalid_option")
         voice = await fields.voice(self.loaded, voice_name)
         options = fields.speak_options(
             seed=data.get("seed"),
@@ -294,6 +309,7 @@ class _Socket:
     async def _send_audio(self, pcm: bytes, binary: bool) -> None:
         if not pcm:
             return
+        self.last_active = time.monotonic()
         async with self._send_lock:
             if binary:
                 await self.ws.send_bytes(pcm)

@@ -1,0 +1,418 @@
+"""What ``pockettts tts`` does with its flags: one checker, then one mode.
+
+``tts_command`` (``cli/tts.py``) only declares the flags and hands them here
+as one ``TtsFlags`` with the ``ModelFlags``. ``check_flags`` holds every
+rule between flags; ``check_paths`` checks every path before any download;
+then exactly one mode runs: a batch (``--input-file``), live speech
+(``--play``/``--follow``), audio on stdout (``-o -``) or a file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pocketcli.cli import checks
+from pocketcli.cli import clickcompat as click
+from pocketcli.cli.model_options import (
+    BACKENDS,
+    ModelFlags,
+    check_voice_name,
+    choose_voice,
+    load_model,
+    names_voices_inside,
+    notice,
+)
+from pocketcli.cli.text_input import read_text
+from pocketcli.errors import UserError
+
+if TYPE_CHECKING:
+    from pocketcli.api import ChosenVoice, PocketTTS
+    from pocketcli.audio.output import OutputFormat
+    from pocketcli.cli.live import LiveRequest
+    from pocketcli.options import ModelRequest, SpeakOptions
+
+DEFAULT_OUTPUT = "output.wav"
+STDOUT = "-"
+
+
+@dataclass(frozen=True)
+class TtsFlags:
+    """The flags of ``pockettts tts`` other than the model flags, as given."""
+
+    text_arg: str | None = None
+    text: str | None = None
+    output: str | None = None
+    audio_format: str | None = None
+    force: bool = False
+    voice: str | None = None
+    voice_file: Path | None = None
+    clone_voice: Path | None = None
+    save_voice: Path | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    noise_clamp: float | None = None
+    eos_threshold: float | None = None
+    frames_after_eos: int | None = None
+    backend: str = "pocket"
+    no_deess: bool = False
+    metrics: Path | None = None
+    input_file: Path | None = None
+    output_dir: Path | None = None
+    overwrite: bool = False
+    jobs: str | None = None
+    ray: str | None = None
+    streams: str | None = None
+    max_tokens: int | None = None
+    no_normalize: bool = False
+    ssml: bool | None = None
+    quiet: bool = False
+    play: bool = False
+    device: str | None = None
+    follow: bool = False
+    # Habits of the tools people come from (``cli/habits.py``).
+    quantize: bool = False  # Kyutai's pocket-tts
+    piper_model: str | None = None  # piper's -m
+    output_raw: bool = False  # piper's --output-raw
+
+    @property
+    def text_given(self) -> bool:
+        return self.text_arg is not None or self.text is not None
+
+
+@dataclass
+class Timing:
+    load: float = 0.0
+    synthesis: float = 0.0
+    audio: float = 0.0
+
+
+def run_tts(f: TtsFlags, model: ModelFlags) -> None:
+    """The whole command: every check before any download, then one mode."""
+    started = time.perf_counter()
+    check_flags(f)
+    _voice_precedence(f, (lambda _m: None) if f.quiet else notice)
+    from pocketcli.cli.live import prepare_live
+
+    live = prepare_live(
+        play=f.play,
+        device=f.device,
+        follow=f.follow,
+        text_given=f.text_given,
+        batch=f.input_file is not None,
+        output=f.output,
+        default_output=DEFAULT_OUTPUT,
+    )
+    output = f.output or DEFAULT_OUTPUT
+    options = speak_options(f)
+    out_format = check_output(output, f.audio_format, f.force, batch=f.input_file is not None)
+    check_paths(f, None if live is None else live.output, output)
+    words = None if f.follow else _read_text(f)
+    choice = model.request(quiet=f.quiet)
+    if f.voice_file is None and f.clone_voice is None:
+        check_voice_name(choice, f.voice)
+    if f.input_file is not None:
+        raise click.Exit(run_batch_mode(f, choice, options))
+    timing = Timing()
+    t0 = time.perf_counter()
+    tts = load_model(choice, quiet=f.quiet)
+    chosen = _choose(tts, f)
+    timing.load = time.perf_counter() - t0
+    if live is not None:
+        run_live_mode(f, live, tts, chosen, options, words, timing, out_format)
+        shown = live.output or ""
+    else:
+        assert words is not None
+        speak_once(tts, words, chosen.state, output, options, timing, out_format, _warning(f))
+        shown = output
+    total = time.perf_counter() - started
+    if f.metrics is not None:
+        write_metrics(f.metrics, words or "", chosen.name, shown, timing, total)
+    if live is None and not f.quiet:
+        _summary(timing, total, output)
+
+
+def check_flags(f: TtsFlags) -> None:
+    """Every rule between the flags (one place), before any path or model work."""
+    if f.backend.lower() not in BACKENDS:
+        raise click.BadParameter(
+            f"{f.backend!r}; this tool speaks with: {', '.join(BACKENDS)}", param_hint="--backend"
+        )
+    if f.save_voice is not None and f.clone_voice is None:
+        raise click.UsageError("--save-voice needs --clone-voice")
+    if f.save_voice is not None:
+        from pocketcli.voices.files import check_voice_suffix
+        from pocketcli.voices.state import VoiceError
+
+        try:
+            check_voice_suffix(f.save_voice)
+        except VoiceError as exc:
+            raise click.BadParameter(str(exc), param_hint="--save-voice") from None
+    if f.text_arg is not None and f.text is not None:
+        raise click.UsageError("give the text either as TEXT or with --text, not both")
+    _check_batch_flags(f)
+
+
+def _check_batch_flags(f: TtsFlags) -> None:
+    if f.input_file is None:
+        if f.output_dir is not None:
+            raise click.UsageError("--output-dir goes with --input-file")
+        if f.jobs is not None or f.ray is not None or f.streams is not None:
+            raise click.UsageError("--jobs, --ray and --streams go with --input-file")
+        return
+    if f.output_dir is None:
+        raise click.UsageError("--input-file needs --output-dir")
+    if f.output is not None:
+        raise click.UsageError("--input-file writes one WAV per line to --output-dir: drop -o")
+    if f.metrics is not None:
+        raise click.UsageError("--metrics reports one utterance: drop it with --input-file")
+    if f.text_given:
+        raise click.UsageError("--input-file reads the text from a file: drop TEXT/--text")
+
+
+def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
+    """Every path the run reads or writes, before any download, build or synthesis."""
+    checks.readable_file(f.voice_file, "voice file")
+    if f.clone_voice is None:  # else the voice file is ignored
+        checks.voice_file(f.voice_file, f.voice)
+    checks.recording(f.clone_voice)
+    checks.readable_file(f.input_file, "input file")
+    checks.writable_file(f.save_voice, "--save-voice file")
+    checks.writable_file(f.metrics, "metrics file")
+    checks.writable_dir(f.output_dir, "output folder")
+    if f.input_file is None:
+        checks.writable_file(output if live_output is None else live_output, "output file")
+
+
+def speak_options(f: TtsFlags) -> SpeakOptions:
+    """The options of the flags; a refused value raises OptionsError, which main
+    turns into a usage error naming the flag (``cli.flags.flag_for``)."""
+    from pocketcli.options import SpeakOptions
+
+    return SpeakOptions().with_(
+        temperature=f.temperature,
+        seed=f.seed,
+        max_tokens=f.max_tokens,
+        eos_threshold=f.eos_threshold,
+        frames_after_eos=f.frames_after_eos,
+        normalize=not f.no_normalize,
+        ssml=f.ssml,
+        output_chain=not f.no_deess,
+        peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
+        noise_clamp=f.noise_clamp,
+    )
+
+
+def check_output(output: str, audio_format: str | None, force: bool, batch: bool = False):
+    """The output format, and no binary audio on a terminal unless forced."""
+    from pocketcli.audio.output import AudioError, format_for
+
+    if batch:
+        if audio_format is not None and audio_format.lower() != "wav":
+            raise click.UsageError("--input-file writes one WAV per line: drop --format")
+        return None
+    try:
+        fmt = format_for(None, audio_format) if audio_format is not None else None
+    except AudioError as exc:
+        raise click.BadParameter(str(exc), param_hint="--format") from None
+    if fmt is None:
+        try:
+            fmt = format_for(None if output == STDOUT else output)
+        except AudioError as exc:
+            raise click.BadParameter(str(exc), param_hint="-o/--output") from None
+    if output == STDOUT and not force and sys.stdout.isatty():
+        raise click.UsageError(
+            "not writing binary audio to a terminal: redirect it (-o - | aplay) or add --force"
+        )
+    return fmt
+
+
+def _read_text(f: TtsFlags) -> str | None:
+    if f.input_file is not None:
+        return None
+    return read_text(f.text_arg if f.text_arg is not None else f.text)
+
+
+def _warning(f: TtsFlags):
+    return None if f.quiet else warn
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"pockettts: warning: {message}\n")
+
+
+def _voice_precedence(f: TtsFlags, say) -> None:
+    """FluidAudio's order: --clone-voice, then --voice-file, then --voice; one line
+    says which of several wins, so nothing is ignored silently."""
+    voice = f.voice
+    if f.clone_voice is None and names_voices_inside(f.voice_file):
+        voice = None  # -v picks a voice inside the file: nothing is ignored
+    given = [
+        flag
+        for flag, value in (
+            ("--clone-voice", f.clone_voice),
+            ("--voice-file", f.voice_file),
+            ("--voice", voice),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        ignored = " and ".join(given[1:])
+        say(f"{given[0]} wins over {ignored} (FluidAudio's order); {ignored} ignored")
+
+
+def _choose(tts: PocketTTS, f: TtsFlags) -> ChosenVoice:
+    chosen = choose_voice(
+        tts, f.voice, f.voice_file, f.clone_voice, f.save_voice, on_warning=_warning(f)
+    )
+    if chosen.state is None and not f.quiet:
+        notice(
+            "this model has no built-in voice: speaking without a voice prompt"
+            " (give one with --voice-file or --clone-voice)"
+        )
+    return chosen
+
+
+def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> int:
+    """``--input-file``: one WAV per line; returns the exit status."""
+    from pocketcli.cli.batch_command import VoiceFlags, run_batch_command
+
+    assert f.input_file is not None and f.output_dir is not None
+    return run_batch_command(
+        choice,
+        _read_batch_input(f.input_file),
+        f.output_dir,
+        options,
+        VoiceFlags(f.voice, f.voice_file, f.clone_voice, f.save_voice),
+        jobs=f.jobs,
+        ray=f.ray,
+        streams=f.streams,
+        overwrite=f.overwrite,
+        quiet=f.quiet,
+        on_warning=_warning(f),
+    )
+
+
+def _read_batch_input(input_file: Path) -> bytes:
+    if str(input_file) == STDOUT:
+        return sys.stdin.buffer.read()
+    try:
+        return input_file.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
+
+
+def run_live_mode(
+    f: TtsFlags,
+    live: LiveRequest,
+    tts: PocketTTS,
+    chosen: ChosenVoice,
+    options: SpeakOptions,
+    words: str | None,
+    timing: Timing,
+    fmt: OutputFormat | None,
+) -> None:
+    """``--play`` / ``--follow``: speech while it is generated (``cli/live.py``)."""
+    from pocketcli.cli.live import run_live
+
+    run_live(
+        live,
+        tts,
+        chosen.state,
+        options,
+        words=words,
+        quiet=f.quiet,
+        on_warning=_warning(f),
+        timing=timing,
+        fmt=fmt,
+    )
+
+
+def speak_once(
+    tts: PocketTTS,
+    words: str,
+    voice: Any,
+    output: str,
+    options: SpeakOptions,
+    timing: Timing,
+    fmt: OutputFormat | None,
+    on_warning,
+) -> None:
+    """One text to a file (the library's ``synthesize_to_file``) or to stdout."""
+    from pocketcli.normalize import MarkupError
+    from pocketcli.text import EmptyTextError
+
+    t0 = time.perf_counter()
+    try:
+        if output == STDOUT:
+            samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
+            timing.audio = samples / tts.sample_rate
+        else:
+            path = Path(output)
+            if path.parent != Path(""):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            timing.audio = tts.synthesize_to_file(
+                words, path, voice, options, format=fmt, on_warning=on_warning
+            )
+    except (MarkupError, EmptyTextError) as exc:
+        raise click.UsageError(str(exc)) from None
+    timing.synthesis = time.perf_counter() - t0
+
+
+def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fmt) -> int:
+    """Frames go out as they are made; causal filters only (no peak normalising).
+
+    A reader that goes away (``| head``) ends the run quietly, as Unix tools do.
+    """
+    from pocketcli.audio.output import AudioEncoder, check_finite
+
+    samples = 0
+    try:
+        stream = AudioEncoder(sys.stdout.buffer, fmt, tts.sample_rate, flush=True)
+        for frame in tts.stream(words, voice, options, on_warning=on_warning):
+            check_finite(frame.audio)
+            stream.write(frame.audio)
+            samples += frame.audio.size
+        stream.close()
+    except BrokenPipeError:
+        import os
+
+        # Python would complain again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise click.Exit(141) from None
+    return samples
+
+
+def _summary(timing: Timing, total: float, output: str) -> None:
+    rtfx = timing.audio / timing.synthesis if timing.synthesis > 0 else 0.0
+    where = "stdout" if output == STDOUT else str(Path(output).resolve())
+    sys.stderr.write(
+        f"load {timing.load:.3f} s, synthesis {timing.synthesis:.3f} s, "
+        f"audio {timing.audio:.3f} s, RTFx {rtfx:.2f}x, total {total:.3f} s -> {where}\n"
+    )
+
+
+def write_metrics(
+    path: Path, words: str, voice_name: str, output: str, timing: Timing, total: float
+) -> None:
+    from pocketcli.atomic import atomic_path
+
+    report = {
+        "backend": "pockettts",
+        "text": words,
+        "voice": voice_name,
+        "output": output if output == STDOUT else str(Path(output).resolve()),
+        "model_load_time_s": round(timing.load, 6),
+        "inference_time_s": round(timing.synthesis, 6),
+        "audio_duration_s": round(timing.audio, 6),
+        "realtime_speed": round(timing.audio / timing.synthesis, 6) if timing.synthesis else 0.0,
+        "total_time_s": round(total, 6),
+    }
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
