@@ -277,3 +277,68 @@ def test_export_is_torch_free(tmp_path) -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
     assert r.returncode == 0, r.stderr.decode()
+
+
+# -- other people's reader: onnxruntime-node running a driver of the documented steps ---
+DRIVER = Path(__file__).parent / "web_driver.mjs"
+# Node's ONNX Runtime (its own CPU kernels, 4-bit included) against ours on the same
+# graphs and noise: 1.5e-8 at most (tiny model, peak 0.24); the bound leaves room for other
+# CPUs' kernels and the float64 fade-in of the driver.
+NODE_MAX_ABS = 1e-5
+
+
+def _onnxruntime_node() -> Path:
+    """A folder whose node_modules has onnxruntime-node (installed once, scripts off)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are not installed: the onnxruntime-node check needs them")
+    cache = Path(
+        os.environ.get("POCKETTTS_NPM_CACHE", Path(tempfile.gettempdir()) / "pockettts-npm")
+    )
+    if not (cache / "node_modules" / "onnxruntime-node" / "package.json").is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run(
+            [npm, "install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", str(cache),
+             "onnxruntime-node"],
+            capture_output=True, timeout=600,
+        )  # fmt: skip
+        if r.returncode != 0:
+            pytest.skip(f"npm could not install onnxruntime-node: {r.stderr.decode()[-300:]}")
+    return cache
+
+
+def test_onnxruntime_node_driver_speaks_as_our_runner(tmp_path) -> None:
+    from pocketcli.engine.noise import InjectedNoise
+
+    modules = _onnxruntime_node()
+    tts = PocketTTS.load(tiny_web_pack())
+    runtime = tts.runtime
+    chunks = tts.plan("Hello there. This is a second sentence, with a comma, to speak.")
+    rng = np.random.default_rng(7)
+    noise = (rng.standard_normal((sum(c.max_frames for c in chunks), 32)) * np.sqrt(0.3)).astype(
+        np.float32
+    )
+    voice = tts.voice("alba")
+    settings = GenerationSettings(eos_threshold=-4.0, threaded_decoder=False)
+    frames = generate_frames(runtime, chunks, voice, InjectedNoise(noise), settings)
+    ours = np.concatenate([f.audio for f in frames])
+
+    job = {
+        "chunks": [
+            {"tokens": [int(t) for t in c.token_ids], "frames_after_eos": c.frames_after_eos,
+             "max_frames": c.max_frames}
+            for c in chunks
+        ],
+        "noise": noise.tolist(),
+    }  # fmt: skip
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    out = tmp_path / "out.f32"
+    env = {**os.environ, "ORT_MODULE": str(modules / "node_modules" / "onnxruntime-node")}
+    r = subprocess.run(
+        ["node", str(DRIVER), str(tiny_web_pack()), str(tmp_path / "job.json"), str(out)],
+        capture_output=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr.decode()
+    theirs = np.fromfile(out, np.float32)
+    assert theirs.size == ours.size, r.stdout.decode()
+    assert np.abs(theirs - ours).max() <= NODE_MAX_ABS
