@@ -56,6 +56,17 @@ class PackError(UserError, ValueError):
     """A pack directory is missing, incomplete or not one of ours."""
 
 
+def read_json_file(path: Path, error: type[PackError], missing: str) -> Any:
+    """A folder's JSON description, or one line: ``missing`` when there is no file,
+    else the file and the reader's first line (``error`` is the layout's own class)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(missing) from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise error(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+
+
 @dataclass(frozen=True)
 class PackManifest:
     config: ModelConfig

@@ -13,7 +13,6 @@ the ones it describes, or loading stops with one line naming the file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
-from pocketcli.packs.manifest import PackError
+from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.packs.web import (
     BOS_FILE,
     CONFIG_FILE,
@@ -56,12 +55,8 @@ def _session(path: Path, threads: int) -> ort.InferenceSession:
 
 def read_pack_config(directory: Path) -> dict:
     where = directory / CONFIG_FILE
-    try:
-        meta = json.loads(where.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise WebPackError(f"{directory} is not a browser pack (no {CONFIG_FILE})") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise WebPackError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
+    missing = f"{directory} is not a browser pack (no {CONFIG_FILE})"
+    meta = read_json_file(where, WebPackError, missing)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise WebPackError(f"{where}: not a browser pack description (format {FORMAT!r})")
     return meta
