@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -45,6 +48,8 @@ TEXTS = (
 )
 MAX_CLIENTS = 64
 MAX_SECONDS = 120.0
+MAX_REQUESTS = 50
+START_SECONDS = 600.0  # a loaded machine may take minutes to import torch and load
 
 
 @dataclass
@@ -162,6 +167,274 @@ def build_full(precision: str) -> tuple[Path, Path]:
     return tmp / "pack", voice
 
 
+def start_pockettts(
+    pack: Path, voice: Path, precision: str, max_streams: int, max_queue: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`pockettts serve --port 0` on 127.0.0.1 as a child, once /readyz answers 200."""
+    script = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
+    command = [
+        script, "serve", "--host", "127.0.0.1", "--port", "0", "--model-dir", str(pack),
+        "--voice-file", str(voice), "--precision", precision, "--max-queue", str(max_queue),
+        "--max-streams", str(max_streams), "--log-level", "info",
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    url = None
+    while url is None:
+        line = proc.stderr.readline()
+        if not line:
+            sys.exit(f"pockettts serve did not start (exit {proc.wait()})")
+        entry = json.loads(line) if line.startswith(b"{") else {}
+        if entry.get("event") == "listening":
+            url = entry["url"]
+    # The rest of the log is drained, so a full pipe can never block the server.
+    threading.Thread(target=proc.stderr.read, daemon=True).start()
+    wait_ready(proc, f"{url}/readyz", "pockettts serve")
+    return proc, url
+
+
+def wait_ready(proc: subprocess.Popen[bytes], url: str, name: str) -> None:
+    """Until ``url`` answers 200; exits with one line if the server dies or takes 10 min."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"{name} exited with {proc.returncode} before it was ready")
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    sys.exit(f"{name} was not ready within {START_SECONDS:g} s")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+
+
+# -- --compare-reference: pockettts serve against pocket-tts serve -------------------------
+NO_EOS = 1e9  # an EOS logit never reaches this: every request runs to its frame budget
+
+
+def eos_disabled_pack(pack: Path, out: Path) -> Path:
+    """``pack`` seen through ``out``: its files linked, pack.json's EOS threshold at NO_EOS."""
+    out.mkdir(parents=True, exist_ok=True)
+    for file in pack.iterdir():
+        if file.name not in ("pack.json", ".pockettts-verified.json"):
+            (out / file.name).symlink_to(file.resolve())
+    manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
+    manifest["config"]["default_eos_threshold"] = NO_EOS
+    (out / "pack.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return out
+
+
+def eos_disabled_config(config: Path, weights: Path | None, pack: Path, out: Path) -> Path:
+    """pocket-tts's config YAML with absolute paths, the pack's tokenizer, EOS at NO_EOS."""
+    import yaml
+
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    if weights is not None:
+        data["weights_path"] = str(weights.resolve())
+    if "weights_path" not in data:
+        sys.exit(f"{config}: no weights_path, and no --reference-weights given")
+    lookup = data["flow_lm"]["lookup_table"]
+    tokenizer = json.loads((pack / "pack.json").read_text(encoding="utf-8"))["tokenizer"]["file"]
+    lookup["tokenizer_path"] = str((pack / tokenizer).resolve())
+    data["default_eos_threshold"] = NO_EOS
+    out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_reference(
+    config: Path, voice: Path, quantize: bool, log: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`pocket-tts serve` (the installed package) on 127.0.0.1, once /health answers 200."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "pocket_tts", "serve", "--host", "127.0.0.1", "--port", str(port),
+        "--config", str(config), "--default-voice", str(voice),
+    ]  # fmt: skip
+    if quantize:
+        command.append("--quantize")
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(proc, f"http://127.0.0.1:{port}/health", "pocket-tts serve")
+    except SystemExit:
+        print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@dataclass
+class Spoken:
+    """One streamed POST /tts: seconds to the first audio sample and to the end, audio s."""
+
+    first: float
+    total: float
+    audio: float
+
+
+def speak_form(http: httpx.Client, url: str, text: str) -> Spoken:
+    """POST /tts (the form both servers share); the WAV header is parsed as it arrives."""
+    started = time.perf_counter()
+    head = b""
+    data_at = rate = width = 0
+    first = None
+    size = 0
+    with http.stream("POST", f"{url}/tts", data={"text": text}) as r:
+        if r.status_code != 200:
+            r.read()
+            raise RuntimeError(f"HTTP {r.status_code}")
+        for chunk in r.iter_raw():
+            size += len(chunk)
+            if not data_at:
+                head += chunk
+                found = head.find(b"data", 12)
+                if found < 0 or len(head) < found + 8:
+                    continue
+                fmt = head.find(b"fmt ")
+                rate, width = (struct.unpack_from("<I", head, fmt + 12)[0],
+                               struct.unpack_from("<H", head, fmt + 20)[0])  # fmt: skip
+                data_at = found + 8
+            if first is None and size > data_at:
+                first = time.perf_counter() - started
+    total = time.perf_counter() - started
+    if first is None or not rate:
+        raise RuntimeError("no audio")
+    return Spoken(first, total, (size - data_at) / width / rate)
+
+
+@dataclass
+class Compared:
+    server: str
+    clients: int
+    spoken: list[Spoken] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    wall: float = 0.0
+    rss_peak: int = 0
+    load: float = 0.0
+
+    def row(self) -> dict[str, object]:
+        firsts = [s.first for s in self.spoken]
+        audio = sum(s.audio for s in self.spoken)
+        return {
+            "server": self.server,
+            "clients": self.clients,
+            "requests": len(self.spoken),
+            "errors": sum(self.errors.values()),
+            "error_kinds": self.errors,
+            "first_audio_p50_ms": 1000 * percentile(firsts, 50),
+            "first_audio_p95_ms": 1000 * percentile(firsts, 95),
+            "slowest_request_x_real_time": min(
+                (s.audio / s.total for s in self.spoken), default=float("nan")
+            ),
+            "aggregate_rtfx": audio / self.wall if self.wall else float("nan"),
+            "audio_seconds_per_request": audio / len(self.spoken) if self.spoken else 0.0,
+            "rss_peak_mb": round(self.rss_peak / 2**20),
+            "load_average_1m": self.load,
+        }
+
+
+def compared_phase(
+    name: str, url: str, pid: int, clients: int, requests: int, timeout: float
+) -> Compared:
+    """``clients`` threads, each speaking ``requests`` texts back to back."""
+    phase = Compared(name, clients, load=os.getloadavg()[0])
+
+    def client(index: int) -> None:
+        with httpx.Client(timeout=timeout) as http:
+            for n in range(requests):
+                try:
+                    spoken = speak_form(http, url, TEXTS[(index + n) % len(TEXTS)])
+                except (httpx.HTTPError, RuntimeError) as exc:
+                    kind = str(exc) if isinstance(exc, RuntimeError) else type(exc).__name__
+                    with _lock:
+                        phase.errors[kind] = phase.errors.get(kind, 0) + 1
+                    continue
+                with _lock:
+                    phase.spoken.append(spoken)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        phase.rss_peak = max(phase.rss_peak, rss_bytes(pid))
+        time.sleep(0.1)
+    phase.wall = time.perf_counter() - started
+    return phase
+
+
+def compare_reference(args: argparse.Namespace, counts: list[int]) -> None:
+    work = Path(tempfile.mkdtemp(prefix="pockettts-compare-"))
+    if args.full:
+        pack, voice = build_full(args.precision)
+        config, weights = pack.parent / "ref" / "config.yaml", None
+    else:
+        pack = args.model_dir or TINY / "pack"
+        voice = args.voice_file or TINY / "voice.safetensors"
+        config = args.reference_config or TINY / "config.yaml"
+        weights = args.reference_weights or (
+            None if args.reference_config else TINY / "model.safetensors"
+        )
+    ours_pack = eos_disabled_pack(pack, work / "pack")
+    theirs_config = eos_disabled_config(config, weights, pack, work / "config.yaml")
+    streams = max(counts)
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    try:
+        servers["pockettts"] = start_pockettts(ours_pack, voice, args.precision, streams, streams)
+        servers["pocket-tts"] = start_reference(
+            theirs_config, voice, args.precision != "fp32", work / "pocket-tts.log"
+        )
+        for name, (proc, url) in servers.items():  # warm-up, not counted
+            compared_phase(name, url, proc.pid, 1, 1, args.request_timeout)
+        rows = []
+        print(
+            f"{'clients':>7} {'server':>10} {'first p50':>10} {'first p95':>10} "
+            f"{'slowest x rt':>12} {'agg RTFx':>8} {'audio s/req':>11} {'errors':>6} "
+            f"{'RSS MB':>6} {'load':>5}"
+        )
+        for i, clients in enumerate(counts):
+            order = list(servers) if i % 2 == 0 else list(reversed(servers))
+            for name in order:
+                proc, url = servers[name]
+                row = compared_phase(
+                    name, url, proc.pid, clients, args.requests, args.request_timeout
+                ).row()
+                rows.append(row)
+                slowest = row["slowest_request_x_real_time"]
+                print(
+                    f"{clients:>7} {name:>10} {row['first_audio_p50_ms']:>8.0f}ms "
+                    f"{row['first_audio_p95_ms']:>8.0f}ms {slowest:>12.2f}"
+                    f" {row['aggregate_rtfx']:>8.2f} {row['audio_seconds_per_request']:>11.2f}"
+                    f" {row['errors']:>6} {row['rss_peak_mb']:>6} {row['load_average_1m']:>5.1f}",
+                    flush=True,
+                )
+        alive = {name: proc.poll() is None for name, (proc, _) in servers.items()}
+        print(f"servers still running: {alive}")
+        if args.json:
+            report = {"precision": args.precision, "eos_threshold": NO_EOS, "phases": rows}
+            args.json.write_text(json.dumps({**report, "alive": alive}, indent=2) + "\n")
+    finally:
+        for proc, _ in servers.values():
+            stop_server(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -175,6 +448,15 @@ def main() -> None:
     parser.add_argument("--voice-file", type=Path)
     parser.add_argument("--full", action="store_true", help="english size, random weights")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument(
+        "--compare-reference",
+        action="store_true",
+        help="pockettts serve against pocket-tts serve, EOS off, phases alternating",
+    )
+    parser.add_argument("--requests", type=int, default=2, help="per client and phase (compare)")
+    parser.add_argument("--request-timeout", type=float, default=120.0, help="seconds (compare)")
+    parser.add_argument("--reference-config", type=Path, help="pocket-tts config YAML (compare)")
+    parser.add_argument("--reference-weights", type=Path, help="its checkpoint (compare)")
     args = parser.parse_args()
     try:
         counts = [int(c) for c in args.clients.split(",")]
@@ -186,31 +468,21 @@ def main() -> None:
         )
     if not 0 < args.seconds <= MAX_SECONDS:
         parser.error(f"--seconds: more than 0 and at most {MAX_SECONDS:g}, not {args.seconds:g}")
+    if not 1 <= args.requests <= MAX_REQUESTS:
+        parser.error(f"--requests: from 1 to {MAX_REQUESTS}, not {args.requests}")
+    if not 0 < args.request_timeout <= 600:
+        parser.error(
+            f"--request-timeout: more than 0 and at most 600, not {args.request_timeout:g}"
+        )
+    if args.compare_reference:
+        compare_reference(args, counts)
+        return
     if args.full:
         pack, voice = build_full(args.precision)
     else:
         pack, voice = args.model_dir or TINY / "pack", args.voice_file or TINY / "voice.safetensors"
-    script = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
-    command = [
-        script, "serve", "--port", "0", "--model-dir", str(pack), "--voice-file", str(voice),
-        "--precision", args.precision, "--max-queue", str(args.max_queue),
-        "--max-streams", str(args.max_streams), "--log-level", "info",
-    ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc, url = start_pockettts(pack, voice, args.precision, args.max_streams, args.max_queue)
     try:
-        assert proc.stderr is not None
-        url = None
-        while url is None:
-            line = proc.stderr.readline()
-            if not line:
-                sys.exit(f"the server did not start (exit {proc.wait()})")
-            entry = json.loads(line) if line.startswith(b"{") else {}
-            if entry.get("event") == "listening":
-                url = entry["url"]
-        # The rest of the log is drained, so a full pipe can never block the server.
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
-        while httpx.get(f"{url}/readyz", timeout=5).status_code != 200:
-            time.sleep(0.1)
         run_phase(url, proc.pid, 1, min(2.0, args.seconds))  # warm-up
         report = []
         print(
@@ -261,9 +533,7 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps({"phases": report, "alive": alive}, indent=2) + "\n")
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(30)
+        stop_server(proc)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from pocketcli.errors import UserError
-from pocketcli.interrupts import raise_if_stopped, register_temporary, unregister_temporary
+from pocketcli.filekind import describe_mode
+from pocketcli.interrupts import (
+    STOP_SIGNALS,
+    raise_if_stopped,
+    register_temporary,
+    unregister_temporary,
+)
 
 
 def _current_umask() -> int:
@@ -66,6 +72,15 @@ def os_reason(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
+def creation_reason(folder: str | Path, exc: OSError) -> str:
+    """Why no file can be created in ``folder``, which may well exist (/proc, /sys)."""
+    if exc.errno == errno.ENOENT and os.path.isdir(folder):
+        return f"{folder} takes no new files (a virtual file system?)"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"{folder} is not writable"
+    return os_reason(exc)
+
+
 def write_error(path: str | Path, exc: OSError) -> UserError:
     return UserError(f"cannot write {path}: {os_reason(exc)}")
 
@@ -91,16 +106,7 @@ def output_kind(path: str | Path) -> str:
         return "file"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "stream"
-    what = (
-        "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a directory"
-        if stat.S_ISDIR(mode)
-        else "a block device"
-        if stat.S_ISBLK(mode)
-        else "not a regular file"
-    )
-    raise UserError(f"cannot write {path}: it is {what}")
+    raise UserError(f"cannot write {path}: it is {describe_mode(mode)}")
 
 
 def _keep_owner_and_mode(tmp: str, existing: os.stat_result | None) -> None:
@@ -131,7 +137,7 @@ def _copy_into(tmp: str, target: str) -> None:
 def _signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait (are blocked) inside; on platforms or threads where they
     cannot be blocked this does nothing."""
-    held = {signal.SIGINT, signal.SIGTERM}
+    held = set(STOP_SIGNALS)  # SIGINT, SIGTERM and the others that end a run
     try:
         before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     except (AttributeError, OSError, ValueError):  # no pthread_sigmask (Windows)
@@ -161,7 +167,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)
         except OSError as exc:
-            raise write_error(shown, exc) from None
+            raise UserError(f"cannot write {shown}: {creation_reason(folder, exc)}") from None
         register_temporary(tmp)
     os.close(fd)
     try:

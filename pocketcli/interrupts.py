@@ -1,6 +1,13 @@
-"""Ctrl-C and SIGTERM: a clean exit 130/143 within a bounded time, whatever happens.
+"""Ctrl-C, SIGTERM and the other signals that end a process: a clean exit within a
+bounded time, whatever happens.
 
-The first signal raises (KeyboardInterrupt, or ``Terminated`` for SIGTERM) in
+Handled: SIGINT (130, "interrupted"), SIGTERM (143, "terminated"), SIGHUP (129),
+SIGUSR1 (138), SIGUSR2 (140) and SIGALRM (142), whose default action would end
+the process silently and leave temporary files. SIGPIPE stays ignored, as in
+every Python program: a reader that goes away is a write error where the
+write happens (``-o -`` then ends quietly with 141).
+
+The first signal raises (KeyboardInterrupt, or ``Terminated`` for the others) in
 the main thread so the stack unwinds and temporary files are removed; it is
 also recorded, and ``atomic_path`` refuses to publish a file once one
 arrived (Python sometimes swallows an exception raised inside its own
@@ -38,7 +45,7 @@ _armed = False
 
 
 class Terminated(BaseException):
-    """Raised in the main thread on SIGTERM so cleanup (temporary files) still runs."""
+    """Raised in the main thread on SIGTERM (and SIGHUP, ...) so cleanup still runs."""
 
 
 def register_temporary(path: str) -> None:
@@ -50,8 +57,28 @@ def unregister_temporary(path: str) -> None:
     _temporary.discard(path)
 
 
+STOP_SIGNALS = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM")
+    if hasattr(signal, name)  # Windows has only SIGINT and SIGTERM
+)
+
+
 def exit_status() -> int:
-    return 143 if stopped_by and stopped_by[0] == signal.SIGTERM else 130
+    """128 + the first signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+    return 128 + int(stopped_by[0]) if stopped_by else 130
+
+
+def stop_word() -> str:
+    """The one line's words for the first signal."""
+    first = stopped_by[0] if stopped_by else signal.SIGINT
+    if first == signal.SIGINT:
+        return "interrupted"
+    if first == signal.SIGTERM:
+        return "terminated"
+    if first == getattr(signal, "SIGHUP", None):
+        return "hung up (SIGHUP)"
+    return f"stopped by {signal.Signals(first).name}"
 
 
 def hard_exit() -> None:
@@ -64,7 +91,7 @@ def hard_exit() -> None:
             os.unlink(path)
         except OSError:
             pass
-    word = "terminated" if exit_status() == 143 else "interrupted"
+    word = stop_word()
     try:  # noqa: SIM105
         sys.stdout.flush()
     except Exception:  # a closed or broken stdout must not stop the exit
@@ -103,7 +130,7 @@ def _on_signal(signum, frame) -> None:  # noqa: ARG001
     if len(stopped_by) > 1:
         return  # already stopping: never raise inside cleanup
     _thread.start_new_thread(_watchdog, ())
-    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
 
 def _on_unraisable(unraisable) -> None:
@@ -120,8 +147,8 @@ def install_signal_handlers(*, armed: bool = True) -> None:
     then, as while the console script is still importing, it ends the process at once."""
     global _armed
     _armed = _armed or armed
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _on_signal)
     sys.unraisablehook = _on_unraisable
 
 
@@ -133,4 +160,4 @@ def finishing() -> None:
 
 def raise_if_stopped() -> None:
     if stopped_by:
-        raise Terminated() if stopped_by[0] == signal.SIGTERM else KeyboardInterrupt()
+        raise KeyboardInterrupt() if stopped_by[0] == signal.SIGINT else Terminated()

@@ -153,17 +153,22 @@ class Session:
         errors (``MarkupError``, ``EmptyTextError``) here, not in the stream.
         """
         if self._closed:
-            raise SessionClosed("the session is finished; start a new one")
+            raise SessionClosed(self._closed_reason())
         if not text.strip():
-            return None
+            return None  # a stream's blank piece is nothing to say (synthesize("") raises)
         chunks = self._tts.script(text, self.options, self._on_warning)
         with self._state:
             if self._closed:
-                raise SessionClosed("the session is finished; start a new one")
+                raise SessionClosed(self._closed_reason())
             index = self._enqueued
             self._enqueued += 1
             self._input.put((index, chunks))
         return index
+
+    def _closed_reason(self) -> str:
+        if self._cancelled.is_set():
+            return "the session was cancelled; start a new one"
+        return "the session is finished; start a new one"
 
     def finish(self) -> None:
         """No more text: the frames end once everything enqueued has been spoken."""

@@ -128,6 +128,8 @@ class TensorFile:
             header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
         except (UnicodeDecodeError, ValueError) as exc:
             raise self._fail(f"its header is not JSON ({exc})") from None
+        except RecursionError:  # "[[[[...": no safetensors header nests past two levels
+            raise self._fail("its header is JSON nested too deeply to be a tensor table") from None
         if not isinstance(header, dict):
             raise self._fail("its header is not a JSON object")
         metadata = header.pop("__metadata__", None) or {}

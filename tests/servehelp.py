@@ -52,10 +52,19 @@ class LogRecords(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(dict(record.__dict__, event=record.getMessage()))
 
-    def speech(self, request_id: str, timeout: float = 10.0) -> dict:
+    def first_speech(self, timeout: float = 60.0) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for r in self.records:
+            for r in list(self.records):
+                if r["event"] == "speech":
+                    return r
+            time.sleep(0.02)
+        raise AssertionError("no speech log record")
+
+    def speech(self, request_id: str, timeout: float = 60.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for r in list(self.records):
                 if r["event"] == "speech" and r.get("request_id") == request_id:
                     return r
             time.sleep(0.02)

@@ -169,3 +169,92 @@ def test_progress_bar_on_a_terminal_and_plain_lines_elsewhere() -> None:
     with BatchProgress(3, stream=quiet, quiet=True, interval=0.0) as p:
         p.line_done(2.0)
     assert quiet.getvalue() == ""
+
+
+def test_a_file_of_another_size_with_the_recorded_mtime_is_not_done(tmp_path) -> None:
+    # rsync -t, cp -p or a restore keep the time: only the size tells the file changed
+    record = _done(tmp_path, "a", data=b"RIFF....")
+    (tmp_path / "manifest.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "a.wav").write_bytes(b"RIFF....and more")
+    os.utime(tmp_path / "a.wav", ns=(record["mtime_ns"], record["mtime_ns"]))
+    with Manifest(tmp_path / "manifest.jsonl") as m:
+        assert not m.is_done("a", "k", tmp_path / "a.wav")
+
+
+def test_a_record_is_fsynced_after_it_is_written(tmp_path, monkeypatch) -> None:
+    synced: list[tuple[int, int]] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append((os.fstat(fd).st_ino, os.fstat(fd).st_size))
+        real_fsync(fd)
+
+    path = tmp_path / "manifest.jsonl"
+    with Manifest(path) as m:
+        monkeypatch.setattr(os, "fsync", spy)
+        m.append({"id": "a", "status": "failed", "error": "e"})
+        # on disk before append returns: the manifest itself, with the whole record in it
+        assert synced == [(path.stat().st_ino, path.stat().st_size)]
+        assert path.read_bytes().endswith(b"}\n")
+
+
+def test_a_symlinked_manifest_is_never_followed(tmp_path) -> None:
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(b"precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.jsonl").symlink_to(outside)
+    with pytest.raises(UserError, match="symbolic link") as caught:
+        Manifest(out / "manifest.jsonl")
+    assert str(out / "manifest.jsonl") in str(caught.value)
+    assert outside.read_bytes() == b"precious\n"  # neither read into nor written to
+
+
+def test_a_huge_record_is_skipped_in_bounded_memory(tmp_path) -> None:
+    import tracemalloc
+
+    from pocketcli.batch.manifest import MAX_RECORD_BYTES
+
+    path = tmp_path / "manifest.jsonl"
+    good = json.dumps(_done(tmp_path, "a"))
+    with open(path, "wb") as f:  # one 24 MiB line between two good records
+        f.write(b'{"id":"x","text":"')
+        for _ in range(24):
+            f.write(b"y" * (1 << 20))
+        f.write(b'"}\n' + good.encode() + b"\n")
+    tracemalloc.start()
+    try:
+        with Manifest(path) as m:
+            peak = tracemalloc.get_traced_memory()[1]
+            assert m.unreadable == 1 and m.is_done("a", "k", tmp_path / "a.wav")
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * MAX_RECORD_BYTES < 24 << 20  # bounded by the limit, not the line
+    # a too-long line torn by a kill at the end is cut like any torn record
+    with open(path, "ab") as f:
+        f.write(b"z" * (3 * MAX_RECORD_BYTES))
+    with Manifest(path) as m:
+        assert m.torn and m.is_done("a", "k", tmp_path / "a.wav")
+    assert path.read_bytes().endswith(good.encode() + b"\n")
+
+
+def test_a_failed_write_leaves_the_manifest_as_it_was(tmp_path) -> None:
+    import resource
+    import signal
+
+    from pocketcli.batch.manifest import ManifestWriteError
+
+    path = tmp_path / "manifest.jsonl"
+    path.write_bytes(b" " * 1000 + b"\n")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    m = Manifest(path)
+    try:  # as a full disk: the first bytes fit, the rest of the record does not
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1010, hard))
+        with pytest.raises(ManifestWriteError, match=str(path)):
+            m.append({"id": "a", "status": "failed", "error": "e" * 100})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+        m.close()  # never raises what the failed write left behind
+    assert path.read_bytes() == b" " * 1000 + b"\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -241,18 +242,39 @@ def records_tolerant(out: Path) -> list[dict]:
     return [json.loads(x) for x in raw if x.endswith(b"}")]
 
 
+def _making(out: Path, pid: int, proc: subprocess.Popen, limit: float = 90) -> None:
+    """Waits until worker ``pid`` has a line in flight (its hidden .part file is there)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if any(f".wav.{pid}.part" in p.name for p in out.glob(".*.part")):
+            return
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.005)
+    raise AssertionError(f"worker {pid} made no line in time")
+
+
+def _every_line_done(proc: subprocess.Popen, out: Path, count: int) -> tuple[bytes, list]:
+    """Waits for a batch of ``_long_lines(count)``: exit 0, each line done once; (stderr,
+    records)."""
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    recs = records(out)
+    assert sorted(r["id"] for r in recs) == sorted(f"s{i:03d}" for i in range(count))
+    assert all(r["status"] == "done" for r in recs) and b"Traceback" not in err
+    return err, recs
+
+
 def test_a_killed_worker_costs_only_its_lines_in_flight(pack_dir, tmp_path) -> None:
+    # Killed in the middle of a line, or (the race that gave a silent exit 1) between
+    # its last result and the driver's next send: the batch goes on either way.
     lines, out = _long_lines(tmp_path, 24), tmp_path / "out"
     proc = _start(pack_dir, lines, out, "--jobs", "2")
     done = _wait_for_records(out, 3, proc)
     victim = int(done[-1]["worker"].split("@")[0])
+    _making(out, victim, proc)
     os.kill(victim, signal.SIGKILL)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    err, recs = _every_line_done(proc, out, 24)
     assert b"died (killed by SIGKILL" in err and b"made again" in err
-    recs = records(out)
-    assert sorted(r["id"] for r in recs) == sorted(f"s{i:03d}" for i in range(24))
-    assert all(r["status"] == "done" for r in recs)
     assert f"{victim}@" in " ".join(r["worker"] for r in recs)  # it made lines before dying
     fresh = tmp_path / "fresh"
     assert batch(pack_dir, lines, fresh, "--seed", "3", "-q").returncode == 0
@@ -386,12 +408,20 @@ def test_group_signal_while_workers_start_is_quiet(pack_dir, tmp_path, delay, si
     # traceback or be reported as died; the driver alone says one line. (Ctrl-C in the
     # first tens of ms of a worker, while CPython itself starts, is still CPython's own.)
     lines, out = _long_lines(tmp_path, 60), tmp_path / "out"
-    proc = _start_jobs_batch_in_own_group(lines, out, pack_dir)
-    time.sleep(delay)
-    os.killpg(proc.pid, signum)
-    _, err = proc.communicate(timeout=30)
-    if proc.returncode in (0, -signum):  # the batch was done, or exiting, by then
-        return
+    for _ in range(6):  # a run that cannot check this is tried again with another delay
+        shutil.rmtree(out, ignore_errors=True)
+        proc = _start_jobs_batch_in_own_group(lines, out, pack_dir)
+        time.sleep(delay)
+        os.killpg(proc.pid, signum)
+        _, err = proc.communicate(timeout=30)
+        if proc.returncode == -signum:  # landed in CPython's own start-up: later
+            delay *= 2
+        elif proc.returncode == 0:  # the batch was done by then: sooner
+            delay /= 2
+        else:
+            break
+    else:
+        pytest.skip(f"the signal never landed while workers start (last exit {proc.returncode})")
     assert proc.returncode == code, err
     assert b"Traceback" not in err and b"died" not in err, err
     assert len(err.strip().splitlines()) == 1, err

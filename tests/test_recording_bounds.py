@@ -88,7 +88,7 @@ def _socket(tmp_path: Path) -> Path:
         (_fifo, b"is a FIFO (named pipe)"),
         (lambda p: Path("/dev/zero"), b"/dev/zero is a character device"),
         (_socket, b"is a socket"),
-        (lambda p: p, b"is a folder"),
+        (lambda p: p, b"is a folder, not a file"),
     ],
 )
 def test_special_files_are_refused_as_recordings(pack_dir, tmp_path, make, kind) -> None:
@@ -117,3 +117,47 @@ def test_a_header_that_overstates_the_length_reads_what_is_there(tmp_path) -> No
     else:
         assert decoded.channels == 8 and decoded.samples.shape[0] == 2 * rate
         np.testing.assert_allclose(decoded.samples, expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("value", [1e30, 3e38, 2000.0])
+def test_samples_far_beyond_full_scale_are_refused_without_numpy_noise(tmp_path, value):
+    import warnings
+
+    from pocketcli.voices.prompt import PromptError, load_prompt
+
+    path = tmp_path / "loud.wav"
+    audio = np.where(np.arange(48_000) % 2, value, -value).astype(np.float32)
+    sf.write(path, audio, 24_000, subtype="FLOAT")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning would raise here
+        with pytest.raises(PromptError, match="far beyond full scale"):
+            load_prompt(path, 24_000, on_warning=lambda m: None)
+
+
+def _damaged_mp3(tmp_path: Path) -> Path:
+    audio = (0.3 * np.sin(np.arange(48_000) / 9.0)).astype(np.float32)
+    good = tmp_path / "good.mp3"
+    sf.write(good, audio, 24_000, format="MP3")
+    data = bytearray(good.read_bytes())
+    for i in range(200, len(data), 37):  # scribble over the frames: libmpg123 resyncs
+        data[i] = (data[i] * 7 + 13) & 255
+    bad = tmp_path / "bad.mp3"
+    bad.write_bytes(bytes(data[: len(data) // 2]))
+    return bad
+
+
+def test_a_damaged_mp3_prints_none_of_the_decoders_noise(pack_dir, tmp_path) -> None:
+    r = run(
+        "clone", _damaged_mp3(tmp_path), "-o", tmp_path / "v.safetensors", "--model-dir", pack_dir
+    )
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.decode().splitlines()
+    assert all(line.startswith("pockettts: ") for line in lines), lines
+
+
+def test_garbage_named_mp3_says_damaged_not_a_pipe(pack_dir, tmp_path) -> None:
+    path = tmp_path / "noise.mp3"
+    path.write_bytes(b"ID3\x03\x00\x00\x00\x00\x00\x10" + bytes(300) + b"\xff\xfb" + bytes(5000))
+    r = run("clone", path, "-o", tmp_path / "v.safetensors", "--model-dir", pack_dir)
+    _one_line_error(r, 1, b"noise.mp3")
+    assert b"pipe" not in r.stderr and b"does not exist" not in r.stderr, r.stderr

@@ -193,6 +193,16 @@ class _Sink:
             self.error = self.error or exc
 
 
+def _appends(out: BinaryIO) -> bool:
+    """Whether ``out`` is open in append mode (O_APPEND), where seeking cannot move writes."""
+    try:
+        import fcntl
+
+        return bool(fcntl.fcntl(out.fileno(), fcntl.F_GETFL) & os.O_APPEND)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return "a" in getattr(out, "mode", "")
+
+
 class AudioEncoder:
     """Encodes mono float blocks into ``out`` in ``fmt``, as they come.
 
@@ -242,13 +252,14 @@ class AudioEncoder:
             self._write(wav_header(sample_rate, samples))
         self._sizes_known = samples is not None
         self._written = 0  # samples, for the WAV header of a seekable file
-        # Only a file written from its start and not streamed (stdout may be in append mode);
-        # a spool is seekable, the sink it goes to may not be.
+        # Only a file written from its start, and not in append mode (``>>``: every write
+        # lands at the end, so a patch would append); a spool is seekable, the sink it goes
+        # to may not be. A regular file as stdout (``-o - > out.wav``) qualifies.
         self._patchable = (
             self._spool is None
             and self._sink.seekable
-            and not flush
             and self._out.tell() == _WAV_HEADER_SIZE
+            and not _appends(self._out)
         )
 
     def _raise_sink_error(self) -> None:

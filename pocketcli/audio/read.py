@@ -16,9 +16,11 @@ is opened, so nothing blocks or reads without end.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
-import stat
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -27,6 +29,7 @@ import numpy as np
 import soundfile as sf
 
 from pocketcli.errors import UserError
+from pocketcli.filekind import require_regular
 
 SOUNDFILE_FORMATS = "WAV, FLAC, OGG/Vorbis, Opus, MP3"
 M4A_EXTRA = "pip install 'pockettts[m4a]'"
@@ -59,7 +62,8 @@ def read_audio(path: str | Path, max_seconds: float | None = None) -> DecodedAud
     path = Path(path)
     check_regular(path)
     try:
-        decoded = _read_soundfile(path, max_seconds)
+        with _quiet_decoder(path):
+            decoded = _read_soundfile(path, max_seconds)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         decoded = _read_fallback(path, max_seconds, exc)
     if decoded.samples.shape[0] == 0:
@@ -125,6 +129,8 @@ def _read_soundfile(
                 break
             parts.append(_mix(data))
             have += data.shape[0]
+            if limit is None:  # a header may understate the length: checked as decoded
+                _check_size(path, rate, channels, have, max_samples)
     mono = np.concatenate(parts) if parts else np.zeros(0, np.float32)
     return DecodedAudio(mono, rate, channels, max(total, have) / rate)
 
@@ -141,7 +147,7 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
             ) from None
         raise AudioReadError(
             f"cannot read {path}: not a {SOUNDFILE_FORMATS} file, or damaged"
-            f" ({_first_line(error)}); M4A/AAC needs {M4A_EXTRA}"
+            f" ({_cause(error)}); M4A/AAC needs {M4A_EXTRA}"
         ) from None
     try:
         return _read_av(path, max_seconds)
@@ -151,7 +157,7 @@ def _read_fallback(path: Path, max_seconds: float | None, error: Exception) -> D
     # Neither could read it: libsndfile says more about a damaged WAV/FLAC than FFmpeg.
     raise AudioReadError(
         f"cannot read {path}: not a {SOUNDFILE_FORMATS} or M4A/AAC file,"
-        f" or damaged ({_first_line(error)})"
+        f" or damaged ({_cause(error)})"
     ) from None
 
 
@@ -206,31 +212,7 @@ def _av_duration(container, stream) -> float:
 
 def check_regular(path: Path) -> None:
     """Missing, a folder, or a special file (FIFO, device, socket): refused before opening."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise AudioReadError(f"audio file not found: {path}") from None
-    except OSError as exc:
-        raise AudioReadError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise AudioReadError(f"{path} is a folder, not an audio file")
-    if not stat.S_ISREG(mode):
-        raise AudioReadError(
-            f"{path} is {special_file_kind(mode)}, not an audio file: give a regular file"
-        )
-
-
-def special_file_kind(mode: int) -> str:
-    """What a non-regular file is, in words ("a FIFO (named pipe)", "a character device")."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
+    require_regular(path, "audio file", AudioReadError)
 
 
 def _check_layout(path: Path, rate: int, channels: int) -> None:
@@ -277,6 +259,48 @@ def _looks_like_mp4(path: Path) -> bool:
     except OSError:
         return False
     return head[4:8] == b"ftyp" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0)
+
+
+def _cause(exc: BaseException) -> str:
+    """libsndfile's reason without its guesses: a regular file that it cannot open is
+    unrecognised or damaged data, never "a pipe"."""
+    text = exc.error_string if isinstance(exc, sf.LibsndfileError) else _first_line(exc)
+    if "possibly a pipe" in text or "does not exist" in text:
+        return "unrecognised or damaged data"
+    return text
+
+
+@contextlib.contextmanager
+def _quiet_decoder(path: Path) -> Iterator[None]:
+    """libmpg123 (inside libsndfile) prints its resync notes straight to descriptor 2:
+    while an MP3 is decoded, that descriptor points at /dev/null. Only for MP3, whose
+    decoder is the noisy one, and only when stderr is a real descriptor."""
+    if path.suffix.lower() != ".mp3" and not _looks_like_mp3(path):
+        yield
+        return
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        sys.stderr.flush()
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _looks_like_mp3(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3)
+    except OSError:
+        return False
+    return head == b"ID3" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -30,7 +30,9 @@ same two-thread structure). The per-worker RSS is the peak RSS of one process
 
 from __future__ import annotations
 
-import os
+from pocketcli.cores import available_cores, threads_override
+
+__all__ = ["auto_split", "available_cores", "available_memory_mb", "parse_jobs", "threads_for"]
 
 from pocketcli.runtimes.base import Runtime, batching
 
@@ -38,13 +40,6 @@ from pocketcli.runtimes.base import Runtime, batching
 THREADS_PER_WORKER = {"fp32": 2, "int8": 2, "int4": 2}
 # Peak RSS of one worker, MB, rounded up (README's benchmark table + margin).
 WORKER_RSS_MB = {"fp32": 600, "int8": 300, "int4": 300}
-
-
-def available_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        return max(1, os.cpu_count() or 1)
 
 
 def available_memory_mb() -> int | None:
@@ -57,11 +52,6 @@ def available_memory_mb() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def threads_override() -> int | None:
-    raw = os.environ.get("POCKETTTS_THREADS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 
 def threads_for(workers: int, cores: int | None = None) -> int:

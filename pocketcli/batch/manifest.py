@@ -13,12 +13,18 @@ A line is "done" only if its last record says done with the same key AND
 ``file`` is a regular file of that size whose modification time, or else
 sha256, matches. A re-run appends records for what it makes; the last record
 of an id wins. A torn last line (a run killed mid-write) is cut off when the
-manifest is opened again; other unreadable lines are ignored and counted.
-Two runs cannot write one manifest at once (it is locked while in use).
+manifest is opened again; other unreadable lines, and lines longer than
+``MAX_RECORD_BYTES``, are ignored and counted. The file is read line by line
+(memory stays bounded whatever it holds), never followed if it is a symbolic
+link, and written unbuffered: a record is on disk when ``append`` returns, and a
+write that fails (a full disk) is undone, raised as ``ManifestWriteError`` and
+never raised again when the manifest is closed. Two runs cannot write one
+manifest at once (it is locked while in use).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,6 +36,9 @@ from pocketcli.errors import UserError
 
 MANIFEST_NAME = "manifest.jsonl"
 SCHEMA = "pockettts-batch/1"
+# The longest record read back. A record holds its line's text, which the batch file's
+# line limit (``parse.MAX_LINE_BYTES``) bounds: even escaped to \\uXXXX it fits.
+MAX_RECORD_BYTES = 2 << 20
 
 try:  # POSIX; elsewhere two runs on one folder are not prevented
     import fcntl
@@ -76,32 +85,42 @@ def _finished(record: object) -> tuple[str, Finished | None] | None:
     return record["id"], Finished(*fields)
 
 
+class ManifestWriteError(UserError):
+    """A record could not be written (a full disk): the run cannot go on without it."""
+
+
 class Manifest:
     """An open, locked manifest: what is finished, and appending new records."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.finished: dict[str, Finished] = {}
-        self.unreadable = 0  # records ignored (not JSON, or missing fields)
+        self.unreadable = 0  # records ignored (not JSON, missing fields, too long)
         self.torn = False  # a partial last line was cut off
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         try:
-            self._file = open(path, "a+b")  # noqa: SIM115 - kept open for the whole run
+            self._fd: int | None = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
+            if os.path.islink(path):  # ELOOP: a link may point anywhere, even outside
+                raise UserError(
+                    f"the manifest {path} is a symbolic link; it is never followed "
+                    "(remove it, or give the folder it is in as --output-dir)"
+                ) from None
             raise UserError(f"cannot open the manifest {path}: {exc.strerror or exc}") from None
         try:
             self._lock()
-            if not stat.S_ISREG(os.fstat(self._file.fileno()).st_mode):
+            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
                 raise UserError(f"the manifest {path} is not a regular file")
             self._read()
         except BaseException:
-            self._file.close()
+            self.close()
             raise
 
     def _lock(self) -> None:
         if fcntl is None:
             return
         try:
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UserError(
                 f"another pockettts batch is writing to {self.path.parent} "
@@ -109,28 +128,48 @@ class Manifest:
             ) from None
 
     def _read(self) -> None:
-        self._file.seek(0)
-        data = self._file.read()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # killed in the middle of a record: that line was in flight
-            self.torn = True
-            self._file.truncate(end)
-            data = data[:end]
-        for raw in data.splitlines():
-            if not raw.strip():
-                continue
-            try:
-                parsed = _finished(json.loads(raw))
-            except (ValueError, RecursionError):
-                parsed = None
-            if parsed is None:
-                self.unreadable += 1
-                continue
-            name, entry = parsed
-            if entry is None:
-                self.finished.pop(name, None)
-            else:
-                self.finished[name] = entry
+        try:
+            self._read_records()
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise UserError(f"cannot read the manifest {self.path}: {reason}") from None
+
+    def _read_records(self) -> None:
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        with open(self._fd, "rb", closefd=False) as f:
+            while True:
+                start = f.tell()
+                raw = f.readline(MAX_RECORD_BYTES + 1)
+                if not raw:
+                    return
+                too_long = len(raw) > MAX_RECORD_BYTES
+                while too_long and not raw.endswith(b"\n"):  # skip to its end, unkept
+                    if not (raw := f.readline(MAX_RECORD_BYTES)):
+                        break
+                if not raw.endswith(b"\n"):  # the end: killed in the middle of a record
+                    self.torn = True
+                    os.ftruncate(self._fd, start)
+                    return
+                if too_long:
+                    self.unreadable += 1
+                else:
+                    self._take(raw)
+
+    def _take(self, raw: bytes) -> None:
+        if not raw.strip():
+            return
+        try:
+            parsed = _finished(json.loads(raw))
+        except (ValueError, RecursionError):
+            parsed = None
+        if parsed is None:
+            self.unreadable += 1
+            return
+        name, entry = parsed
+        if entry is None:
+            self.finished.pop(name, None)
+        else:
+            self.finished[name] = entry
 
     def is_done(self, name: str, key: str, target: Path) -> bool:
         """Recorded as made with this key, and the file is still the one recorded."""
@@ -151,14 +190,29 @@ class Manifest:
             return False
 
     def append(self, record: dict) -> None:
-        """One record, on disk before this returns."""
+        """One record, on disk (fsynced) before this returns; ``ManifestWriteError`` if not,
+        with the manifest left as it was."""
+        assert self._fd is not None, "the manifest is closed"
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._file.write(line.encode("utf-8"))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        data = memoryview(line.encode("utf-8"))
+        size = os.fstat(self._fd).st_size
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # no torn record behind us
+                os.ftruncate(self._fd, size)
+            raise ManifestWriteError(
+                f"cannot write the manifest {self.path}: {exc.strerror or exc}"
+            ) from None
 
     def close(self) -> None:
-        self._file.close()
+        """Releases the lock; never raises (every record was fsynced when appended)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def __enter__(self) -> Manifest:
         return self

@@ -4,9 +4,12 @@ Processes are started with ``spawn`` (no forked ONNX Runtime thread pools).
 Each has its own pipe; the driver keeps ``DEPTH`` lines queued per worker so
 none waits for the driver, and knows which lines each one holds. A worker that
 dies (killed, out of memory) costs only the lines it held: they are made again
-by a replacement, and a line that has killed ``MAX_ATTEMPTS`` workers is
-reported as failed. Workers ignore Ctrl-C; the driver stops them (and they
-stop by themselves when the driver's end of the pipe closes).
+by a replacement, and a line that has killed ``MAX_ATTEMPTS`` workers (the line
+being made when each died; the ones queued behind it are not blamed) is
+reported as failed. A worker that dies while it loads the model is replaced
+too; the run stops only when ``MAX_ATTEMPTS`` in a row die so with no worker
+healthy. Workers ignore Ctrl-C; the driver stops them (and they stop by
+themselves when the driver's end of the pipe closes).
 
 ``concurrent.futures.ProcessPoolExecutor`` is not used: one dead worker breaks
 the whole pool (every pending line fails) and it cannot say which lines the
@@ -89,7 +92,8 @@ class _Slot:
     conn: Connection
     name: str = ""
     ready: bool = False
-    held: deque = field(default_factory=deque)
+    broken: bool = False  # a line could not be sent: it died, its sentinel will say so
+    held: deque = field(default_factory=deque)  # sent, in order: held[0] is being made
 
 
 class ProcessExecutor:
@@ -107,6 +111,7 @@ class ProcessExecutor:
         self._context = multiprocessing.get_context("spawn")
         self._slots: list[_Slot] = []
         self._restarts = 0
+        self._load_deaths = 0  # workers in a row that died before they were ready
 
     def _start(self) -> None:
         ours, theirs = self._context.Pipe(duplex=True)
@@ -126,10 +131,7 @@ class ProcessExecutor:
             self._start()
         while True:
             for slot in self._slots:
-                if slot.ready and len(slot.held) < DEPTH:
-                    for job in queue.take(DEPTH - len(slot.held)):
-                        slot.conn.send(job)
-                        slot.held.append(job)
+                self._feed(slot, queue)
             if queue.empty and not any(s.held for s in self._slots):
                 return
             handles = {s.conn: s for s in self._slots}
@@ -148,12 +150,28 @@ class ProcessExecutor:
                     continue
                 yield from self._bury(slot, queue)
 
+    def _feed(self, slot: _Slot, queue: JobQueue) -> None:
+        """Tops up a ready worker's lines. One that has just died (its pipe broken) keeps
+        what it was given: its sentinel fires and ``_bury`` hands the lines on."""
+        if not slot.ready or slot.broken:
+            return
+        group = queue.take(max(0, DEPTH - len(slot.held)))
+        for index, job in enumerate(group):
+            try:
+                slot.conn.send(job)
+            except OSError:
+                slot.broken = True
+                queue.give_back(group[index:], "", blamed=[])  # never got: first in line again
+                return
+            slot.held.append(job)
+
     def _receive(self, slot: _Slot) -> Iterator[LineResult]:
         kind, payload = slot.conn.recv()
         if kind == "failed":
             raise UserError(f"a batch worker cannot load the model: {payload}")
         if kind == "ready":
             slot.ready, slot.name = True, payload
+            self._load_deaths = 0
             return
         slot.held.popleft()
         yield payload
@@ -169,14 +187,24 @@ class ProcessExecutor:
         how = how_it_ended(slot.process.exitcode)
         self._slots.remove(slot)
         slot.conn.close()
-        if not slot.ready and not slot.held:
-            raise UserError(f"a batch worker died while loading the model ({how})")
-        failed, again = queue.give_back(list(slot.held), how)
-        yield from failed
-        self.note(
-            f"pockettts: worker {slot.name or slot.process.pid} died ({how}); "
-            f"{again} line(s) it held will be made again"
-        )
+        if not slot.ready:
+            self._load_deaths += 1
+            if self._load_deaths >= MAX_ATTEMPTS and not any(s.ready for s in self._slots):
+                raise UserError(
+                    f"batch workers die while loading the model ({how}; "
+                    f"{self._load_deaths} in a row); stopping"
+                )
+            self.note(
+                f"pockettts: a batch worker died while loading the model ({how}); starting another"
+            )
+        else:
+            held = list(slot.held)
+            failed, again = queue.give_back(held, how, blamed=held[:1])
+            yield from failed
+            self.note(
+                f"pockettts: worker {slot.name or slot.process.pid} died ({how}); "
+                f"{again} line(s) it held will be made again"
+            )
         self._restarts += 1
         if self._restarts > 4 * self.workers + MAX_ATTEMPTS:
             raise UserError(f"batch workers keep dying ({how}); stopping")

@@ -33,6 +33,7 @@ class BatchProgress:
     ) -> None:
         self.total = total
         self.done = 0
+        self.instant = 0  # lines done without work (refused): no part of the ETA's rate
         self.audio = 0.0
         self.quiet = quiet
         self.stream = stream or sys.stderr
@@ -54,9 +55,10 @@ class BatchProgress:
         return self.audio / elapsed if elapsed > 0 else 0.0
 
     def eta(self) -> str:
-        if self.done == 0:
+        made = self.done - self.instant
+        if self.done < self.total and made <= 0:
             return "?"
-        return format_duration((self.total - self.done) * self.elapsed / self.done)
+        return format_duration((self.total - self.done) * self.elapsed / max(1, made))
 
     def status(self) -> str:
         return (
@@ -90,9 +92,10 @@ class BatchProgress:
         elif not self.quiet and self.done and exc[0] is None:
             self._plain()
 
-    def line_done(self, audio_seconds: float) -> None:
-        """One line finished (made or failed)."""
+    def line_done(self, audio_seconds: float, *, made: bool = True) -> None:
+        """One line finished (made or failed; ``made=False``: refused, no work done)."""
         self.done += 1
+        self.instant += not made
         self.audio += audio_seconds
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, description=self.status())

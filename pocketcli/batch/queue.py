@@ -2,6 +2,9 @@
 
 Lines lost with a worker go back to the front and are made again; a line lost
 ``max_attempts`` times becomes a failed result (it is probably what kills them).
+When the executor knows which line was being made (a ``--jobs`` worker makes its
+lines one after the other), only that one is counted: the lines queued behind it
+never ran and are not blamed.
 """
 
 from __future__ import annotations
@@ -45,13 +48,17 @@ class JobQueue:
                 self._again.append(job)
         return self._exhausted and not self._again
 
-    def give_back(self, jobs: list[Job], why: str) -> tuple[list[LineResult], int]:
-        """Lines a dead worker held: (the ones that failed for good, how many go again)."""
+    def give_back(
+        self, jobs: list[Job], why: str, blamed: list[Job] | None = None
+    ) -> tuple[list[LineResult], int]:
+        """Lines a dead worker held: (the ones that failed for good, how many go again).
+        ``blamed``: the ones it was making (None: all, as a group lost at once)."""
         failed: list[LineResult] = []
         again: list[Job] = []
         for job in jobs:
-            self._attempts[job.name] = self._attempts.get(job.name, 0) + 1
-            if self._attempts[job.name] >= self.max_attempts:
+            if blamed is None or any(job is b for b in blamed):
+                self._attempts[job.name] = self._attempts.get(job.name, 0) + 1
+            if self._attempts.get(job.name, 0) >= self.max_attempts:
                 message = f"the worker making this line died {self.max_attempts} times ({why})"
                 failed.append(LineResult(job, error=message))
             else:

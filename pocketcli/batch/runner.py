@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from pocketcli.batch.manifest import MANIFEST_NAME, Manifest
+from pocketcli.batch.manifest import MANIFEST_NAME, Manifest, ManifestWriteError
 from pocketcli.batch.parse import BatchItem, is_plain_name
 from pocketcli.batch.plan import BatchSettings, Job, make_job
 from pocketcli.batch.progress import BatchProgress
@@ -155,22 +155,27 @@ def _refused(item: BatchItem, settings: BatchSettings) -> dict:
     }
 
 
-def _append(manifest: Manifest, record: dict) -> None:
-    try:
-        manifest.append(record)
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise UserError(f"cannot write the manifest {manifest.path}: {reason}") from None
-
-
 class BatchReport:
     """Counts and messages of one run."""
 
     def __init__(self) -> None:
         self.written = 0
         self.skipped = 0
-        self.failed = 0
+        self.failed = 0  # lines refused for their text included
+        self.refused = 0
         self.audio = 0.0
+
+    def summary(self, wall: float) -> str:
+        refused = f" ({self.refused} refused for their text)" if self.refused else ""
+        return (
+            f"batch: {self.written} written, {self.skipped} already done, "
+            f"{self.failed} failed{refused}; {self.audio / 3600:.3f} h of audio in {wall:.1f} s"
+        )
+
+    def exit_status(self, accept_refused: bool = False) -> int:
+        """0 when every line is made (or, ``accept_refused``, every line but those refused
+        for their text: they can never be made as they are); 1 otherwise."""
+        return 1 if self.failed - (self.refused if accept_refused else 0) else 0
 
 
 def run_batch(
@@ -183,7 +188,8 @@ def run_batch(
     quiet: bool = False,
 ) -> BatchReport:
     """Makes every line not already done; ``start(n, note)`` gives the executor for n lines
-    (``note`` prints a message without breaking the progress bar)."""
+    (``note`` prints a message without breaking the progress bar). A manifest that cannot
+    be written (a full disk) stops the run: the summary of what was done, then its error."""
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -191,41 +197,58 @@ def run_batch(
     report = BatchReport()
     started = time.perf_counter()
     with Manifest(output_dir / MANIFEST_NAME) as manifest:
-        _clean_parts(output_dir)
-        if manifest.unreadable and not quiet:
-            sys.stderr.write(
-                f"pockettts: warning: {manifest.path}: {manifest.unreadable} unreadable "
-                "record(s) ignored\n"
-            )
-        todo: list[Job] = []
-        for item in items:
-            if item.error is not None:
-                report.failed += 1
-                sys.stderr.write(f"pockettts: line {item.line_number}: {item.error}\n")
-                _append(manifest, _refused(item, settings))
-                continue
-            job = replace(make_job(item, settings), spool=str(output_dir))
-            if not overwrite and manifest.is_done(job.name, job.key, output_dir / job.file):
-                report.skipped += 1
-            else:
-                todo.append(job)
-        with BatchProgress(len(todo), quiet=quiet) as progress:
-            if todo:
-                executor = start(len(todo), progress.note)
-                try:
-                    results = executor.run(iter(todo))
-                    _collect(results, settings, output_dir, manifest, report, progress, quiet)
-                finally:
-                    executor.close()
-                    _clean_parts(output_dir)
-    wall = time.perf_counter() - started
-    summary = (
-        f"batch: {report.written} written, {report.skipped} already done, "
-        f"{report.failed} failed; {report.audio / 3600:.3f} h of audio in {wall:.1f} s"
-    )
+        try:
+            _run(items, settings, output_dir, start, manifest, report, overwrite, quiet)
+        except ManifestWriteError:
+            sys.stderr.write(report.summary(time.perf_counter() - started) + "; stopped\n")
+            raise
     if report.failed or not quiet:
-        sys.stderr.write(summary + "\n")
+        sys.stderr.write(report.summary(time.perf_counter() - started) + "\n")
     return report
+
+
+def _run(
+    items: list[BatchItem],
+    settings: BatchSettings,
+    output_dir: Path,
+    start: Callable[[int, Callable[[str], None]], Executor],
+    manifest: Manifest,
+    report: BatchReport,
+    overwrite: bool,
+    quiet: bool,
+) -> None:
+    _clean_parts(output_dir)
+    if manifest.unreadable and not quiet:
+        sys.stderr.write(
+            f"pockettts: warning: {manifest.path}: {manifest.unreadable} unreadable "
+            "record(s) ignored\n"
+        )
+    todo: list[Job] = []
+    refused: list[BatchItem] = []
+    for item in items:
+        if item.error is not None:
+            refused.append(item)
+            continue
+        job = replace(make_job(item, settings), spool=str(output_dir))
+        if not overwrite and manifest.is_done(job.name, job.key, output_dir / job.file):
+            report.skipped += 1
+        else:
+            todo.append(job)
+    with BatchProgress(len(todo) + len(refused), quiet=quiet) as progress:
+        for item in refused:  # never made: counted (and shown) at once
+            progress.note(f"pockettts: line {item.line_number}: {item.error}")
+            manifest.append(_refused(item, settings))
+            report.failed += 1
+            report.refused += 1
+            progress.line_done(0.0, made=False)
+        if todo:
+            executor = start(len(todo), progress.note)
+            try:
+                results = executor.run(iter(todo))
+                _collect(results, settings, output_dir, manifest, report, progress, quiet)
+            finally:
+                executor.close()
+                _clean_parts(output_dir)
 
 
 def _collect(
@@ -269,10 +292,11 @@ def _collect(
                     Path(result.path).unlink(missing_ok=True)
         if result.error is not None:
             record.update(status="failed", error=result.error)
-            report.failed += 1
             progress.note(f"pockettts: {where}: {result.error}")
+        manifest.append(record)  # counted once recorded: what a re-run will find
+        if result.error is not None:
+            report.failed += 1
         else:
             report.written += 1
             report.audio += result.duration
-        _append(manifest, record)
         progress.line_done(result.duration if result.error is None else 0.0)

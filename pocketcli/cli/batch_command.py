@@ -49,9 +49,11 @@ def run_batch_command(
     streams: str | None = None,
     overwrite: bool,
     quiet: bool,
+    accept_refused: bool = False,
     on_warning=None,
 ) -> int:
-    """Runs the batch; returns the exit status (1 if any line failed)."""
+    """Runs the batch; returns the exit status (1 if any line failed; lines refused for
+    their text do not count with ``accept_refused``)."""
     from pocketcli.cli.model_options import choose_voice, load_model
 
     try:
@@ -129,4 +131,4 @@ def run_batch_command(
             return ProcessExecutor(model_spec, voice, options, min(count, n), note)
 
     report = run_batch(items, settings, output_dir, start, overwrite=overwrite, quiet=quiet)
-    return 1 if report.failed else 0
+    return report.exit_status(accept_refused)

@@ -118,12 +118,27 @@ def writable_dir(path: Path | str | None, what: str) -> None:
         raise PathError(f"cannot {action} {what} {path}: {why}")
 
 
-def writable_file(path: Path | str | None, what: str) -> None:
-    """``path`` can be written: an existing writable file, or a new file in a folder
-    that exists (or can be created) and is writable. ``-`` (stdout) is fine."""
-    if path is None or str(path) == STDIO:
+def writable_file(path: Path | str | None, what: str, *, create_folders: bool = False) -> None:
+    """``path`` can be written: an existing writable file, or a new file in a folder that
+    exists (or, with ``create_folders``, can be created) and takes new files. ``-``
+    (stdout) is fine, unless the process was started with stdout closed."""
+    if path is None:
+        return
+    if str(path) == STDIO:
+        from pocketcli.cli.stdio import was_closed
+
+        if was_closed("stdout"):
+            raise PathError(f"cannot write {what} '-': standard output is closed")
         return
     p = Path(path)
+    if not p.is_absolute():
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise PathError(
+                f"cannot write {what} {path}: the current folder no longer exists"
+                " (it was deleted); cd to a folder or give an absolute path"
+            ) from None
     if p.is_dir():
         raise PathError(f"{what} is a folder, not a file: {path}")
     if p.exists():
@@ -143,3 +158,5 @@ def writable_file(path: Path | str | None, what: str) -> None:
     why = _not_creatable(parent)
     if why is not None:
         raise PathError(f"cannot write {what} {path}: {why}")
+    if not create_folders:
+        raise PathError(f"cannot write {what} {path}: its folder does not exist ({parent})")

@@ -11,11 +11,14 @@ from pocketcli.interrupts import install_signal_handlers
 
 install_signal_handlers(armed=False)  # until run() can unwind, a signal ends it at once
 
-import contextlib  # noqa: E402 - after the handlers, on purpose
+import os  # noqa: E402 - after the handlers, on purpose
 import sys  # noqa: E402
 
 from pocketcli.cli.signals import exit_for_signal  # noqa: E402
+from pocketcli.cli.stdio import hold_standard_streams  # noqa: E402
 from pocketcli.interrupts import finishing  # noqa: E402
+
+hold_standard_streams()  # closed stdio gets /dev/null; stderr never fails the run
 
 
 def run() -> None:
@@ -32,7 +35,27 @@ def run() -> None:
         raise
     finishing()
     exit_for_signal()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    code = _flush_stdout(code)
+    sys.stderr.flush()
     raise SystemExit(code)
+
+
+def _flush_stdout(code: object) -> object:
+    """What is left of stdout is written now: a reader gone (``| head``) ends quietly with
+    141; a full device fails a run that succeeded, with one line. Either way nothing is
+    left for Python to fail on again at exit."""
+    try:
+        sys.stdout.flush()
+        return code
+    except (OSError, ValueError) as exc:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), sys.stdout.fileno())
+        if code not in (0, None):
+            return code
+        if isinstance(exc, BrokenPipeError):
+            return 141
+        from pocketcli.atomic import os_reason
+
+        why = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+        sys.stderr.write(f"pockettts: error: cannot write standard output: {why}\n")
+        return 1

@@ -9,10 +9,12 @@ and the library checks it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
 
+from pocketcli.cli.clickcompat import BadParameter
 from pocketcli.errors import FieldError, UnknownNameError
 from pocketcli.options import MAX_TEMPERATURE
 from pocketcli.runtimes import registry
@@ -194,15 +196,29 @@ def voice_file() -> Any:
     )
 
 
+def _temperature(value: str) -> float:
+    """A finite number from 0 to MAX_TEMPERATURE (click's range says "less than or equal
+    to 10" for NaN, which is no number at all)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if math.isnan(number):
+        raise BadParameter(f"{value!r} is not a number: give one from 0 to {MAX_TEMPERATURE:g}")
+    if not 0.0 <= number <= MAX_TEMPERATURE:
+        raise BadParameter(f"{value} is not in the range 0<=x<={MAX_TEMPERATURE:g}")
+    return number
+
+
 def temperature() -> Any:
     return typer.Option(
         None,
         "--temperature",
-        min=0.0,
-        max=MAX_TEMPERATURE,
+        parser=_temperature,
         metavar="T",
         help=(
-            "Sampling temperature (default 0.3, Kyutai's choice; FluidAudio's default is "
+            f"Sampling temperature, 0<=x<={MAX_TEMPERATURE:g} (default 0.3, Kyutai's choice;"
+            " FluidAudio's default is "
             f"{FLUIDAUDIO_TEMPERATURE})."
         ),
     )

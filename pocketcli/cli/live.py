@@ -154,8 +154,6 @@ class _FileSink:
     def __init__(self, path: Path, fmt: Any, sample_rate: int, normalize: bool) -> None:
         from pocketcli.audio.output import open_audio_writer
 
-        if path.parent != Path(""):
-            path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = open_audio_writer(path, fmt, sample_rate, peak_normalize=normalize)
 
     def write(self, audio: np.ndarray) -> None:

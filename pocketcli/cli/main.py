@@ -1,8 +1,8 @@
 """The ``pockettts`` command: subcommands and the one place errors become exit codes.
 
 Exit status: 0 success, 1 runtime failure, 2 usage error, 130 Ctrl-C,
-143 SIGTERM. Every failure is a single line on stderr; a traceback only
-with POCKETTTS_DEBUG=1.
+143 SIGTERM, 128 + N for the other signals that end a process. Every
+failure is a single line on stderr; a traceback only with POCKETTTS_DEBUG=1.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import FieldError, OptionsError, UserError
-from pocketcli.interrupts import Terminated, install_signal_handlers
+from pocketcli.interrupts import Terminated, exit_status, install_signal_handlers, stop_word
 
 app = typer.Typer(
     name="pockettts",
@@ -161,7 +161,7 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except Terminated:
-        fail("terminated", 143)
+        fail(stop_word(), exit_status())
     except OptionsError as exc:  # a value out of range, from any command: name its flag
         from pocketcli.cli.flags import in_flags
 

@@ -11,6 +11,7 @@ import typer
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
+from pocketcli.serve.settings import MAXIMA as _MAX
 from pocketcli.serve.settings import Limits, ServeSettings
 
 LIMITS = Limits()  # the defaults of the limit flags
@@ -114,6 +115,7 @@ def serve_command(
         "--max-queue",
         metavar="N",
         min=0,
+        max=_MAX["max_queue"],
         help="Requests waiting for the model; more get 503.",
     ),
     max_streams: int = typer.Option(
@@ -121,17 +123,23 @@ def serve_command(
         "--max-streams",
         metavar="N",
         min=1,
-        max=256,
+        max=_MAX["max_streams"],
         help="Requests spoken at once (rows of one batch); more wait in the queue.",
     ),
     max_chars: int = typer.Option(
-        LIMITS.max_chars, "--max-chars", metavar="N", min=1, help="Text per request."
+        LIMITS.max_chars,
+        "--max-chars",
+        metavar="N",
+        min=1,
+        max=_MAX["max_chars"],
+        help="Text per request.",
     ),
     max_upload_mb: float = typer.Option(
         LIMITS.max_upload_bytes / MB,
         "--max-upload-mb",
         metavar="MB",
         min=0.01,
+        max=_MAX["max_upload_bytes"] / MB,
         help="Size of a recording to clone.",
     ),
     max_clone_seconds: float = typer.Option(
@@ -139,20 +147,63 @@ def serve_command(
         "--max-clone-seconds",
         metavar="S",
         min=1.0,
+        max=_MAX["max_clone_seconds"],
         help="Length of a recording to clone.",
+    ),
+    max_decoded_samples: int = typer.Option(
+        LIMITS.max_decoded_samples,
+        "--max-decoded-samples",
+        metavar="N",
+        min=1000,
+        max=_MAX["max_decoded_samples"],
+        help="Samples (all channels) one recording may decode to; checked from its header.",
     ),
     request_timeout: float = typer.Option(
         LIMITS.request_seconds,
         "--request-timeout",
         metavar="S",
         min=1.0,
+        max=_MAX["request_seconds"],
         help="Seconds per request, queue wait included.",
+    ),
+    body_timeout: float = typer.Option(
+        LIMITS.body_seconds,
+        "--body-timeout",
+        metavar="S",
+        min=0.1,
+        max=_MAX["body_seconds"],
+        help="Seconds a request's body may take to arrive (else 408).",
+    ),
+    header_timeout: float = typer.Option(
+        LIMITS.header_seconds,
+        "--header-timeout",
+        metavar="S",
+        min=0.1,
+        max=_MAX["header_seconds"],
+        help="Seconds a connection may take to send a request's headers (else it is closed).",
+    ),
+    idle_timeout: float = typer.Option(
+        LIMITS.idle_seconds,
+        "--idle-timeout",
+        metavar="S",
+        min=0.1,
+        max=_MAX["idle_seconds"],
+        help="Seconds an idle keep-alive connection stays open.",
+    ),
+    max_connections: int = typer.Option(
+        LIMITS.max_connections,
+        "--max-connections",
+        metavar="N",
+        min=1,
+        max=_MAX["max_connections"],
+        help="Open connections; requests on more get 503.",
     ),
     shutdown_timeout: float = typer.Option(
         SETTINGS.shutdown_seconds,
         "--shutdown-timeout",
         metavar="S",
         min=0.0,
+        max=3600.0,
         help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
     ),
     log_level: str = log_level_option(),
@@ -167,9 +218,14 @@ def serve_command(
             max_chars=max_chars,
             max_upload_bytes=int(max_upload_mb * MB),
             max_clone_seconds=max_clone_seconds,
+            max_decoded_samples=max_decoded_samples,
             max_queue=max_queue,
             max_streams=max_streams,
             request_seconds=request_timeout,
+            body_seconds=body_timeout,
+            header_seconds=header_timeout,
+            idle_seconds=idle_timeout,
+            max_connections=max_connections,
         ),
         api_key=api_key or None,
         voice_dir=voice_dir,

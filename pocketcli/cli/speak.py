@@ -27,8 +27,7 @@ from pocketcli.cli.model_options import (
     names_voices_inside,
     notice,
 )
-from pocketcli.cli.text_input import read_text
-from pocketcli.errors import UserError
+from pocketcli.cli.text_input import read_input_file, read_text
 
 if TYPE_CHECKING:
     from pocketcli.api import ChosenVoice, PocketTTS
@@ -64,6 +63,7 @@ class TtsFlags:
     input_file: Path | None = None
     output_dir: Path | None = None
     overwrite: bool = False
+    accept_refused: bool = False
     jobs: str | None = None
     ray: str | None = None
     streams: str | None = None
@@ -163,6 +163,8 @@ def _check_batch_flags(f: TtsFlags) -> None:
             raise click.UsageError("--output-dir goes with --input-file")
         if f.jobs is not None or f.ray is not None or f.streams is not None:
             raise click.UsageError("--jobs, --ray and --streams go with --input-file")
+        if f.accept_refused:
+            raise click.UsageError("--accept-refused goes with --input-file")
         return
     if f.output_dir is None:
         raise click.UsageError("--input-file needs --output-dir")
@@ -182,7 +184,7 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.recording(f.clone_voice)
     checks.readable_file(f.input_file, "input file")
     checks.writable_file(f.save_voice, "--save-voice file")
-    checks.writable_file(f.metrics, "metrics file")
+    checks.writable_file(f.metrics, "metrics file", create_folders=True)  # as FluidAudio
     checks.writable_dir(f.output_dir, "output folder")
     if f.input_file is None:
         checks.writable_file(output if live_output is None else live_output, "output file")
@@ -292,18 +294,14 @@ def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> 
         ray=f.ray,
         streams=f.streams,
         overwrite=f.overwrite,
+        accept_refused=f.accept_refused,
         quiet=f.quiet,
         on_warning=_warning(f),
     )
 
 
 def _read_batch_input(input_file: Path) -> bytes:
-    if str(input_file) == STDOUT:
-        return sys.stdin.buffer.read()
-    try:
-        return input_file.read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read {input_file}: {exc.strerror or exc}") from None
+    return read_input_file(input_file)  # bounded; endless, binary or writerless refused
 
 
 def run_live_mode(
@@ -352,9 +350,7 @@ def speak_once(
             samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
             timing.audio = samples / tts.sample_rate
         else:
-            path = Path(output)
-            if path.parent != Path(""):
-                path.parent.mkdir(parents=True, exist_ok=True)
+            path = Path(output)  # its folder exists: checked first (a typo creates no tree)
             timing.audio = tts.synthesize_to_file(
                 words, path, voice, options, format=fmt, on_warning=on_warning
             )

@@ -131,6 +131,11 @@ def tts_command(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Batch: redo finished files."),
+    accept_refused: bool = typer.Option(
+        False,
+        "--accept-refused",
+        help="Batch: lines refused for their text (reported, recorded) leave the exit status 0.",
+    ),
     jobs: str | None = typer.Option(
         None, "--jobs", metavar="N", help="Batch: N worker processes, or auto (measured split)."
     ),
@@ -200,6 +205,7 @@ def tts_command(
         input_file=input_file,
         output_dir=output_dir,
         overwrite=overwrite,
+        accept_refused=accept_refused,
         jobs=jobs,
         ray=ray,
         streams=streams,

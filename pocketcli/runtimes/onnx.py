@@ -7,7 +7,6 @@ the text lookup and the flow head on one.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import onnxruntime as ort
 from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
+from pocketcli.cores import bound_threads, threads_override
 from pocketcli.packs.manifest import BATCH_GRAPHS, ENCODER_GRAPH, PackError, PackManifest
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
@@ -74,13 +74,10 @@ class OnnxDecoderState:
 
 
 def default_threads() -> int:
-    """Two intra-op threads per session (POCKETTTS_THREADS overrides): the text prefill and
-    the first frame's decode have a core to spare, and with spinning off the FlowLM and the
-    Mimi thread do not starve each other (measured: time to first audio -25%)."""
-    raw = os.environ.get("POCKETTTS_THREADS", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return max(1, min(2, os.cpu_count() or 1))
+    """Two intra-op threads per session (POCKETTTS_THREADS overrides, bounded by the cores):
+    the text prefill and the first frame's decode have a core to spare, and with spinning
+    off the FlowLM and the Mimi thread do not starve each other (time to first audio -25%)."""
+    return threads_override() or bound_threads(2)
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:
@@ -115,7 +112,7 @@ class OnnxRuntime:
         self.precision = precision
         self.config: ModelConfig = self.manifest.config
         self.pack_dir = pack_dir
-        threads = threads or default_threads()
+        threads = bound_threads(threads) if threads else default_threads()
         files = self.manifest.graphs[precision]
         # The table lookup and the flow head's [1, 512] products are too small to split:
         # waking a second thread costs more than it saves (flow head at int8: 0.4 ms on

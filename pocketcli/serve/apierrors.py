@@ -8,7 +8,10 @@ that names neither the exception nor a path; the log has both).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -29,6 +32,47 @@ class ApiError(Exception):
         super().__init__(message)
         self.status, self.message, self.code, self.headers = status, message, code, headers
         self.param = param
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI's error body (``detail``: the same message, as pocket-tts's clients read it)."""
+
+    error: ErrorDetail
+    detail: str
+
+
+def _documented(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+# What any route may answer besides success (each router is included with these).
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented("Bad request: body, fields or upload"),
+    401: _documented("Missing or wrong API key (when the server has one)"),
+    404: _documented("No such model, voice or endpoint"),
+    408: _documented("The request body did not arrive in time"),
+    413: _documented("Body or upload over the server's limit"),
+    500: _documented("Internal error, or a damaged voice file of the server"),
+    503: _documented("Loading, busy (Retry-After), shutting down, or past the request's limit"),
+}
+
+
+def without_422(document: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI documents 422 for validation errors; this server answers them 400."""
+    for methods in document.get("paths", {}).values():
+        for operation in methods.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    return document
 
 
 def error_body(
@@ -60,9 +104,19 @@ def as_api_error(exc: BaseException, what: str) -> ApiError:
     if isinstance(exc, Cancelled):
         return ApiError(503, f"stopped: {exc.reason}", exc.reason)
     if isinstance(exc, MarkupError | EmptyTextError | OptionsError | UserError):
-        return ApiError(400, str(exc), f"invalid_{what}")
+        return ApiError(400, redact_paths(str(exc)), f"invalid_{what}")
     logs.logger().error("internal error", exc_info=exc)
     return ApiError(500, "internal error; see the server's log", "internal")
+
+
+# An absolute path of this machine (not a URL's path: no scheme or host before it).
+_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s'\"/:]+/)+[^\s'\",;:)]*")
+
+
+def redact_paths(message: str) -> str:
+    """A library message with this machine's absolute paths taken out (clients never
+    learn where the server keeps its files)."""
+    return _PATH.sub("<server file>", message)
 
 
 def _validation_message(errors: list) -> tuple[str, str | None]:

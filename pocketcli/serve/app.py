@@ -17,9 +17,10 @@ from fastapi import APIRouter, FastAPI
 
 from pocketcli.serve import apierrors
 from pocketcli.serve.backend import Backend
-from pocketcli.serve.limits import ApiKey, BodyLimit, ServeSettings
+from pocketcli.serve.limits import ApiKey, BodyLimit
 from pocketcli.serve.metrics import CountRequests
 from pocketcli.serve.routes import form, health, speech, voices, ws
+from pocketcli.serve.settings import ServeSettings
 from pocketcli.serve.state import ServerState
 from pocketcli.serve.streaming import NOTICE_HEADER
 
@@ -53,9 +54,27 @@ def create_app(
     app = FastAPI(title="pockettts", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.pockettts = state
     for router in routers:
-        app.include_router(router)
+        app.include_router(router, responses=apierrors.RESPONSES)
     apierrors.install(app)
+    _document_as_answered(app, settings.limits.max_chars)
     return _with_middleware(app, state)
+
+
+def _document_as_answered(app: FastAPI, max_chars: int) -> None:
+    """The OpenAPI document with this server's errors (400, not FastAPI's 422) and
+    its text limit."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            document = apierrors.without_422(build())
+            for name, field in (("SpeechRequest", "input"), ("Body_tts_form_tts_post", "text")):
+                schema = document["components"]["schemas"].get(name, {})
+                schema.get("properties", {}).get(field, {})["maxLength"] = max_chars
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _with_middleware(app: FastAPI, state: ServerState) -> FastAPI:

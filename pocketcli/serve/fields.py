@@ -10,7 +10,7 @@ from pocketcli.options import SpeakOptions
 from pocketcli.serve.apierrors import ApiError, as_api_error
 from pocketcli.serve.encoding import FORMATS, available_formats
 from pocketcli.serve.state import Loaded
-from pocketcli.serve.voices import Resolved, VoiceNotFound
+from pocketcli.serve.voices import Resolved, VoiceNotFound, VoiceUnreadable
 
 
 def response_format(given: str | None, default: str) -> str:
@@ -45,5 +45,7 @@ async def voice(loaded: Loaded, name: str | None) -> Resolved:
         return await anyio.to_thread.run_sync(loaded.voices.resolve, name)
     except VoiceNotFound as exc:
         raise ApiError(400, str(exc), "voice_not_found", param="voice") from None
+    except VoiceUnreadable as exc:
+        raise ApiError(500, str(exc), "voice_unreadable") from None
     except Exception as exc:
         raise as_api_error(exc, "voice") from None

@@ -18,7 +18,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pocketcli.serve.apierrors import error_body
 from pocketcli.serve.settings import MAXIMA, Limits, ServeSettings
 
-__all__ = ["MAXIMA", "Limits", "ServeSettings", "error_body", "send_json"]
+__all__ = [
+    "ARRIVED",
+    "MAXIMA",
+    "ApiKey",
+    "BodyLimit",
+    "Limits",
+    "ServeSettings",
+    "error_body",
+    "send_json",
+]
 
 ARRIVED = "pockettts_arrived"  # scope state: when the request reached the app
 

@@ -11,12 +11,12 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from pocketcli.serve import logs
-from pocketcli.serve.apierrors import ApiError
+from pocketcli.serve.apierrors import ApiError, redact_paths
 from pocketcli.serve.backend import Backend
 from pocketcli.serve.encoding import available_formats
-from pocketcli.serve.limits import ServeSettings
 from pocketcli.serve.metrics import Metrics
 from pocketcli.serve.scheduler import JobRunner, make_scheduler
+from pocketcli.serve.settings import ServeSettings
 from pocketcli.serve.voices import VoiceBook
 
 
@@ -86,7 +86,8 @@ def ready(request: Request) -> Loaded:
     state = state_of(request)
     if state.backend is None or state.voices is None or state.scheduler is None:
         if state.load_error is not None:
-            raise ApiError(503, f"the model failed to load: {state.load_error}", "not_ready")
+            said = redact_paths(state.load_error)
+            raise ApiError(503, f"the model failed to load: {said}", "not_ready")
         raise ApiError(503, "the model is still loading", "not_ready", {"Retry-After": "2"})
     return Loaded(state, state.backend, state.voices, state.scheduler)
 

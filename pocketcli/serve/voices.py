@@ -56,6 +56,10 @@ class VoiceNotFound(LookupError):
     """The request names no voice this server has (the message says which exist)."""
 
 
+class VoiceUnreadable(Exception):
+    """A voice file of the server's folder cannot be loaded (the log says why and where)."""
+
+
 @dataclass(frozen=True)
 class Resolved:
     state: VoiceState | None
@@ -166,15 +170,29 @@ class VoiceBook:
             cached = self._folder.get(name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        state = self.backend.load_voice_file(path)
+        try:
+            state = self.backend.load_voice_file(path)
+        except Exception as exc:  # any damage, even one Python itself chokes on
+            from pocketcli.serve import logs
+
+            logs.logger().error(
+                "voice file unreadable", extra={"path": str(path), "error": _said(exc)}
+            )
+            raise VoiceUnreadable(
+                f"the server's voice {name!r} cannot be loaded: its file is damaged "
+                "(the server's log says more)"
+            ) from None
         with self._lock:
             self._folder[name] = (key, state)
         return state
 
     def _unknown_message(self, name: str) -> str:
         shown = name if len(name) <= 80 else name[:77] + "..."
-        have = [*self._folder_entries(), *self.backend.builtin_names()]
-        listed = ", ".join(sorted(set(have))[:40]) or "none besides the default"
+        default = f"{self.backend.default_voice_name} (the default)"
+        others = sorted({*self._folder_entries(), *self.backend.builtin_names()})
+        listed = ", ".join(
+            [default, *[n for n in others if n != self.backend.default_voice_name]][:40]
+        )
         if "://" in name or "/" in name or "\\" in name:
             return (
                 f"voice {shown!r} is not one of this server's voices: it fetches no URL and "
@@ -219,3 +237,8 @@ class VoiceBook:
     def forget_cloned(self, voice_id: str) -> bool:
         with self._lock:
             return self._cloned.pop(voice_id, None) is not None
+
+
+def _said(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

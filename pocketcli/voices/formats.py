@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pocketcli.filekind import require_regular
 from pocketcli.tensorfile import TensorFile, TensorFileError, looks_like_safetensors
 from pocketcli.voices.state import (
     MAX_VOICE_FILE_BYTES,
@@ -124,8 +125,7 @@ class VoiceFile:
 def identify(path: str | Path) -> VoiceFile:
     """The format and voices of a file, from its content; VoiceError if it is none of them."""
     path = Path(path)
-    if not path.is_file():
-        raise VoiceError(f"voice file not found: {path}")
+    require_regular(path, "voice file", VoiceError)  # a FIFO or /dev/zero is never opened
     size = path.stat().st_size
     if size > MAX_VOICE_FILE_BYTES:
         raise VoiceError(f"{path} is too large to be a voice file ({size} bytes)")
@@ -422,8 +422,7 @@ def _label(entry: VoiceEntry) -> str:
 def read_conditioning_bin(path: str | Path, d_model: int) -> np.ndarray:
     """FluidAudio's ``.bin``: float32 LE ``[frames, d_model]``, 0 < frames <= 125."""
     path = Path(path)
-    if not path.is_file():
-        raise VoiceError(f"voice file not found: {path}")
+    require_regular(path, "voice file", VoiceError)  # a FIFO or /dev/zero is never opened
     size = path.stat().st_size
     row = d_model * 4
     # No header says the width: a .bin of another model reads as the wrong frame count.

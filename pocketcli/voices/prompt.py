@@ -30,6 +30,7 @@ MIN_PROMPT_SECONDS = 1.0
 SILENCE_PEAK_DBFS = -60.0  # a peak below this is no usable recording
 FULL_SCALE = 0.999  # |sample| at or above this counts as clipped
 CLIPPED_FRACTION_WARNING = 0.001  # report clipping past 0.1 % of the samples
+MAX_PEAK = 1000.0  # 60 dB over full scale: past it a float recording holds no audio
 
 Warn = Callable[[str], None]
 
@@ -130,6 +131,11 @@ def _as_mono_float(samples: np.ndarray, name: str) -> np.ndarray:
 
 def _check_level(audio: np.ndarray, name: str, warn: Warn) -> None:
     peak = float(np.max(np.abs(audio))) if audio.size else 0.0
+    if peak > MAX_PEAK:  # its squares would overflow float32 in end_on_pause
+        raise PromptError(
+            f"{name} holds samples of {peak:.3g}, far beyond full scale (1.0): it is no"
+            " usable recording (a float file written without scaling?)"
+        )
     if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
         level = "-inf" if peak == 0 else f"{20 * math.log10(peak):.0f}"
         raise PromptError(

@@ -45,6 +45,16 @@ class VoiceState:
     values: tuple[np.ndarray, ...]
     conditioning: np.ndarray | None = field(default=None, compare=False, repr=False)
 
+    def __repr__(self) -> str:
+        """Short: the shape, never the cache's numbers (megabytes of them)."""
+        shape = "x".join(map(str, self.keys[0].shape[1:])) if self.keys else "-"
+        cond = self.conditioning
+        frames = "" if cond is None else f", conditioning={cond.shape[0]} frames"
+        return (
+            f"VoiceState(positions={self.length}, layers={self.num_layers},"
+            f" heads x head_dim={shape}{frames})"
+        )
+
     @property
     def length(self) -> int:
         return int(self.keys[0].shape[0]) if self.keys else 0

@@ -9,6 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
+from pocketcli.serve.routes.speech import FORMAT_ENUM, NON_BLANK
 from pocketcli.serve.routes.voices import clone_upload
 from pocketcli.serve.state import Ready
 from pocketcli.serve.streaming import Speech, speak
@@ -21,12 +22,16 @@ router = APIRouter()
 async def tts_form(
     request: Request,
     loaded: Ready,
-    text: Annotated[str, Form()],
+    text: Annotated[str, Form(json_schema_extra=NON_BLANK)],
     voice_url: Annotated[str | None, Form()] = None,
     voice_wav: Annotated[UploadFile | None, File()] = None,
-    seed: Annotated[int | None, Form()] = None,
-    temperature: Annotated[float | None, Form()] = None,
-    response_format: Annotated[str, Form()] = "wav",
+    seed: Annotated[
+        int | None, Form(json_schema_extra={"minimum": 0, "maximum": 2**32 - 1})
+    ] = None,
+    temperature: Annotated[
+        float | None, Form(json_schema_extra={"minimum": 0, "maximum": 10})
+    ] = None,
+    response_format: Annotated[str, Form(json_schema_extra=FORMAT_ENUM)] = "wav",
 ) -> StreamingResponse:
     if not text.strip():
         raise ApiError(400, "Text cannot be empty", "empty_text", param="text")

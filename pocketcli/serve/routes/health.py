@@ -7,6 +7,7 @@ from importlib import resources
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from pocketcli.serve.apierrors import redact_paths
 from pocketcli.serve.encoding import available_formats
 from pocketcli.serve.metrics import CONTENT_TYPE
 from pocketcli.serve.state import state_of
@@ -14,26 +15,29 @@ from pocketcli.serve.state import state_of
 router = APIRouter()
 
 
-@router.api_route("/healthz", methods=["GET", "HEAD"])
+@router.get("/healthz")
+@router.head("/healthz", operation_id="healthz_head")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.api_route("/health", methods=["GET", "HEAD"])  # pocket-tts serve's
+@router.get("/health")  # pocket-tts serve's
+@router.head("/health", operation_id="health_head")
 async def health() -> dict[str, str]:
     return {"status": "healthy"}
 
 
-@router.api_route(
-    "/readyz",
-    methods=["GET", "HEAD"],
-    responses={503: {"description": "The model is loading, or failed to load"}},
-)
+_NOT_READY = {503: {"description": "The model is loading, or failed to load"}}
+
+
+@router.get("/readyz", responses=_NOT_READY)
+@router.head("/readyz", operation_id="readyz_head", responses=_NOT_READY)
 async def readyz(request: Request) -> JSONResponse:
     state = state_of(request)
     if state.backend is None:
         status = "failed" if state.load_error else "loading"
-        return JSONResponse({"status": status, "error": state.load_error}, 503)
+        error = None if state.load_error is None else redact_paths(state.load_error)
+        return JSONResponse({"status": status, "error": error}, 503)
     return JSONResponse(
         {
             "status": "ready",

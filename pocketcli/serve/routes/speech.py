@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
@@ -19,6 +19,9 @@ from pocketcli.serve.streaming import Speech, speak
 # Ids OpenAI clients send, all served by the one loaded model.
 MODEL_IDS = ("pockettts", "pocket-tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 MIN_SPEED, MAX_SPEED = 0.25, 4.0
+
+NON_BLANK = {"minLength": 1, "pattern": r"\S"}  # maxLength: the server's --max-chars
+FORMAT_ENUM = {"enum": list(available_formats())}
 
 router = APIRouter()
 
@@ -32,15 +35,17 @@ class SpeechRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str
-    input: str
+    # The rules below are documented (``json_schema_extra``) and checked by the route,
+    # whose messages say more than a generic validation error.
+    model: str = Field(json_schema_extra={"enum": list(MODEL_IDS)})
+    input: str = Field(json_schema_extra=NON_BLANK)
     voice: str | VoiceRef | None = None
-    response_format: str | None = None
-    speed: float = 1.0
+    response_format: str | None = Field(None, json_schema_extra=FORMAT_ENUM)
+    speed: float = Field(1.0, json_schema_extra={"minimum": MIN_SPEED, "maximum": MAX_SPEED})
     instructions: str | None = None
-    stream_format: str | None = None
-    seed: int | None = None
-    temperature: float | None = None
+    stream_format: str | None = Field(None, json_schema_extra={"enum": ["audio", "sse"]})
+    seed: int | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 2**32 - 1})
+    temperature: float | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 10})
 
 
 def _model(model_id: str) -> dict[str, Any]:
