@@ -342,3 +342,20 @@ def test_onnxruntime_node_driver_speaks_as_our_runner(tmp_path) -> None:
     theirs = np.fromfile(out, np.float32)
     assert theirs.size == ours.size, r.stdout.decode()
     assert np.abs(theirs - ours).max() <= NODE_MAX_ABS
+
+
+def test_the_packs_voice_of_127_rows_is_its_built_in_alba(tmp_path) -> None:
+    """The published pack's voice has 127 rows, more than a FluidAudio .bin voice may."""
+    pack = tmp_path / "pack"
+    shutil.copytree(tiny_web_pack(), pack)
+    for p in pack.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    rows = np.fromfile(pack / web.VOICE_FILE, np.float32).reshape(-1, 64)
+    rows = np.concatenate([rows] * (-(-127 // rows.shape[0])))[:127]
+    rows.tofile(pack / web.VOICE_FILE)
+    meta = json.loads((pack / web.CONFIG_FILE).read_text())
+    meta["voices"]["alba"]["shape"] = [127, 64]
+    (pack / web.CONFIG_FILE).write_text(json.dumps(meta))
+    tts = PocketTTS.load(pack)
+    assert tts.voice("alba").length == 127
+    assert tts.synthesize("Hello.", "alba", SpeakOptions(seed=1)) is not None

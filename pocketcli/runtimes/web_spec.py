@@ -71,10 +71,31 @@ class WebSpec(OnnxSpec):
         return PACK_VOICE
 
     def voice_file(self, model: LoadedModel, req: ModelRequest, name: str) -> Path:
+        """The pack's voice as a voice state file (prefilled once per pack file, kept in
+        the temporary folder): ``voice_alba.bin`` holds up to 127 rows, more than a
+        FluidAudio ``.bin`` voice may, and already starts with ``bos_before_voice``."""
+        import hashlib
+        import tempfile
+
         from pocketcli.packs.web import VOICE_FILE
+        from pocketcli.voices.cloning import voice_from_conditioning
+        from pocketcli.voices.state import save_voice_state
 
         self.check_voice(req, name)
-        return model.pack_dir / VOICE_FILE
+        source = model.pack_dir / VOICE_FILE
+        try:
+            st = source.stat()
+        except OSError as exc:
+            raise UserError(f"cannot read {source}: {exc.strerror or exc}") from None
+        key = f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()
+        out = Path(tempfile.gettempdir()) / "pockettts-browser-voices"
+        path = out / f"{hashlib.sha256(key).hexdigest()[:24]}.safetensors"
+        if not path.is_file():
+            runtime = model.runtime
+            state = voice_from_conditioning(runtime, runtime.pack_voice())  # type: ignore[attr-defined]
+            out.mkdir(parents=True, exist_ok=True)
+            save_voice_state(state, path)
+        return path
 
     def fetch_voices(self, req: ModelRequest, names: tuple[str | None, ...]) -> None:
         return None
