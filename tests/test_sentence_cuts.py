@@ -25,6 +25,8 @@ CASES = {
         "30 chairs.",
         "Version 2.0 ships.",
     ],
+    # Only a period makes a decimal point: a digit, "!" and a digit is still a sentence end.
+    "We scored 3! 5 more came.": ["We scored 3!", "5 more came."],
 }
 
 

@@ -56,9 +56,12 @@ class PackError(UserError, ValueError):
     """A pack directory is missing, incomplete or not one of ours."""
 
 
-def read_json(path: Path, error: type[PackError] = PackError, missing: str | None = None) -> Any:
-    """The JSON document in ``path``, or ``error`` naming the path and the cause (``missing``
-    instead when the file does not exist and that message is given)."""
+def read_json_file(
+    path: Path, error: type[PackError] = PackError, missing: str | None = None
+) -> Any:
+    """A folder's JSON description, or one line (``error`` is the layout's own class):
+    ``missing`` when there is no file and that message is given, else the file and the
+    cause (the reader's first line)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except RecursionError:
@@ -123,7 +126,7 @@ class PackManifest:
             raise PackError(f"model pack not found: {directory}")
         if not path.is_file():
             raise PackError(f"{directory} is not a pockettts model pack (no {MANIFEST_NAME})")
-        d = read_json(path)
+        d = read_json_file(path)
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise PackError(f"{path} is not a pockettts pack manifest")
         if d.get("version") != FORMAT_VERSION:

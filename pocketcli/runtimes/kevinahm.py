@@ -31,7 +31,7 @@ from pocketcli.packs.kevinahm.metadata import (
     SCHEMA_VERSION,
     StateEntry,
 )
-from pocketcli.packs.manifest import PackError, read_json
+from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.onnx import _session as onnx_session
 from pocketcli.runtimes.onnx import default_threads
@@ -128,7 +128,7 @@ class Bundle:
         if not directory.is_dir():
             raise BundleError(f"model folder not found: {directory}")
         missing = f"{directory} is not a KevinAHM bundle (no {BUNDLE_FILE})"
-        d = read_json(where, BundleError, missing)
+        d = read_json_file(where, BundleError, missing)
         if not isinstance(d, dict) or d.get("schema_version") != SCHEMA_VERSION:
             got = d.get("schema_version") if isinstance(d, dict) else None
             raise BundleError(f"{where}: schema_version is {got!r}; this pockettts reads 2")
@@ -142,7 +142,7 @@ class Bundle:
         sidecar: dict = {}
         side = directory / SIDECAR_FILE
         if side.is_file():
-            sidecar = read_json(side, BundleError)
+            sidecar = read_json_file(side, BundleError)
             if not isinstance(sidecar, dict) or sidecar.get("format") != SIDECAR_FORMAT:
                 raise BundleError(f"{side} is not a pockettts bundle description")
         return cls(
