@@ -145,10 +145,11 @@ class PocketTTS:
 
     @classmethod
     def load(
-        cls, pack_dir: str | Path, precision: str = "fp32", threads: int | None = None
+        cls, pack_dir: str | Path, precision: str | None = None, threads: int | None = None
     ) -> PocketTTS:
-        """Loads an ONNX pack (a directory holding ``pack.json``): ``open(model_dir=...,
-        runtime="onnx")``."""
+        """Loads an ONNX pack (a directory holding ``pack.json``), a KevinAHM bundle or a
+        browser pack: ``open(model_dir=..., runtime="onnx")``; ``precision`` None is the
+        folder's default (fp32 for our packs and bundles)."""
         return cls.open(model_dir=pack_dir, runtime="onnx", precision=precision, threads=threads)
 
     @classmethod

@@ -210,8 +210,8 @@ def atomic_folder(out_dir: Path, verb: str = "building") -> Iterator[Path]:
     try:
         yield work
         os.chmod(work, DIR_MODE)
-        for item in work.iterdir():
-            os.chmod(item, FILE_MODE)
+        for item in work.rglob("*"):  # a subfolder stays searchable (DIR_MODE)
+            os.chmod(item, DIR_MODE if item.is_dir() else FILE_MODE)
         if out_dir.exists():
             old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
             out_dir.rename(old)

@@ -14,22 +14,19 @@ from pathlib import Path
 
 from pocketcli.errors import UserError
 
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
 
 def describe_mode(mode: int) -> str:
     """ "a FIFO (named pipe)", "a character device", "a directory", ... for ``st_mode``."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
+    return next((words for test, words in _KINDS if test(mode)), "a special file")
 
 
 def require_regular(path: str | Path, what: str, error: type[UserError] = UserError) -> None:

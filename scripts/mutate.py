@@ -1,16 +1,29 @@
 """Mutation run: single-line mistakes, each applied to a scratch copy, each must fail a test.
 
-Every entry of scripts/mutations.txt names a file, one line as it is now (with context
-lines when it is not unique), the mistake to put in its place and the tests that should
-catch it. The script copies the repository's files
+The mistakes are listed in scripts/mutations/*.txt (core: the EOS loop, the chunker, the
+issue 25 audit...; serve: the server; batch: the batch package). An entry:
+
+    == name
+    file: PATH
+    tests: PYTEST ARGS            (files, node ids, "-k" and one word)
+    needs: workers                (optional: its tests run --jobs batches; only with --all)
+    -the line as it is now
+    +the mistake (none: the line is dropped)
+
+a hunk of whole lines as in a unified diff, with " " unchanged context lines (not blank
+ones) when the place is not unique: the hunk must occur exactly once. The script copies
+the repository's files
 (tracked and untracked, not ignored) into a temporary folder, checks that the listed tests
 pass there unchanged, then for each mistake edits the copy, runs its tests with the copy
 first on ``sys.path`` (the CLI's subprocesses too, through ``PYTHONPATH``), and puts the
 line back. The worktree is never written to.
 
-    python scripts/mutate.py            # every mistake; exit 1 if one survived
-    python scripts/mutate.py --list     # what would be tried
-    python scripts/mutate.py -k peak    # only mistakes whose name contains "peak"
+    python scripts/mutate.py                # every mistake but "needs: workers" ones
+    python scripts/mutate.py --all          # those too (minutes each)
+    python scripts/mutate.py --file serve   # only scripts/mutations/serve.txt
+    python scripts/mutate.py -k peak        # only mistakes whose name contains "peak"
+    python scripts/mutate.py --list         # what would be tried
+    python scripts/mutate.py --check        # only that every mistake applies (seconds)
 
 A mistake whose line is no longer in its file is reported as stale (and fails the run):
 update the entry when the code it aims at changes.
@@ -31,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-MUTATIONS_FILE = Path(__file__).with_name("mutations.txt")
+MUTATIONS_DIR = Path(__file__).with_name("mutations")
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,7 @@ class Mutation:
     old: str  # whole lines; must occur exactly once in the file
     new: str
     tests: tuple[str, ...]  # pytest arguments: files, node ids, "-k" expressions
+    workers: bool = False  # its tests start --jobs worker processes (slow)
 
 
 class MutationsFileError(ValueError):
@@ -58,6 +72,8 @@ def parse_mutations(text: str) -> list[Mutation]:
         if not fields:
             return
         missing = {"name", "file", "tests"} - set(fields)
+        if fields.get("needs", "workers") != "workers":
+            raise MutationsFileError(f"entry {fields['name']!r}: needs what? {fields['needs']!r}")
         if missing or not old:
             what = ", ".join(sorted(missing)) or "a '-' line"
             raise MutationsFileError(f"entry {fields.get('name', '?')!r} has no {what}")
@@ -65,7 +81,8 @@ def parse_mutations(text: str) -> list[Mutation]:
         if before == after:
             raise MutationsFileError(f"entry {fields['name']!r} changes nothing")
         tests = tuple(fields["tests"].split())
-        entries.append(Mutation(fields["name"], fields["file"], before, after, tests))
+        workers = "needs" in fields
+        entries.append(Mutation(fields["name"], fields["file"], before, after, tests, workers))
 
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("== "):
@@ -73,7 +90,7 @@ def parse_mutations(text: str) -> list[Mutation]:
             fields, old, new = {"name": line[3:].strip()}, [], []
         elif not fields or not line.strip() or line.startswith("#"):
             continue
-        elif line.startswith(("file: ", "tests: ")):
+        elif line.startswith(("file: ", "tests: ", "needs: ")):
             key, _, value = line.partition(": ")
             fields[key] = value.strip()
         elif line[0] in "-+ ":
@@ -85,10 +102,41 @@ def parse_mutations(text: str) -> list[Mutation]:
         else:
             raise MutationsFileError(f"line {number}: not part of an entry: {line!r}")
     close()
+    return entries
+
+
+def read_mutations(files: list[str]) -> list[Mutation]:
+    """The entries of scripts/mutations/NAME.txt for each name given (all files if none)."""
+    paths = [MUTATIONS_DIR / f"{name}.txt" for name in files] or sorted(MUTATIONS_DIR.glob("*.txt"))
+    entries: list[Mutation] = []
+    for path in paths:
+        if not path.is_file():
+            known = ", ".join(p.stem for p in sorted(MUTATIONS_DIR.glob("*.txt")))
+            raise MutationsFileError(f"{path}: no such mutations file (known: {known})")
+        try:
+            entries += parse_mutations(path.read_text(encoding="utf-8"))
+        except MutationsFileError as exc:
+            raise MutationsFileError(f"{path}: {exc}") from None
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
-        raise MutationsFileError("two entries have the same name")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise MutationsFileError(f"two entries have the same name: {', '.join(twice)}")
     return entries
+
+
+def stale_reason(root: Path, mu: Mutation) -> str | None:
+    """Why the mistake cannot be applied to the files under root (None: it can)."""
+    path = root / mu.path
+    if not path.is_file():
+        return f"{mu.path} does not exist"
+    found = path.read_text(encoding="utf-8").count(mu.old)
+    if found != 1:
+        return f"its line occurs {found} times in {mu.path}"
+    for test in mu.tests:
+        test_file = test.split("::")[0]
+        if test_file.startswith("tests/") and not (root / test_file).is_file():
+            return f"its test file {test_file} does not exist"
+    return None
 
 
 def _copy_repository(dest: Path) -> None:
@@ -121,6 +169,21 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the mistakes and exit")
     parser.add_argument("-k", default="", help="only mistakes whose name contains this")
     parser.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only the mistakes of scripts/mutations/NAME.txt (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help='also the "needs: workers" mistakes (minutes each)'
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that every chosen mistake applies (with or without --all); no tests",
+    )
+    parser.add_argument(
         "--from",
         dest="start",
         type=int,
@@ -129,11 +192,23 @@ def main() -> int:
         help="start at the Nth mistake (to split a run in parts)",
     )
     args = parser.parse_args()
-    mutations = parse_mutations(MUTATIONS_FILE.read_text(encoding="utf-8"))
+    try:
+        mutations = read_mutations(args.file)
+    except MutationsFileError as exc:
+        print(f"mutate.py: error: {exc}", file=sys.stderr)
+        return 2
     chosen = [mu for mu in mutations[args.start - 1 :] if args.k in mu.name]
+    if args.check:
+        stale = [(mu, why) for mu in chosen if (why := stale_reason(ROOT, mu)) is not None]
+        for mu, why in stale:
+            print(f"STALE     {mu.name}: {why}")
+        print(f"{len(chosen)} mistakes checked: {len(stale)} stale")
+        return 1 if stale else 0
+    chosen = [mu for mu in chosen if args.all or not mu.workers]
     if args.list:
         for mu in chosen:
-            print(f"{mu.name}: {mu.path} -> {' '.join(mu.tests)}")
+            slow = " (needs workers)" if mu.workers else ""
+            print(f"{mu.name}: {mu.path} -> {' '.join(mu.tests)}{slow}")
         print(f"{len(chosen)} mistakes")
         return 0
     with tempfile.TemporaryDirectory(prefix="pockettts-mutate.") as tmp:
@@ -148,14 +223,13 @@ def main() -> int:
                 return 2
         caught, survived, stale = [], [], []
         for mu in chosen:
+            why = stale_reason(scratch, mu)
+            if why is not None:
+                stale.append(mu)
+                print(f"STALE     {mu.name}: {why}")
+                continue
             path = scratch / mu.path
             text = path.read_text(encoding="utf-8")
-            if text.count(mu.old) != 1:
-                stale.append(mu)
-                print(
-                    f"STALE     {mu.name}: its line occurs {text.count(mu.old)} times in {mu.path}"
-                )
-                continue
             path.write_text(text.replace(mu.old, mu.new), encoding="utf-8")
             start = time.monotonic()
             try:

@@ -11,7 +11,9 @@ from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.errors import UnknownNameError
 
-HELP = """Write a model as a KevinAHM v2 ONNX bundle (the layout of
+HELP = """Write a model in another project's ONNX layout.
+
+--format kevinahm-v2: a KevinAHM v2 ONNX bundle (the layout of
 KevinAHM/pocket-tts-onnx onnx/<bundle>/, which sherpa-onnx-era runtimes,
 pocketsynth and web demos load): bundle.json, the tokenizer,
 bos_before_voice.npy and the five graphs (text_conditioner, mimi_encoder,
@@ -23,16 +25,25 @@ default) writes both, as the published bundles have. No PyTorch is needed.
 The bundle's name (bundle.json's bundle_name) is the language, or the config
 file's name without .yaml. Without voice-cloning weights there is no mimi_encoder.
 
+--format web: the browser pack (Pocket-TTS-ONNX-WebGPU) that web pages run with
+ONNX Runtime Web: onnx/text_embed.onnx, onnx/flow_lm.onnx (4-bit MatMulNBits,
+flow head inside), onnx/mimi_decoder.onnx (int8 DequantizeLinear),
+voice_alba.bin (the Mimi encoding of --voice-clip; needs the voice-cloning
+weights), bos_emb.bin, the tokenizer and pocket_tts.json. --precision does not
+apply (the layout fixes it).
+
 Examples:
 
   pockettts export --format kevinahm-v2 bundles/english_2026-04 --language english_2026-04
+
+  pockettts export --format web web/english --voice-clip alba.wav
 
   pockettts export --format kevinahm-v2 out/dutch --language dutch --precision fp32
 
   pockettts export --format kevinahm-v2 out/mine --config my_model.yaml
 """
 
-FORMATS = ("kevinahm-v2",)
+FORMATS = ("kevinahm-v2", "web")
 
 
 def export_command(
@@ -45,6 +56,12 @@ def export_command(
     precision: str = typer.Option(
         "int8", "--precision", help="fp32, or int8 (fp32 and int8 graphs).", callback=flags.lower
     ),
+    voice_clip: Path | None = typer.Option(
+        None,
+        "--voice-clip",
+        metavar="AUDIO",
+        help="web: the clip whose Mimi encoding becomes voice_alba.bin (required).",
+    ),
     offline: bool = flags.offline(),
     quiet: bool = flags.quiet("No progress on stderr."),
 ) -> None:
@@ -54,6 +71,8 @@ def export_command(
         raise usage_error(UnknownNameError("format", format_, FORMATS))
     if precision not in ("fp32", "int8"):
         raise usage_error(UnknownNameError("precision", precision, ("fp32", "int8")))
+    if format_ == "web" and voice_clip is None:
+        raise click.UsageError("--format web needs --voice-clip AUDIO (the pack's voice)")
     if language is not None and config is not None:
         raise click.UsageError("--config and --language both name the model: give one")
     if language is not None:
@@ -73,6 +92,15 @@ def export_command(
         if not quiet:
             sys.stderr.write(f"pockettts: {message}\n")
 
+    if format_ == "web":
+        from pocketcli.packs.web import export_web_pack
+        from pocketcli.voices.prompt import load_prompt
+
+        assert voice_clip is not None
+        clip = load_prompt(voice_clip, model_config.mimi.sample_rate)
+        export_web_pack(checkpoint, model_config, tokenizer, clip, out, source, say)
+        typer.echo(str(out))
+        return
     precisions = ("fp32",) if precision == "fp32" else ("fp32", "int8")
     export_bundle(checkpoint, model_config, tokenizer, out, name, precisions, source, say)
     typer.echo(str(out))

@@ -77,16 +77,46 @@ def describe_pack(directory: Path) -> dict[str, Any]:
     }
 
 
+def describe_web_pack(directory: Path) -> dict[str, Any]:
+    from pocketcli.packs.web import FILES
+    from pocketcli.runtimes.web import read_pack_config
+
+    meta = read_pack_config(directory)
+    tokenizer = meta.get("tokenizer_file", "tokenizer.json")
+    files = [directory / f for f in FILES if f != "tokenizer.json"] + [directory / str(tokenizer)]
+    language = (
+        meta.get("source", {}).get("language") if isinstance(meta.get("source"), dict) else None
+    )
+    return {
+        "file": str(directory),
+        "kind": "folder",
+        "layout": "web",
+        "description": "browser pack (Pocket-TTS-ONNX-WebGPU: pocket_tts.json, onnx/)",
+        "name": directory.name,
+        "languages": [language] if language else [],
+        "precisions": ["int4"],
+        "precision_note": "flow LM 4-bit MatMulNBits, text table 4-bit, Mimi int8",
+        "voice_cloning": False,
+        "voices": sorted(meta.get("voices", {})),
+        "flow_lm_layers": meta.get("num_layers"),
+        "decode_steps": meta.get("decode_steps"),
+        "bytes_by_precision": {"int4": _size(files)},
+    }
+
+
 def describe_folder(directory: Path) -> dict[str, Any]:
     from pocketcli.cli.checks import PathError
+    from pocketcli.packs.web import CONFIG_FILE
 
     if (directory / "bundle.json").is_file():
         return describe_bundle(directory)
+    if (directory / CONFIG_FILE).is_file():
+        return describe_web_pack(directory)
     if (directory / "pack.json").is_file():
         return describe_pack(directory)
     raise PathError(
-        f"{directory} is a folder that holds no model: no bundle.json (KevinAHM v2 bundle)"
-        " and no pack.json (pockettts pack)"
+        f"{directory} is a folder that holds no model: no bundle.json (KevinAHM v2 bundle),"
+        " no pocket_tts.json (browser pack) and no pack.json (pockettts pack)"
     )
 
 
@@ -102,6 +132,12 @@ def folder_text(report: dict[str, Any]) -> list[str]:
         "  voice cloning: "
         + ("yes (mimi_encoder)" if report["voice_cloning"] else "no (built-in voices and files)"),
     ]
+    if report["layout"] == "web":
+        lines[-1] = (
+            f"  voice cloning: no (no Mimi encoder); voices: {', '.join(report['voices'])}"
+            " and voice files"
+        )
+        lines.append(f"  quantisation: {report['precision_note']}")
     if report["layout"] == "kevinahm-v2":
         frames = report["model_recommended_frames_after_eos"]
         lines.append(

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pocketcli.engine.decoder_pipeline import DecoderPipeline
-from pocketcli.engine.noise import NoiseSource
+from pocketcli.engine.noise import NoiseSource, peekable
 from pocketcli.errors import ModelOutputError
 from pocketcli.normalize.timeline import Pause
-from pocketcli.runtimes.base import Runtime
+from pocketcli.runtimes.base import Runtime, SamplingRuntime, sampling
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
@@ -74,6 +74,8 @@ def generate_frames(
 ) -> Iterator[Frame]:
     """Frames for each chunk in order; a ``Pause`` becomes exact digital silence."""
     index = 0
+    if sampling(runtime) is not None:
+        noise = peekable(noise)  # one lookahead for all chunks: the same noise sequence
     for item in chunks:
         if isinstance(item, Pause):
             yield from silence_frames(
@@ -151,6 +153,16 @@ class ChunkRun:
             return runtime.prefill_then_step(self.seq, self.text, self.latent)
         return runtime.step(self.seq, self.latent)
 
+    def run_sampled_step(
+        self, runtime: SamplingRuntime, noise: np.ndarray, decode_steps: int
+    ) -> tuple[np.ndarray, float]:
+        """This frame's FlowLM call where it also samples the latent: ``(latent, eos)``."""
+        if self.first:
+            return runtime.prefill_then_step_sampled(
+                self.seq, self.text, self.latent, noise, decode_steps
+            )
+        return runtime.step_sampled(self.seq, self.latent, noise, decode_steps)
+
     def take_output(self, eos_logit: float) -> bool:
         """Applies the EOS rule to this frame's logit: False when the chunk ends here."""
         self.trace.eos_logits.append(eos_logit)
@@ -216,13 +228,22 @@ def _generate_chunk(
     pipeline = DecoderPipeline(
         lambda lat: runtime.decode(run.decoder, lat), settings.threaded_decoder
     )
+    sampler = sampling(runtime)
+    ahead = peekable(noise) if sampler is not None else None  # generate_frames made it one
     try:
         while run.wants_frame():
             first = run.first
-            z, eos_logit = run.run_step(runtime)
-            if not run.take_output(eos_logit):
-                break
-            latent = runtime.sample_latent(z, noise(run.latent_dim), settings.decode_steps)
+            if sampler is not None and ahead is not None:
+                x0 = ahead.peek(run.latent_dim)
+                latent, eos_logit = run.run_sampled_step(sampler, x0, settings.decode_steps)
+                if not run.take_output(eos_logit):
+                    break
+                ahead(run.latent_dim)  # the peeked vector: this frame's
+            else:
+                z, eos_logit = run.run_step(runtime)
+                if not run.take_output(eos_logit):
+                    break
+                latent = runtime.sample_latent(z, noise(run.latent_dim), settings.decode_steps)
             ready = run.take_latent(latent, eos_logit)
             if ready is not None:
                 pipeline.submit(ready)

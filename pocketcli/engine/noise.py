@@ -18,7 +18,42 @@ class NoiseSource(Protocol):
         ...
 
 
-class GaussianNoise:
+class Peekable:
+    """A noise source whose next vector can be seen before it is taken: ``peek(size)``
+    draws it (once); the next call returns that same vector."""
+
+    _peeked: np.ndarray | None = None
+
+    def _draw(self, size: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def peek(self, size: int) -> np.ndarray:
+        if self._peeked is None:
+            self._peeked = self._draw(size)
+        return self._peeked
+
+    def __call__(self, size: int) -> np.ndarray:
+        if self._peeked is not None:
+            value, self._peeked = self._peeked, None
+            return value
+        return self._draw(size)
+
+
+class Lookahead(Peekable):
+    """Any noise source, made peekable."""
+
+    def __init__(self, source: NoiseSource) -> None:
+        self._source = source
+
+    def _draw(self, size: int) -> np.ndarray:
+        return self._source(size)
+
+
+def peekable(noise: NoiseSource) -> Peekable:
+    return noise if isinstance(noise, Peekable) else Lookahead(noise)
+
+
+class GaussianNoise(Peekable):
     """N(0, temperature) from numpy's PCG64, as pocket-tts draws it (std = sqrt(temperature));
     temperature 0 gives exact zeros.
 
@@ -38,7 +73,7 @@ class GaussianNoise:
         self.clamp = None if clamp is None else float(clamp)
         self.rng = np.random.default_rng(seed)
 
-    def __call__(self, size: int) -> np.ndarray:
+    def _draw(self, size: int) -> np.ndarray:
         if self.std == 0:
             return np.zeros(size, np.float32)
         if self.clamp is None:
@@ -65,13 +100,13 @@ class GaussianNoise:
         return out.astype(np.float32)
 
 
-class InjectedNoise:
+class InjectedNoise(Peekable):
     """Replays given noise vectors in order (one per generated frame)."""
 
     def __init__(self, frames: Iterable[np.ndarray]) -> None:
         self._frames: Iterator[np.ndarray] = iter(frames)
 
-    def __call__(self, size: int) -> np.ndarray:
+    def _draw(self, size: int) -> np.ndarray:
         try:
             frame = np.asarray(next(self._frames), np.float32).reshape(-1)
         except StopIteration:

@@ -56,6 +56,23 @@ class PackError(UserError, ValueError):
     """A pack directory is missing, incomplete or not one of ours."""
 
 
+def read_json_file(
+    path: Path, error: type[PackError] = PackError, missing: str | None = None
+) -> Any:
+    """A folder's JSON description, or one line (``error`` is the layout's own class):
+    ``missing`` when there is no file and that message is given, else the file and the
+    cause (the reader's first line)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise error(f"cannot read {path}: it is nested too deeply") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if missing is not None and isinstance(exc, FileNotFoundError):
+            raise error(missing) from None
+        cause = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise error(f"cannot read {path}: {cause}") from None
+
+
 @dataclass(frozen=True)
 class PackManifest:
     config: ModelConfig
@@ -109,12 +126,7 @@ class PackManifest:
             raise PackError(f"model pack not found: {directory}")
         if not path.is_file():
             raise PackError(f"{directory} is not a pockettts model pack (no {MANIFEST_NAME})")
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise PackError(f"cannot read {path}: {exc}") from exc
-        except RecursionError:
-            raise PackError(f"cannot read {path}: it is nested too deeply") from None
+        d = read_json_file(path)
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise PackError(f"{path} is not a pockettts pack manifest")
         if d.get("version") != FORMAT_VERSION:

@@ -9,7 +9,7 @@ as 4-bit blocks (MatMulNBits with accuracy level 4, the fast kernel on CPUs).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,16 +29,21 @@ FLOAT_WEIGHTS = frozenset({"dec.conv_out.weight"})
 FLOAT_WEIGHT_PREFIXES = (ROPE_SWAP,)
 
 
-def _float_nodes(path: Path) -> list[str]:
-    """Names of the MatMuls that multiply by a weight that stays float."""
-    graph = onnx.load(str(path), load_external_data=False).graph
+def float_matmuls(graph: onnx.GraphProto, stays_float: Callable[[str], bool]) -> list[str]:
+    """Names of the MatMuls whose second input is a weight ``stays_float`` names."""
     return [
         n.name
         for n in graph.node
-        if n.op_type == "MatMul"
-        and len(n.input) == 2
-        and (n.input[1] in FLOAT_WEIGHTS or n.input[1].startswith(FLOAT_WEIGHT_PREFIXES))
+        if n.op_type == "MatMul" and len(n.input) == 2 and stays_float(n.input[1])
     ]
+
+
+def _float_nodes(path: Path) -> list[str]:
+    """Names of the MatMuls that multiply by a weight that stays float."""
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return float_matmuls(
+        graph, lambda name: name in FLOAT_WEIGHTS or name.startswith(FLOAT_WEIGHT_PREFIXES)
+    )
 
 
 @contextmanager

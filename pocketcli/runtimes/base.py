@@ -127,6 +127,39 @@ class BatchedRuntime(Protocol):
         ...
 
 
+@runtime_checkable
+class SamplingRuntime(Protocol):
+    """What a runtime adds whose FlowLM call also samples the latent (optional).
+
+    Some graphs (the browser pack's ``flow_lm``) take the frame's noise in the call
+    that gives its EOS logit. The engine then peeks the frame's noise before the EOS
+    rule and consumes it only when the frame is kept, so the noise sequence, and the
+    audio for a seed, are those of ``step`` followed by ``sample_latent``.
+    """
+
+    def step_sampled(
+        self, seq: FlowSequence, latent: np.ndarray, noise: np.ndarray, decode_steps: int
+    ) -> tuple[np.ndarray, float]:
+        """``step(latent)`` then ``sample_latent`` from ``noise``: ``(next latent, eos_logit)``."""
+        ...
+
+    def prefill_then_step_sampled(
+        self,
+        seq: FlowSequence,
+        embeddings: np.ndarray,
+        latent: np.ndarray,
+        noise: np.ndarray,
+        decode_steps: int,
+    ) -> tuple[np.ndarray, float]:
+        """``prefill(embeddings)`` then ``step_sampled``."""
+        ...
+
+
+def sampling(runtime: Runtime) -> SamplingRuntime | None:
+    """The runtime's sampling steps, or None when it has none."""
+    return runtime if isinstance(runtime, SamplingRuntime) else None
+
+
 def batching(runtime: Runtime) -> BatchedRuntime | None:
     """The runtime's batched calls, or None when it has none (or its pack has none)."""
     if isinstance(runtime, BatchedRuntime) and runtime.batch_unavailable_reason is None:

@@ -13,7 +13,6 @@ the file and the problem.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from pocketcli.packs.kevinahm.metadata import (
     SCHEMA_VERSION,
     StateEntry,
 )
-from pocketcli.packs.manifest import PackError
+from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.onnx import _session as onnx_session
 from pocketcli.runtimes.onnx import default_threads
@@ -128,12 +127,8 @@ class Bundle:
         where = directory / BUNDLE_FILE
         if not directory.is_dir():
             raise BundleError(f"model folder not found: {directory}")
-        try:
-            d = json.loads(where.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise BundleError(f"{directory} is not a KevinAHM bundle (no {BUNDLE_FILE})") from None
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise BundleError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
+        missing = f"{directory} is not a KevinAHM bundle (no {BUNDLE_FILE})"
+        d = read_json_file(where, BundleError, missing)
         if not isinstance(d, dict) or d.get("schema_version") != SCHEMA_VERSION:
             got = d.get("schema_version") if isinstance(d, dict) else None
             raise BundleError(f"{where}: schema_version is {got!r}; this pockettts reads 2")
@@ -147,10 +142,7 @@ class Bundle:
         sidecar: dict = {}
         side = directory / SIDECAR_FILE
         if side.is_file():
-            try:
-                sidecar = json.loads(side.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-                raise BundleError(f"cannot read {side}: {str(exc).splitlines()[0]}") from None
+            sidecar = read_json_file(side, BundleError)
             if not isinstance(sidecar, dict) or sidecar.get("format") != SIDECAR_FORMAT:
                 raise BundleError(f"{side} is not a pockettts bundle description")
         return cls(

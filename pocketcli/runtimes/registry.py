@@ -45,6 +45,7 @@ BUILTIN = MappingProxyType(
         "onnx": "pocketcli.runtimes.onnx_spec:SPEC",
         "coreml": "pocketcli.runtimes.coreml_spec:SPEC",
         "kevinahm": "pocketcli.runtimes.kevinahm_spec:SPEC",
+        "browser": "pocketcli.runtimes.web_spec:SPEC",
     }
 )
 

@@ -62,14 +62,10 @@ def quantise_like_kevinahm(src: Path, dst: Path) -> None:
     """``quantize_dynamic`` with the options of KevinAHM's scripts/quantize.py."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from pocketcli.packs.quantize import _quiet_root_logger
+    from pocketcli.packs.quantize import _quiet_root_logger, float_matmuls
 
     model = onnx.load(str(src))
-    keep_float = [
-        n.name
-        for n in model.graph.node
-        if n.op_type == "MatMul" and len(n.input) == 2 and n.input[1].startswith(_FLOAT_PREFIXES)
-    ]
+    keep_float = float_matmuls(model.graph, lambda name: name.startswith(_FLOAT_PREFIXES))
     with _quiet_root_logger():
         quantize_dynamic(
             str(src),
