@@ -309,6 +309,10 @@ def _copy_pack(pack_dir: Path, to: Path, checksums: bool) -> Path:
     shutil.copytree(pack_dir, to)
     if checksums:
         PackManifest.read(to).write(to)
+    else:  # a pack built before packs carried sha256 sums
+        manifest = json.loads((to / "pack.json").read_text(encoding="utf-8"))
+        manifest.pop("files", None)
+        (to / "pack.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return to
 
 

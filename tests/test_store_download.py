@@ -94,7 +94,9 @@ def test_offline_without_cache_says_how_to_fill_it_and_sends_nothing(hub, monkey
     with pytest.raises(StoreError) as info:
         store.resolve_voice("english", "eve", offline=True)
     text = one_line(info.value)
-    assert "--offline" in text and "pockettts download" in text and "--voice eve" in text
+    # The library names the setting, not a CLI flag (a Python caller never typed one).
+    assert "drop offline" in text and "--offline" not in text
+    assert "pockettts download" in text and "--voice eve" in text
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for call in (
         lambda: store.resolve_coreml_pack("english"),
@@ -180,7 +182,7 @@ def test_stalled_server_hits_the_deadline(hub, monkeypatch) -> None:
         store.resolve_voice("english", "alba")
     text = one_line(info.value)
     assert "no answer from 127.0.0.1" in text and "within 0.5 s" in text
-    assert "POCKETTTS_HUB_TIMEOUT" in text and "--offline" in text
+    assert "POCKETTTS_HUB_TIMEOUT" in text and "work offline" in text
     with pytest.raises(StoreError, match="no answer"):
         store.resolve_coreml_pack("english")
 
@@ -464,7 +466,7 @@ def test_dns_failure_is_one_line_that_says_what_to_do(hub, monkeypatch) -> None:
         store.resolve_voice("english", "alba")
     text = one_line(info.value)
     assert "cannot resolve hub.pockettts-test.invalid" in text
-    assert "--offline" in text
+    assert "work offline" in text
     assert hub.requests() == []
 
 

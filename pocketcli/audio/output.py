@@ -30,6 +30,7 @@ are encoded into a temporary file and sent whole at the end.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -90,7 +91,7 @@ _ALIASES = {"wave": "wav", "vorbis": "ogg", "pcm": "s16le", "raw": "s16le", "mpe
 
 def format_for(name: str | os.PathLike[str] | None, explicit: str | None = None) -> OutputFormat:
     """The format ``explicit`` names (case-insensitive), else the one the file
-    name's suffix implies, else (no suffix, or stdout) WAV. Raises ``AudioError``
+    name's suffix implies, else (no suffix, stdout, a FIFO or device) WAV. Raises ``AudioError``
     for an unknown ``explicit``, and for a suffix that is no audio format's (a
     typo is not silently written as WAV)."""
     if explicit is not None:
@@ -105,13 +106,21 @@ def format_for(name: str | os.PathLike[str] | None, explicit: str | None = None)
     for fmt in FORMATS.values():
         if suffix in fmt.suffixes:
             return fmt
-    if suffix:
+    if suffix and not _is_special_file(name):
         known = ", ".join(s for fmt in FORMATS.values() for s in fmt.suffixes)
         raise AudioError(
             f"{os.fspath(name)}: {suffix!r} is no audio format's extension; name the file"
             f" .wav, .flac... ({known}) or give the format ({', '.join(FORMATS)})"
         )
     return FORMATS["wav"]
+
+
+def _is_special_file(name: str | os.PathLike[str] | None) -> bool:
+    """An existing FIFO, device or socket: its name says nothing of a format (WAV then)."""
+    try:
+        return name is not None and not stat.S_ISREG(os.stat(name).st_mode)
+    except OSError:
+        return False
 
 
 def _clipped(block: np.ndarray) -> np.ndarray:
