@@ -49,7 +49,13 @@ def test_every_tts_option_completes() -> None:
 
 
 def test_values_complete() -> None:
-    assert set(_complete("pockettts tts --runtime ", 3)) == {"auto", "onnx", "coreml", "kevinahm"}
+    assert set(_complete("pockettts tts --runtime ", 3)) == {
+        "auto",
+        "onnx",
+        "coreml",
+        "kevinahm",
+        "browser",
+    }
     assert "no-ane" in _complete("pockettts tts --compute-units ", 3)
 
 
