@@ -39,7 +39,7 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
         if start is None and line.strip() == "```python":
             start = number
         elif start is not None and line.strip() == "```":
-            blocks.append((start + 1, "\n".join(lines[start:number - 1]) + "\n"))
+            blocks.append((start + 1, "\n".join(lines[start : number - 1]) + "\n"))
             start = None
     assert start is None, f"README.md:{start}: a ```python block is never closed"
     return blocks
