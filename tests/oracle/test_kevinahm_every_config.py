@@ -1,10 +1,10 @@
 """Every config pocket-tts 4.0.1 ships exports to a KevinAHM v2 bundle that speaks as the oracle.
 
-The configs are shrunk as in test_all_configs (same structures: GQA, z projection,
+The configs are shrunk as in test_every_config (same structures: GQA, z projection,
 low-rank tables, every flow-head type, separate decoder SEANet and transformer,
-512-d voice latents). Shrunk, the 27 configs have six distinct structures; one of
-each runs here (all 27 passed once, in 290 s on a loaded machine), and a 24-layer
-config at its real depth, where the manifests list layer 10 before layer 2.
+512-d voice latents). Shrunk, the 27 configs have six distinct structures (checked
+there); one of each runs here (all 27 passed once, in 290 s on a loaded machine), and
+a 24-layer config at its real depth, where the manifests list layer 10 before layer 2.
 Loading the bundle checks both manifests against the graphs.
 """
 
@@ -20,19 +20,14 @@ pytest.importorskip("pocket_tts")
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.packs.kevinahm.export import export_bundle  # noqa: E402
-from tests.oracle.test_every_config import assert_speaks_as_the_oracle, shrunk  # noqa: E402
+from tests.oracle.test_every_config import (  # noqa: E402
+    STRUCTURES,
+    assert_speaks_as_the_oracle,
+    shrunk,
+)
 from tests.support.reference import TOKENIZER_MODEL, build_reference, synthetic_voice_audio  # noqa: E402
 
 pytestmark = pytest.mark.oracle
-# One config per distinct shrunk structure (the others differ only in text rules and weights).
-STRUCTURES = (
-    "english_2026-04",
-    "english_2026-01",
-    "english_drifting_26-09",
-    "english_18m_2026-10",
-    "english_7m_2026-10",
-    "english_2m_2026-10",
-)
 
 
 @pytest.mark.parametrize(
