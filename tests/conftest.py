@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support.paths import FIXTURES
+from tests.support.paths import FIXTURES, PACKAGE
 
 # Property tests run the same examples on every run unless asked otherwise: "ci" (the
 # default, and what .ci/run selects) is derandomised with a fixed number of examples, so
@@ -33,6 +34,15 @@ FIXTURE = FIXTURES / "tiny"
 # scale (about -1.26 to 1.06; the tiny model's is 0.0 to 0.25). Every test of clipping,
 # peak normalisation and the output chain uses it. Voice: the tiny fixture's.
 LOUD = FIXTURES / "loud"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Bytecode for the package before the first CLI run. Most tests run the console
+    script in a fresh process; where PYTHONDONTWRITEBYTECODE is set (this machine sets
+    it) each of those compiled every pocketcli module from source again (~0.1 CPU s a
+    run). compileall writes the caches whatever that variable says; Python reads them
+    either way and recompiles any whose source changed."""
+    compileall.compile_dir(str(PACKAGE), quiet=1)
 
 
 @pytest.fixture(scope="session")
