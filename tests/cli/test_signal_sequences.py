@@ -5,7 +5,6 @@ does (its output file begun, its end) with a generous deadline, never on a guess
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -15,7 +14,7 @@ import time
 
 import pytest
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT, cli_env
 from tests.support.waiting import DEADLINE, wait_until_writing
 
 # Far more than any machine speaks before the signals come (read from standard input, so
@@ -24,10 +23,6 @@ TEXT = " ".join(
     f"Sentence number {i} is here to keep the model busy for a while." for i in range(8000)
 )
 EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
 
 
 def _start(out, pack_dir, voice_path) -> subprocess.Popen:
@@ -41,7 +36,7 @@ def _start(out, pack_dir, voice_path) -> subprocess.Popen:
             stdin=stdin,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env=_env(),
+            env=cli_env(),
         )
 
 

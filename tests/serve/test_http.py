@@ -20,6 +20,7 @@ import pytest
 
 from pocketcli.api import PocketTTS
 from pocketcli.serve.limits import Limits, ServeSettings
+from tests.support.cli import run
 from tests.support.servehelp import (
     LONG_TEXT,
     PACK,
@@ -88,17 +89,11 @@ def _decoded_samples(data: bytes) -> int:
 def test_server_bytes_equal_pockettts_tts_stdout(server, fmt) -> None:
     """Same seed, same encoder as `pockettts tts -o - --format F` (one encoder for both):
     the same bytes for wav and pcm (header included), the same decoded length for all."""
-    import subprocess
-
-    from tests.cli.test_tts import SCRIPT
 
     url, _ = server
     text = "Streamed the same way."
-    cli = subprocess.run(
-        [SCRIPT, "tts", text, "-o", "-", "--format", fmt, "--seed", "4",
-         "--model-dir", str(PACK), "--voice-file", str(VOICE), "-q"],
-        capture_output=True, timeout=120, check=True,
-    )  # fmt: skip
+    cli = run("tts", text, "-o", "-", "--format", fmt, "--seed", "4",
+              "--model-dir", str(PACK), "--voice-file", str(VOICE), "-q", check=True)  # fmt: skip
     got = speech(url, input=text, seed=4, response_format=fmt)
     assert got.status_code == 200, got.text
     if fmt in ("wav", "pcm"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import subprocess
+from functools import partial
 
 import numpy as np
 import pytest
@@ -22,8 +22,7 @@ from pocketcli import PocketTTS
 from pocketcli.voices.formats import identify
 from pocketcli.voices.prompt import VoiceWarning
 from pocketcli.voices.state import VoiceError
-from tests.cli.test_tts import SCRIPT
-from tests.support import tensorfiles
+from tests.support import cli, tensorfiles
 from tests.support.tensorfiles import REAL_VOICES
 
 WIDTH = 64  # the tiny fixture model's d_model
@@ -223,8 +222,8 @@ def test_a_corrupted_voices_bin_is_a_clean_error_or_a_voice(tts, tmp_path_factor
 # --------------------------------------------------------------------------- the CLI
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=120)
+# The CLI's output, read as text.
+run = partial(cli.run, text=True)
 
 
 def test_tts_picks_a_voice_of_a_voices_bin_with_v(pack_dir, tmp_path) -> None:
