@@ -226,31 +226,11 @@ def test_a_terminal_gets_no_binary_unless_forced(pack_dir) -> None:
     threading.Thread(target=drain, daemon=True).start()
     try:
         for extra, code in (((), 2), (("--force",), 0)):
-            r = run(
-                "tts",
-                "Hi.",
-                "-o",
-                "-",
-                "--model-dir",
-                str(pack_dir),
-                "-q",
-                *extra,
-                stdout=child,
-                stderr=subprocess.PIPE,
-            )
+            r = run("tts", "Hi.", "-o", "-", "--model-dir", pack_dir, "-q", *extra, stdout=child)
             assert r.returncode == code, r.stderr
         assert (
             b"terminal"
-            in run(
-                "tts",
-                "Hi.",
-                "-o",
-                "-",
-                "--model-dir",
-                str(pack_dir),
-                stdout=child,
-                stderr=subprocess.PIPE,
-            ).stderr
+            in run("tts", "Hi.", "-o", "-", "--model-dir", pack_dir, stdout=child).stderr
         )
     finally:
         os.close(child)
