@@ -129,3 +129,27 @@ def test_links_and_anchors_resolve(doc: Path) -> None:
         elif fragment and fragment not in anchors(target.read_text(encoding="utf-8")):
             broken.append(f"{link}: no heading #{fragment} in {target.name}")
     assert not broken, f"{doc.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+PACKAGE = ROOT / "pocketcli"
+TOP = {"tests", "scripts", "benchmarks", "pocketcli", "completions", ".ci"}
+# A repository path in backticks: a folder (ends in /) or a file with an extension.
+PATH = re.compile(r"`([A-Za-z_.][\w.*-]*/(?:[\w.*-]+/)*(?:[\w*-]+\.[\w]+)?)`")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_named_files_exist(doc: Path) -> None:
+    # After files move (tests into folders, modules split), the docs must follow.
+    subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir()}
+    named = set(PATH.findall(doc.read_text(encoding="utf-8")))
+    checked, missing = 0, []
+    for path in sorted(named):
+        top = path.split("/")[0]
+        base = ROOT if top in TOP else PACKAGE if top in subpackages else None
+        if base is None:
+            continue  # a path inside a model folder or a repository elsewhere
+        checked += 1
+        if not list(base.glob(path.rstrip("/"))):
+            missing.append(path)
+    assert checked, "no repository paths found (the pattern is wrong)"
+    assert not missing, f"{doc.relative_to(ROOT)} names paths that do not exist: {missing}"
