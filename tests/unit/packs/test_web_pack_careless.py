@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from onnx import numpy_helper
 from pocketcli.api import PocketTTS
 from pocketcli.packs import web
 from pocketcli.runtimes.web import WebPackError
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.webhelp import tiny_web_pack
 
 
@@ -73,10 +72,7 @@ def test_the_command_line_says_it_in_one_line(tmp_path) -> None:
     _drop_a_state(pack)
     wav = tmp_path / "a.wav"
     env = {**os.environ, "POCKETTTS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run(
-        [SCRIPT, "tts", "Hello there.", "--model-dir", str(pack), "-o", str(wav)],
-        capture_output=True, timeout=300, env=env,
-    )  # fmt: skip
+    r = run("tts", "Hello there.", "--model-dir", str(pack), "-o", str(wav), env=env)
     err = r.stderr.decode()
     assert r.returncode == 1, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
