@@ -14,12 +14,12 @@ from pathlib import Path
 import onnx
 import pytest
 from onnx import numpy_helper
-from test_cli_tts import SCRIPT
-from webhelp import tiny_web_pack
 
 from pocketcli.api import PocketTTS
 from pocketcli.packs import web
 from pocketcli.runtimes.web import WebPackError
+from tests.cli.test_tts import SCRIPT
+from tests.support.webhelp import tiny_web_pack
 
 
 def _copy(tmp_path: Path) -> Path:
