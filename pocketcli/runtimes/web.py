@@ -22,7 +22,7 @@ import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
 from pocketcli.packs.manifest import PackError, read_json_file
-from pocketcli.packs.web import (
+from pocketcli.packs.web_layout import (
     BOS_FILE,
     CONFIG_FILE,
     FLOW_LM,
