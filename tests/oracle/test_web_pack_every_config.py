@@ -1,8 +1,8 @@
 """The browser pack from configs unlike the tiny model's: the 2026-10 families (GQA,
 attention width, z projection, low-rank text tables, drifting and pointwise flow heads),
-shrunk as in test_all_configs, export and speak as our fp32 pack of the same checkpoint.
+shrunk as in test_every_config, export and speak as our fp32 pack of the same checkpoint.
 
-Greedy, EOS out of play, test_all_configs's text: english_2026-04 56.4 dB, english_2026-01
+Greedy, EOS out of play, test_every_config's text: english_2026-04 56.4 dB, english_2026-01
 62.2, english_drifting_26-09 46.9, english_18m_2026-10 49.2, english_7m_2026-10 50.4,
 english_2m_2026-10 42.3 (all six passed once). The two with the most structure run here at
 temperature 0.7 (seed 3: the same noise for both), so the noise's path through the flow
@@ -18,16 +18,15 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("pocket_tts")
 
-from oracle.reference import TOKENIZER_MODEL, build_reference, synthetic_voice_audio  # noqa: E402
-from snr import snr_db  # noqa: E402
-from test_all_configs import TEXT, shrunk  # noqa: E402
-
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.packs.web import export_web_pack  # noqa: E402
+from tests.oracle.test_every_config import TEXT, shrunk  # noqa: E402
+from tests.support.reference import TOKENIZER_MODEL, build_reference, synthetic_voice_audio  # noqa: E402
+from tests.support.snr import snr_db  # noqa: E402
 
 pytestmark = pytest.mark.oracle
-MIN_SNR_DB = 35.0  # the tiny model's bound (test_web_pack)
+MIN_SNR_DB = 35.0  # the tiny model's bound (unit/packs/test_web_pack)
 
 
 @pytest.mark.parametrize("name", ["english_7m_2026-10", "english_2m_2026-10"])
