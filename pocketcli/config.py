@@ -14,15 +14,11 @@ from typing import Any
 
 import yaml
 
-from pocketcli.errors import UserError
+from pocketcli.errors import ConfigError as ConfigError  # defined there; re-exported
 
 SAMPLE_RATE = 24_000
 DEFAULT_EOS_THRESHOLD = -4.0
 DEFAULT_TEMPERATURE = 0.3
-
-
-class ConfigError(UserError, ValueError):
-    """The YAML is not a Pocket TTS config we can build."""
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,7 @@ def test_tts_picks_a_voice_of_a_voices_bin_with_v(pack_dir, tmp_path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert out.stat().st_size > 44
     cases = (
-        ([], "holds 2 voices (cosette, marius): choose one with -v NAME"),
+        ([], "holds 2 voices (cosette, marius): choose one with --voice NAME"),
         (["-v", "alba"], "no voice 'alba'; its voices: cosette, marius"),
     )
     for extra, fragment in cases:

@@ -20,8 +20,6 @@ from pocketcli.cli.model_options import (
     load_model,
     takes_model_flags,
 )
-from pocketcli.cli.store_options import usage_error
-from pocketcli.errors import UnknownNameError
 
 HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
 
@@ -223,10 +221,7 @@ def benchmark_command(
 def _phrases(corpus: str, corpus_path: Path | None, limit: int | None) -> list:
     from pocketcli.bench.corpus import load_corpus
 
-    try:
-        phrases = load_corpus(corpus, corpus_path)[:limit]
-    except UnknownNameError as exc:
-        raise usage_error(exc) from None
+    phrases = load_corpus(corpus, corpus_path)[:limit]  # an unknown name: a usage error
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
     return phrases

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from pocketcli.cli.clickcompat import BadParameter
-from pocketcli.errors import FieldError, UnknownNameError
+from pocketcli.errors import FieldError, UserError
 from pocketcli.options import MAX_TEMPERATURE
 from pocketcli.runtimes import registry
 
@@ -36,12 +36,12 @@ def flag_for(field: str) -> str:
     return FIELD_FLAGS.get(field) or "--" + field.replace("_", "-")
 
 
-def in_flags(exc: FieldError) -> str:
-    """A library error about fields in the user's words: the flags, not the fields.
-    An unknown name keeps its kind in words ("unknown voice 'x'")."""
-    if isinstance(exc, UnknownNameError):
-        return str(exc)
-    return exc.named({field: flag_for(field) for field in exc.fields})
+def in_flags(exc: UserError) -> str:
+    """A library error in the user's words: the flags, not the fields (an unknown
+    name keeps its kind in words: "unknown voice 'x'")."""
+    if isinstance(exc, FieldError):
+        return exc.named({field: flag_for(field) for field in exc.fields})
+    return str(exc)
 
 
 def lower(value: Any) -> Any:

@@ -63,7 +63,6 @@ def normalize_command(
     urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")
     words = read_text(text_arg, "TEXT")
     from pocketcli.normalize import (
-        MarkupError,
         Pause,
         UnknownLanguageError,
         normalize_text,
@@ -79,8 +78,6 @@ def normalize_command(
         )
     except UnknownLanguageError as exc:
         raise click.BadParameter(str(exc), param_hint="--language") from None
-    except MarkupError as exc:
-        raise click.UsageError(str(exc)) from None
     said = [
         f"[pause {item.seconds:.2f}s]"
         if isinstance(item, Pause)

@@ -20,6 +20,7 @@ import numpy as np
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.errors import WebPackError as WebPackError  # defined there; re-exported
 from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.packs.web import (
     BOS_FILE,
@@ -36,10 +37,6 @@ from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_messag
 from pocketcli.voices.state import VoiceState
 
 _NP = {"float32": np.float32, "int64": np.int64}
-
-
-class WebPackError(PackError):
-    """A browser pack folder is incomplete or inconsistent."""
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:

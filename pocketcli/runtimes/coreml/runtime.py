@@ -32,9 +32,9 @@ import numpy as np
 
 import pocketcli
 from pocketcli.config import ModelConfig
-from pocketcli.errors import UserError
+from pocketcli.errors import BackendError, UserError
+from pocketcli.errors import CoreMLUnavailable as CoreMLUnavailable  # defined there; re-exported
 from pocketcli.packs.manifest import PackError
-from pocketcli.runtimes.base import RuntimeError_
 from pocketcli.runtimes.coreml import contract as c
 from pocketcli.runtimes.coreml.constants import PackConstants
 from pocketcli.runtimes.coreml.discovery import LayerKeys
@@ -56,10 +56,6 @@ from pocketcli.voices.state import VoiceState
 
 CONFIGS_DIR = Path(pocketcli.__file__).parent / "data" / "configs"
 log = logging.getLogger(__name__)
-
-
-class CoreMLUnavailable(UserError):
-    """Core ML cannot run on this system (the message says why, in one line)."""
 
 
 @dataclass
@@ -258,7 +254,7 @@ class CoreMLRuntime:
                 seq.feeds[f"cache{i}"] = np.asarray(outs[cache], np.float32)
             pos = np.asarray(outs[position], np.float32).reshape(1)
             if pos[0] != seq.length:
-                raise RuntimeError_(
+                raise BackendError(
                     f"{model.label}: layer {i} position is {pos[0]:g} after"
                     f" {seq.length} positions (outputs mis-assigned?)"
                 )
