@@ -22,9 +22,7 @@ def _bundle(directory: Path):
 
 class KevinAhmSpec(OnnxSpec):
     name = "kevinahm"
-    description = (
-        "ONNX Runtime on a KevinAHM v2 bundle folder (bundle.json) as the model folder"
-    )
+    description = "ONNX Runtime on a KevinAHM v2 bundle folder (bundle.json) as the model folder"
     precisions = ("fp32", "int8")
     default_precision = "fp32"
     custom_configs = False

@@ -18,9 +18,7 @@ PACK_VOICE = "alba"
 
 class WebSpec(OnnxSpec):
     name = "browser"
-    description = (
-        "ONNX Runtime on a browser pack folder (pocket_tts.json) as the model folder"
-    )
+    description = "ONNX Runtime on a browser pack folder (pocket_tts.json) as the model folder"
     precisions = ("int4",)
     default_precision = "int4"
     custom_configs = False
