@@ -30,7 +30,7 @@ from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, ge
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Scheduler, StreamHandle
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
-from pocketcli.options import DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
+from pocketcli.options import AUTO_RUNTIME, DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
 from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
@@ -88,7 +88,7 @@ class PocketTTS:
         *,
         model_dir: str | Path | None = None,
         config: str | None = None,
-        runtime: str = "auto",
+        runtime: str = AUTO_RUNTIME,
         precision: str | None = None,
         placement: str | None = None,
         compute_units: str | None = None,

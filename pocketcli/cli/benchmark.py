@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.bench import ASR_BACKENDS
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
@@ -106,7 +107,7 @@ def _print_table(report, ratios: dict | None) -> None:
 @takes_model_flags()
 def benchmark_command(
     corpus: str = typer.Option(
-        "minimax-english",
+        defaults.CORPUS,
         "--corpus",
         metavar="NAME",
         callback=flags.lower,
@@ -126,7 +127,7 @@ def benchmark_command(
     ),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
     asr_backend: str = typer.Option(
-        "auto",
+        defaults.ASR_BACKEND,
         "--asr-backend",
         metavar="NAME",
         callback=lambda v: v.lower(),

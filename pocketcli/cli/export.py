@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.errors import UnknownNameError
@@ -51,10 +52,15 @@ def export_command(
     format_: str = typer.Option(
         ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
     ),
-    language: str | None = flags.language("Language model to export (default english)"),
+    language: str | None = flags.language(
+        f"Language model to export (default {defaults.LANGUAGE})"
+    ),
     config: str | None = flags.config(),
     precision: str = typer.Option(
-        "int8", "--precision", help="fp32, or int8 (fp32 and int8 graphs).", callback=flags.lower
+        defaults.EXPORT_PRECISION,
+        "--precision",
+        help="fp32, or int8 (fp32 and int8 graphs).",
+        callback=flags.lower,
     ),
     voice_clip: Path | None = typer.Option(
         None,

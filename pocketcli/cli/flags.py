@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli.clickcompat import BadParameter
 from pocketcli.errors import FieldError, UserError
 from pocketcli.options import MAX_TEMPERATURE
@@ -111,7 +112,9 @@ def runtime() -> Any:
     )
 
 
-def language(what: str = "Language pack (default english)", repeatable: bool = False) -> Any:
+def language(
+    what: str = f"Language pack (default {defaults.LANGUAGE})", repeatable: bool = False
+) -> Any:
     return typer.Option(
         None,
         "--language",
@@ -217,7 +220,8 @@ def temperature() -> Any:
         parser=_temperature,
         metavar="T",
         help=(
-            f"Sampling temperature, 0<=x<={MAX_TEMPERATURE:g} (default 0.3, Kyutai's choice;"
+            f"Sampling temperature, 0<=x<={MAX_TEMPERATURE:g} (default {defaults.TEMPERATURE:g},"
+            " Kyutai's choice;"
             " FluidAudio's default is "
             f"{FLUIDAUDIO_TEMPERATURE})."
         ),

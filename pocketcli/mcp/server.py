@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import Audio, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from pocketcli import __version__
+from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 class McpSettings:
     voice_dir: Path | None = None
     output_dir: Path | None = None  # synthesize may write files here, and nowhere else
-    max_chars: int = 4096  # text per call
-    max_queue: int = 8  # texts waiting for the speakers
+    max_chars: int = defaults.MAX_CHARS  # text per call
+    max_queue: int = defaults.MCP_MAX_QUEUE  # texts waiting for the speakers
     device: int | str | None = None  # sound output device (None: the default one)
 
 
@@ -144,7 +144,7 @@ def _check_text(text: str, max_chars: int) -> None:
 
 
 def _language(backend: Backend) -> str:
-    return backend.language or "english"
+    return backend.language or defaults.LANGUAGE
 
 
 def _allowed_path(path: str, output_dir: Path | None) -> Path:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pocketcli import defaults
 from pocketcli.options import SpeakOptions
 from pocketcli.text.sentences import split_ready
 
@@ -70,7 +71,7 @@ def language_problem(ours: str | None, asked: object) -> str | None:
         return None
     from pocketcli.normalize.languages import LANGUAGES, resolve
 
-    mine = resolve(ours or "english")
+    mine = resolve(ours or defaults.LANGUAGE)
     if not isinstance(asked, str):
         return f"language must be a string, not {asked!r}"
     wanted = asked.strip().lower().replace("_", "-").split("-")[0]
