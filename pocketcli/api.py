@@ -156,9 +156,9 @@ class PocketTTS:
     def load_coreml(
         cls,
         pack_dir: str | Path,
-        precision: str = "fp16",
-        placement: str = "gpu",
-        compute_units: str = "default",
+        precision: str | None = None,
+        placement: str | None = None,
+        compute_units: str | None = None,
         predictor_factory: PredictorFactory | None = None,
         config: ModelConfig | None = None,
     ) -> PocketTTS:
@@ -166,7 +166,8 @@ class PocketTTS:
 
         ``precision`` fp16|int8 picks the FlowLM file, ``placement`` gpu|ane
         the model set, ``compute_units`` a FluidAudio preset (default, no-ane,
-        all, cpu-gpu, cpu-ane, cpu-only). ``config`` defaults to the bundled
+        all, cpu-gpu, cpu-ane, cpu-only); None: the runtime's default (fp16, gpu,
+        default). ``config`` defaults to the bundled
         config named like the pack. The flow decoder's 8 steps are baked in,
         so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
         """

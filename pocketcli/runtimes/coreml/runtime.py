@@ -47,6 +47,9 @@ from pocketcli.runtimes.coreml.predictor import (
     coreml_unavailable_reason,
 )
 from pocketcli.runtimes.coreml.units import (
+    DEFAULT_PLACEMENT,
+    DEFAULT_PRECISION,
+    DEFAULT_PRESET,
     canonical_placement,
     canonical_precision,
     stage_compute_units,
@@ -99,9 +102,9 @@ class CoreMLRuntime:
     def __init__(
         self,
         pack_dir: str | Path,
-        precision: str = "fp16",
-        placement: str = "gpu",
-        compute_units: str = "default",
+        precision: str = DEFAULT_PRECISION,
+        placement: str = DEFAULT_PLACEMENT,
+        compute_units: str = DEFAULT_PRESET,
         predictor_factory: PredictorFactory | None = None,
         *,
         config: ModelConfig | None = None,
