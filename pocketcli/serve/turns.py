@@ -49,13 +49,10 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
     """A failure as one line and a code for a protocol's error event: the user's own
     mistakes as they are, anything else as an internal error (logged in full)."""
     from pocketcli.errors import UserError
-    from pocketcli.normalize import MarkupError
-    from pocketcli.options import OptionsError
-    from pocketcli.text import EmptyTextError
 
     if isinstance(exc, TurnError):
         return exc.message, exc.code
-    if isinstance(exc, MarkupError | EmptyTextError | OptionsError | UserError):
+    if isinstance(exc, UserError):  # any library error (markup, empty text, an option...)
         return str(exc), "invalid_request"
     from pocketcli.serve import logs
 
