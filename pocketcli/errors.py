@@ -50,6 +50,7 @@ __all__ = [
     "MarkupError",
     "ModelMissing",
     "ModelOutputError",
+    "NoOutputDevice",
     "OfflineMiss",
     "OptionConflict",
     "OptionsError",
@@ -68,6 +69,7 @@ __all__ = [
     "UserError",
     "VoiceCloningUnavailable",
     "VoiceError",
+    "VoiceHint",
     "VoiceNotChosen",
     "WebPackError",
 ]
@@ -251,6 +253,10 @@ class PlaybackError(UserError):
     """No playback possible here: no PortAudio, no sounddevice, no such device."""
 
 
+class NoOutputDevice(PlaybackError, FieldHint):
+    """No sound output device at all: writing a file (the ``output`` field) is the way out."""
+
+
 # Voices
 
 
@@ -262,7 +268,11 @@ class VoiceCloningUnavailable(VoiceError):
     """The pack was built from weights without voice cloning (or without the encoder)."""
 
 
-class VoiceNotChosen(VoiceError, FieldHint):
+class VoiceHint(VoiceError, FieldHint):
+    """A voice file that cannot serve as given, whose way out is a field (named in it)."""
+
+
+class VoiceNotChosen(VoiceHint):
     """A file holds several voices and the ``voice`` field names none of them."""
 
 

@@ -165,7 +165,7 @@ def test_unknown_tensors_next_to_known_ones_are_ignored_with_a_notice(tts, tmp_p
         (lambda p: save_file({"weight": np.zeros(3, np.float32)}, str(p)),
          "a safetensors file, but no voice \\(its tensors: weight\\); accepted voice files:"),
         (lambda p: p.write_bytes(b"RIFF" + b"\0" * 60),
-         "looks like an audio recording.*--clone-voice"),
+         "looks like an audio recording.*with clone_voice"),  # the field (CLI: --clone-voice)
         (lambda p: p.write_bytes(b"abc"), "matches no voice format; accepted voice files:"),
         (lambda p: save_file({"audio_prompt": np.zeros((2, 3, 64), np.float32)}, str(p)),
          "audio_prompt has shape \\[2, 3, 64\\], expected \\[1, T, D\\] or \\[T, D\\]"),

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from pocketcli.errors import NoOutputDevice
 from pocketcli.errors import PlaybackError as PlaybackError  # defined there; re-exported
 
 # Audio held back before playing starts: one 80 ms frame more than the first,
@@ -164,9 +165,10 @@ def check_output_device(device: int | str | None) -> Any:
         sd.query_devices(device, kind="output")
     except (sd.PortAudioError, ValueError) as exc:
         if device is None:
-            raise PlaybackError(
+            raise NoOutputDevice(
                 f"no sound output device to play on (PortAudio: {_first_line(exc)}); "
-                "write a file instead"
+                "write a file with {output} instead",
+                "output",
             ) from None
         raise PlaybackError(
             f"no output device {device!r} (PortAudio: {_first_line(exc)}); "

@@ -150,7 +150,9 @@ def _language(backend: Backend) -> str:
 def _allowed_path(path: str, output_dir: Path | None) -> Path:
     """``path`` inside the allowed folder (relative paths are taken from it), or a ToolError."""
     if output_dir is None:
-        raise ToolError("writing files is off: the server was started with no folder to write to")
+        raise ToolError(
+            "writing files is off: start the server as `pockettts mcp --output-dir DIR` to allow it"
+        )
     root = output_dir.resolve()
     try:
         candidate = Path(path).expanduser()

@@ -75,7 +75,9 @@ def language_problem(ours: str | None, asked: object) -> str | None:
     if wanted in (mine.name, mine.code):
         return None
     known = next((lang.name for lang in LANGUAGES.values() if wanted == lang.code), wanted)
-    return f"this server speaks {mine.name}, not {asked[:40]!r}; a server started for {known} does"
+    return (
+        f"this server speaks {mine.name}, not {asked[:40]!r}; start one with `--language {known}`"
+    )
 
 
 _END = object()

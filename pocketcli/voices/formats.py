@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pocketcli.errors import VoiceNotChosen
+from pocketcli.errors import VoiceHint, VoiceNotChosen
 from pocketcli.filekind import require_regular
 from pocketcli.tensorfile import TensorFile, TensorFileError, looks_like_safetensors
 from pocketcli.voices.state import (
@@ -144,9 +144,10 @@ def identify(path: str | Path) -> VoiceFile:
     if container is not None:
         return container
     if head.startswith(_AUDIO_MAGIC):
-        raise VoiceError(
+        raise VoiceHint(
             f"{path} looks like an audio recording, not a voice file: clone a voice from it"
-            f" (`pockettts clone`); {ACCEPTED}"
+            f" with {{clone_voice}} (or `pockettts clone`); {ACCEPTED}",
+            "clone_voice",
         )
     if size % 4:
         raise VoiceError(f"{path} matches no voice format; {ACCEPTED}")
