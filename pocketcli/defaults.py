@@ -5,7 +5,7 @@ The library's types take their defaults from here (``ModelRequest``,
 MCP's settings), and the front ends read them from those types or from here
 (the CLI's flags and their help, ``serve``, ``wyoming``, ``mcp``, batch runs,
 the benchmark): no front end writes a default of its own.
-``tests/test_defaults.py`` checks the CLI's declared defaults against these.
+``tests/cli/test_defaults_are_the_librarys.py`` checks the CLI's declared defaults against these.
 
 ``None`` in a request still means "the model's own" (a config's temperature,
 a pack's voice): the values below are what holds when nothing else says.
