@@ -36,4 +36,4 @@ MCP_MAX_QUEUE = 8  # texts waiting for the speakers
 # The benchmark and exports
 CORPUS = "minimax-english"
 ASR_BACKEND = "auto"  # the first recogniser installed
-EXPORT_PRECISION = "int8"
+EXPORT_PRECISION = "int8"  # a KevinAHM bundle: fp32 and int8 graphs

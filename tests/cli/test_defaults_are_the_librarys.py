@@ -65,7 +65,6 @@ def _library_defaults() -> dict[tuple[str, str], Any]:
         ("normalize", "emails"): _default(normalize_text, "emails"),
         ("benchmark", "corpus"): defaults.CORPUS,
         ("benchmark", "asr_backend"): defaults.ASR_BACKEND,
-        ("export", "precision"): defaults.EXPORT_PRECISION,
         ("wyoming", "uri"): defaults.WYOMING_URI,
         ("wyoming", "max_chars"): wyoming.max_chars,
         ("wyoming", "idle_timeout"): wyoming.idle_seconds,
