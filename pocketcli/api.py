@@ -30,7 +30,7 @@ from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, ge
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Scheduler, StreamHandle
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
-from pocketcli.options import DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
+from pocketcli.options import AUTO_RUNTIME, DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
 from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
@@ -88,7 +88,7 @@ class PocketTTS:
         *,
         model_dir: str | Path | None = None,
         config: str | None = None,
-        runtime: str = "auto",
+        runtime: str = AUTO_RUNTIME,
         precision: str | None = None,
         placement: str | None = None,
         compute_units: str | None = None,
@@ -156,9 +156,9 @@ class PocketTTS:
     def load_coreml(
         cls,
         pack_dir: str | Path,
-        precision: str = "fp16",
-        placement: str = "gpu",
-        compute_units: str = "default",
+        precision: str | None = None,
+        placement: str | None = None,
+        compute_units: str | None = None,
         predictor_factory: PredictorFactory | None = None,
         config: ModelConfig | None = None,
     ) -> PocketTTS:
@@ -166,7 +166,8 @@ class PocketTTS:
 
         ``precision`` fp16|int8 picks the FlowLM file, ``placement`` gpu|ane
         the model set, ``compute_units`` a FluidAudio preset (default, no-ane,
-        all, cpu-gpu, cpu-ane, cpu-only). ``config`` defaults to the bundled
+        all, cpu-gpu, cpu-ane, cpu-only); None: the runtime's default (fp16, gpu,
+        default). ``config`` defaults to the bundled
         config named like the pack. The flow decoder's 8 steps are baked in,
         so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
         """

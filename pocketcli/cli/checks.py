@@ -11,13 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import PathError as PathError  # defined there; re-exported
 
 STDIO = "-"
-
-
-class PathError(UserError):
-    """An input that cannot be read or an output that cannot be written."""
 
 
 def readable_file(path: Path | str | None, what: str) -> None:

@@ -30,7 +30,7 @@ from pocketcli.cli import (
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.store_options import help_text
-from pocketcli.errors import FieldError, OptionsError, UserError
+from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, exit_status, install_signal_handlers, stop_word
 
 app = typer.Typer(
@@ -146,6 +146,20 @@ def _usage(exc: click.UsageError, argv: list[str]) -> None:
     raise SystemExit(2)
 
 
+def _library_error(exc: UserError, debug: bool, argv: list[str]) -> None:
+    """A library error in the user's words (flags, not fields): a usage error
+    (exit 2, with the hint line) or one line and exit 1, as the error says."""
+    from pocketcli.cli.store_options import usage_error
+
+    if exc.exit_code == 2:
+        _usage(usage_error(exc), argv)
+    if debug:
+        raise exc
+    from pocketcli.cli.flags import in_flags
+
+    fail(in_flags(exc), exc.exit_code)
+
+
 def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> None:
     """Turns any exception into the right exit status and one line on stderr."""
     try:
@@ -162,18 +176,8 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
         fail("interrupted", 130)
     except Terminated:
         fail(stop_word(), exit_status())
-    except OptionsError as exc:  # a value out of range, from any command: name its flag
-        from pocketcli.cli.flags import in_flags
-
-        _usage(click.UsageError(in_flags(exc)), argv or [])
-    except UserError as exc:
-        if debug:
-            raise
-        if isinstance(exc, FieldError):  # the library names fields; the user typed flags
-            from pocketcli.cli.flags import in_flags
-
-            fail(in_flags(exc), 1)
-        fail(str(exc), 1)
+    except UserError as exc:  # every library error says its exit status (errors.py)
+        _library_error(exc, debug, argv or [])
     except OSError as exc:
         if debug:
             raise

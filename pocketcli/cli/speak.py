@@ -337,21 +337,15 @@ def speak_once(
     on_warning,
 ) -> None:
     """One text to a file (the library's ``synthesize_to_file``) or to stdout."""
-    from pocketcli.normalize import MarkupError
-    from pocketcli.text import EmptyTextError
-
-    t0 = time.perf_counter()
-    try:
-        if output == STDOUT:
-            samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
-            timing.audio = samples / tts.sample_rate
-        else:
-            path = Path(output)  # its folder exists: checked first (a typo creates no tree)
-            timing.audio = tts.synthesize_to_file(
-                words, path, voice, options, format=fmt, on_warning=on_warning
-            )
-    except (MarkupError, EmptyTextError) as exc:
-        raise click.UsageError(str(exc)) from None
+    t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
+    if output == STDOUT:
+        samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
+        timing.audio = samples / tts.sample_rate
+    else:
+        path = Path(output)  # its folder exists: checked first (a typo creates no tree)
+        timing.audio = tts.synthesize_to_file(
+            words, path, voice, options, format=fmt, on_warning=on_warning
+        )
     timing.synthesis = time.perf_counter() - t0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pocketcli.config import ConfigError, ModelConfig
-from pocketcli.errors import UserError
+from pocketcli.errors import PackError as PackError  # defined there; re-exported
 from pocketcli.packs.state_spec import StateSpec
 
 MANIFEST_NAME = "pack.json"
@@ -50,10 +50,6 @@ def _checksums(value: Any) -> dict[str, str]:
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise ValueError(f"pack file name {name!r} points outside the pack")
     return dict(value)
-
-
-class PackError(UserError, ValueError):
-    """A pack directory is missing, incomplete or not one of ours."""
 
 
 def read_json_file(

@@ -19,15 +19,11 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from pocketcli.atomic import atomic_path
-from pocketcli.errors import UserError
+from pocketcli.errors import VoiceError as VoiceError  # defined there; re-exported
 from pocketcli.tensorfile import TensorFile, TensorFileError
 
 STATE_KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
 MAX_VOICE_FILE_BYTES = 1 << 30
-
-
-class VoiceError(UserError, ValueError):
-    """A voice file is unreadable or does not fit the loaded model."""
 
 
 @dataclass(frozen=True)

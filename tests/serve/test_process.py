@@ -187,14 +187,14 @@ def test_api_key_from_the_environment() -> None:
 
 
 def test_a_voices_bin_default_voice_is_picked_with_v(tmp_path) -> None:
-    """As with tts: the advice "choose one with -v NAME" must not meet "keep one"."""
+    """As with tts: the advice "choose one with --voice NAME" must not meet "keep one"."""
     from tests.support import tensorfiles
 
     bank = tmp_path / "voices.bin"
     voices = {"cosette": np.zeros((3, 64), np.float32), "marius": np.ones((4, 64), np.float32)}
     bank.write_bytes(tensorfiles.voices_bin(voices))
     r = run("serve", "--model-dir", str(PACK), "--voice-file", str(bank))
-    assert r.returncode == 1 and b"choose one with -v NAME" in r.stderr, r.stderr
+    assert r.returncode == 1 and b"choose one with --voice NAME" in r.stderr, r.stderr
     with spawn(SCRIPT, "--model-dir", str(PACK), "--voice-file", str(bank), "-v", "marius") as (
         _,
         url,
