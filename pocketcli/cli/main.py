@@ -29,6 +29,7 @@ from pocketcli.cli import (
 )
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
+from pocketcli.cli.stdio import STDOUT_GONE_STATUS, StandardOutputGone, drop_stdout
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import FieldError, OptionsError, UserError
 from pocketcli.interrupts import Terminated, exit_status, install_signal_handlers, stop_word
@@ -154,11 +155,9 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
         raise SystemExit(exc.exit_code) from None
     except click.UsageError as exc:
         _usage(exc, argv or [])
-    except click.Abort:
-        fail("interrupted", 130)
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
-    except KeyboardInterrupt:
+    except (click.Abort, KeyboardInterrupt):
         fail("interrupted", 130)
     except Terminated:
         fail(stop_word(), exit_status())
@@ -174,6 +173,9 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
 
             fail(in_flags(exc), 1)
         fail(str(exc), 1)
+    except StandardOutputGone:  # a reader gone (``| head``): quiet, as Unix tools end
+        drop_stdout()
+        raise SystemExit(STDOUT_GONE_STATUS) from None
     except OSError as exc:
         if debug:
             raise
