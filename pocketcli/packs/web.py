@@ -18,8 +18,10 @@ Three graphs a web page runs with ONNX Runtime Web, plus the files its driver re
   then the conditioning of a voice clip), ``bos_emb.bin`` (float32 ``[1, 1, d]``),
   ``tokenizer.json`` and ``pocket_tts.json``.
 
-Quantisation needs no calibration: symmetric round to nearest, blocks of 32
-(the int8 convolutions: one scale per output channel); activations stay float32.
+Quantisation needs no calibration: symmetric round to nearest, one float32 scale per
+block of 32 weights (4-bit and int8 alike); activations stay float32 (no
+``accuracy_level`` on MatMulNBits; the runner keeps ONNX Runtime from fusing the int8
+DequantizeLinear into int8-activation kernels).
 The graphs are our own graph code (``flowlm_graphs``, ``mimi_graphs``), renamed.
 """
 
@@ -57,32 +59,29 @@ from pocketcli.packs.quantize import (
 )
 from pocketcli.packs.rope import rope_tables
 from pocketcli.packs.state_spec import StateSpec
+from pocketcli.packs.web_layout import (  # noqa: F401 - is_web_pack, FILES: re-exported
+    BOS_FILE,
+    CONFIG_FILE,
+    FILES,
+    FLOW_LM,
+    FORMAT,
+    GRAPH_DIR,
+    MIMI_DECODER,
+    TEXT_EMBED,
+    TOKENIZER_FILE,
+    VOICE_FILE,
+    is_web_pack,
+)
 
 Weights = dict[str, np.ndarray]
 Progress = Callable[[str], None]
 
-FORMAT = "pocket-tts-onnx-web"
-CONFIG_FILE = "pocket_tts.json"
-GRAPH_DIR = "onnx"
-TEXT_EMBED = f"{GRAPH_DIR}/text_embed.onnx"
-FLOW_LM = f"{GRAPH_DIR}/flow_lm.onnx"
-MIMI_DECODER = f"{GRAPH_DIR}/mimi_decoder.onnx"
-VOICE_FILE = "voice_alba.bin"
-BOS_FILE = "bos_emb.bin"
-TOKENIZER_FILE = "tokenizer.json"
-FILES = (TEXT_EMBED, FLOW_LM, MIMI_DECODER, VOICE_FILE, BOS_FILE, TOKENIZER_FILE, CONFIG_FILE)
 # The model card's generation settings.
 EOS_THRESHOLD = -4.0
 MIN_FRAMES = 6
 TEMPERATURE = 0.3
 FADE_IN_MS = 5
 _END = np.iinfo(np.int64).max
-
-
-def is_web_pack(directory: str | Path) -> bool:
-    """True when a folder is in the browser pack layout (its three graphs and config)."""
-    d = Path(directory)
-    return all((d / f).is_file() for f in (CONFIG_FILE, FLOW_LM, MIMI_DECODER, TEXT_EMBED))
 
 
 # -- graphs ---------------------------------------------------------------------------
@@ -386,7 +385,8 @@ def export_web_pack(
         with tempfile.TemporaryDirectory(dir=work) as tmp:
             fp32 = Path(tmp) / "flow_lm_fp32.onnx"
             onnx.save_model(build_web_flow_lm(weights, fl, decode_steps), str(fp32))
-            quantise_int4(fp32, Path(tmp) / "flow_lm.onnx")
+            # The contract's activations are float32: no int8 activations on any backend.
+            quantise_int4(fp32, Path(tmp) / "flow_lm.onnx", accuracy_level=None)
             _inline(Path(tmp) / "flow_lm.onnx", work / FLOW_LM)
         say("building mimi_decoder (int8)")
         decoder, states = build_web_mimi_decoder(weights, config)
