@@ -129,6 +129,9 @@ def run(argv: list[str] | None = None) -> None:
     raise SystemExit(result if isinstance(result, int) else 0)
 
 
+MAX_MESSAGE_CHARS = 300  # a usage error quotes the command line: bounded, not all of it
+
+
 def _usage(exc: click.UsageError, argv: list[str]) -> None:
     """A usage error is two lines: what is wrong, and where help is (exit 2)."""
     if isinstance(exc, click.NoArgsIsHelpError):
@@ -141,6 +144,9 @@ def _usage(exc: click.UsageError, argv: list[str]) -> None:
         names = {c.name for c in app.registered_commands}
         command = " ".join(["pockettts", *[a for a in argv[:1] if a in names]])
     message = " ".join(exc.format_message().split())  # one line, whatever the message
+    if len(message) > MAX_MESSAGE_CHARS:  # it may quote what was typed: unquoted text...
+        shown = message[: MAX_MESSAGE_CHARS - 40].rstrip()
+        message = f"{shown} ... ({len(message)} characters; quote a text of several words)"
     sys.stderr.write(f"pockettts: error: {message}\n")
     sys.stderr.write(f"pockettts: hint: '{command} --help' lists the options and values\n")
     sys.stderr.flush()
