@@ -82,3 +82,18 @@ def test_the_command_line_says_it_in_one_line(tmp_path) -> None:
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert str(pack / web.MIMI_DECODER) in err and "mimi_state" in err, err
     assert not wav.exists()
+
+
+def test_export_web_with_a_precision_is_a_usage_error(tmp_path) -> None:
+    """The layout fixes the browser pack's precision: a --precision would be ignored."""
+    env = {**os.environ, "POCKETTTS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "web"
+    r = subprocess.run(
+        [SCRIPT, "export", "--format", "web", str(out), "--precision", "fp32", "--voice-clip",
+         str(Path(__file__).parent / "fixtures" / "tiny" / "clone_prompt_24k.wav")],
+        capture_output=True, timeout=300, env=env,
+    )  # fmt: skip
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert "Traceback" not in err and "--precision fp32" in err and "fixed" in err, err
+    assert not out.exists()
