@@ -209,13 +209,16 @@ class PocketTTS:
             raise TypeError("this PocketTTS was built by hand: open it with PocketTTS.open")
         return self.spec
 
-    def voice(self, name_or_path: str | Path) -> VoiceState:
+    def voice(
+        self, name_or_path: str | Path, *, on_warning: Callable[[str], None] | None = None
+    ) -> VoiceState:
         """A voice by built-in name (``"alba"``, ``"lola"``; FluidAudio's ``af_heart``
         is alba) on any runtime, or a voice file (a ``Path``, or a string naming an
-        existing file or ending in ``.safetensors``/``.bin``)."""
+        existing file or ending in ``.safetensors``/``.bin``). Warnings as in
+        ``load_voice``."""
         if _is_voice_path(name_or_path):
-            return self.load_voice(name_or_path)
-        return self.load_voice(self.voice_file(str(name_or_path)))
+            return self.load_voice(name_or_path, on_warning=on_warning)
+        return self.load_voice(self.voice_file(str(name_or_path)), on_warning=on_warning)
 
     def voice_file(self, name: str) -> Path:
         """The file of a built-in voice for this model (fetched on first use)."""

@@ -27,6 +27,7 @@ from pocketcli.cli.model_options import (
     names_voices_inside,
     notice,
 )
+from pocketcli.cli.stdio import stdout_failure
 from pocketcli.cli.text_input import read_input_file, read_text
 
 if TYPE_CHECKING:
@@ -364,12 +365,8 @@ def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fm
             stream.write(frame.audio)
             samples += frame.audio.size
         stream.close()
-    except BrokenPipeError:
-        import os
-
-        # Python would complain again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise click.Exit(141) from None
+    except OSError as exc:  # a reader gone (141, quiet) or a full device (one line)
+        raise stdout_failure(exc) from None
     return samples
 
 

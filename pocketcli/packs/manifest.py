@@ -15,6 +15,7 @@ from typing import Any
 
 from pocketcli.config import ConfigError, ModelConfig
 from pocketcli.errors import PackError as PackError  # defined there; re-exported
+from pocketcli.filekind import not_found
 from pocketcli.packs.state_spec import StateSpec
 
 MANIFEST_NAME = "pack.json"
@@ -119,7 +120,9 @@ class PackManifest:
         directory = Path(directory)
         path = directory / MANIFEST_NAME
         if not directory.is_dir():
-            raise PackError(f"model pack not found: {directory}")
+            if directory.exists():
+                raise PackError(f"model pack {directory} is a file, not a folder")
+            raise PackError(not_found(directory, "model pack"))
         if not path.is_file():
             raise PackError(f"{directory} is not a pockettts model pack (no {MANIFEST_NAME})")
         d = read_json_file(path)

@@ -20,6 +20,7 @@ from safetensors.numpy import save_file
 
 from pocketcli.atomic import atomic_path
 from pocketcli.errors import VoiceError as VoiceError  # defined there; re-exported
+from pocketcli.filekind import require_regular
 from pocketcli.tensorfile import TensorFile, TensorFileError
 
 STATE_KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
@@ -88,7 +89,7 @@ def load_voice_state(
     """
     path = Path(path)
     if not path.is_file():
-        raise VoiceError(f"voice file not found: {path}")
+        require_regular(path, "voice file", VoiceError)  # says why: a folder, a link loop...
     if path.stat().st_size > MAX_VOICE_FILE_BYTES:
         raise VoiceError(f"{path} is too large to be a voice state")
     try:

@@ -91,9 +91,9 @@ def _inside_python_startup(stderr: str) -> bool:
         if "/pocketcli/" not in frame["file"]:
             continue  # the standard library's import machinery
         first = frame["file"].endswith((*_FIRST_MODULES, "pocketcli/interrupts.py"))
-        # Known race (reported to the lead): SIGINT between install_signal_handlers()'s
-        # SIGTERM and SIGINT lines still meets Python's default handler. Blocking both
-        # signals while installing would close it; until then it counts as start-up.
+        # A SIGINT in install_signal_handlers()'s first lines, before it blocks the stop
+        # signals, still meets Python's default handler: that too is start-up. (Between
+        # the installs the signals are blocked: test_signal_handlers_install_atomically.)
         installing = (frame["code"] or "").startswith("install_signal_handlers(armed=False)") or (
             frame["where"] == "install_signal_handlers"
         )
