@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT, run
 
 BIG = "Hello world. " * 25_000  # 325 KB: more than a pipe holds, so a write meets the close
 
@@ -49,10 +49,7 @@ def _reader_gone(args: list[str | Path], stdin: str = "", read: int = 0, **env: 
 
 def _to_full(args: list[str | Path]) -> subprocess.CompletedProcess:
     with open("/dev/full", "wb") as full:
-        return subprocess.run(
-            [SCRIPT, *map(str, args)], stdout=full, stderr=subprocess.PIPE, text=True,
-            env=_env(), timeout=120,
-        )  # fmt: skip
+        return run(*args, stdout=full, text=True, env=_env())
 
 
 def test_voices_and_normalize_end_quietly_with_141() -> None:

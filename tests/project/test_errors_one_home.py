@@ -13,16 +13,13 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from pocketcli import errors
+from tests.support.cli import run
 from tests.support.paths import PACKAGE, TINY
 
-SCRIPT = str(Path(sys.executable).parent / "pockettts")
 PACK = TINY / "pack"
 VOICE = ("--voice-file", str(TINY / "voice.safetensors"))
 
@@ -110,19 +107,17 @@ def test_the_error_says_its_exit_status_and_the_cli_says_fields_as_flags() -> No
     assert in_flags(unknown) == "unknown corpus 'x' (or --corpus-path); choose from: a"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=120)
-
-
 def test_cli_translates_library_errors_by_their_exit_status(tmp_path) -> None:
-    usage = _cli("tts", "Hi.", "--config", "x.yaml", "--language", "english", "-o", "o.wav")
+    usage = run(
+        "tts", "Hi.", "--config", "x.yaml", "--language", "english", "-o", "o.wav", text=True
+    )
     assert usage.returncode == 2, usage.stderr
     assert usage.stderr.splitlines() == [
         "pockettts: error: --config and --language both name the model: give one",
         "pockettts: hint: 'pockettts tts --help' lists the options and values",
     ]
     out = tmp_path / "o.wav"
-    markup = _cli("tts", "a [pause:soon] b", "--model-dir", str(PACK), *VOICE, "-o", str(out))
+    markup = run("tts", "a [pause:soon] b", "--model-dir", str(PACK), *VOICE, "-o", out, text=True)
     assert markup.returncode == 2 and markup.stderr.count("\n") == 2, markup.stderr
     assert "line 1, column 3" in markup.stderr and "Traceback" not in markup.stderr
     assert not out.exists()
