@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT
 
 BIG = "Hello world. " * 25_000  # 325 KB: more than a pipe holds, so a write meets the close
 
