@@ -27,6 +27,7 @@ VOICE = ("--voice-file", str(TINY / "voice.safetensors"))
 # error, a protocol frame or a retry where it raises them (or a signal's exit).
 INTERNAL = {
     "interrupts.py": {"Terminated"},
+    "cli/stdio.py": {"StandardOutputGone"},  # a reader gone: a quiet exit 141, no message
     "session.py": {"_Cancelled"},
     "store/hubclient.py": {"HubTooSlow", "HubUnreachable"},
     "serve/apierrors.py": {"ApiError"},
