@@ -149,3 +149,16 @@ def test_the_builder_writes_the_batched_decoder_for_fp32_only(pack_dir, tmp_path
         pack_dir / f"{built.name}.data"
     ).read_bytes()
     assert MIMI_BATCH_GRAPH not in manifest.graphs["int8"]
+
+
+def test_a_stack_of_kv_caches_goes_no_further_than_its_rows_may(pack_dir) -> None:
+    """The batched step's stacked caches stop at the rows' limit (in whole steps of
+    positions), not a step past the longest row: 8 full-size rows cost 48 KB a position."""
+    runtime = OnnxRuntime(pack_dir)
+    dim = runtime.config.flow_lm.latent_dim
+    seqs = [runtime.start_sequence(None, extra_capacity=n) for n in (10, 30)]
+    batch = runtime.start_batch()
+    for _ in range(5):
+        runtime.step_batch(batch, seqs, np.zeros((2, dim), np.float32))
+    assert batch.capacity == 64  # both limits (10 and 30 positions) fit in one step
+    assert [s.length for s in seqs] == [5, 5]

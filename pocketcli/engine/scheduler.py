@@ -50,6 +50,12 @@ from pocketcli.voices.state import VoiceState
 
 # Frames a stream may have made but not yet had read before it sits out (about 2.5 s).
 MAX_AHEAD_FRAMES = 32
+# Ticks of Mimi work queued (the one being decoded included) before the next tick waits.
+# Where Mimi is slower than the FlowLM (many full-size streams on two cores), running
+# ahead only piled frames up until streams sat out by turns, each turn restacking the
+# KV caches (measured: 4.3 stacks alive at 8 streams) and queueing a joining stream's
+# first frame behind seconds of other streams' audio.
+MAX_MIMI_TICKS = 2
 
 _END = object()
 
@@ -158,6 +164,7 @@ class Scheduler:
         self._decoder = decode_batching(runtime) if batched else None
         # This tick's Mimi work, handed to the Mimi thread as one piece.
         self._decodes: list[tuple[_Stream, ChunkRun, np.ndarray]] = []
+        self._mimi_ticks = 0  # decode jobs handed to the Mimi thread, not yet done
         self._threaded = threaded_decoder
         self._mimi = ThreadPoolExecutor(1, thread_name_prefix="mimi") if threaded_decoder else None
         self._cond = threading.Condition()
@@ -250,7 +257,7 @@ class Scheduler:
                     for s in [s for s in self._streams.values() if s.handle.cancelled]:
                         self._streams.pop(s.handle.id, None)
                     runnable = [s for s in self._streams.values() if s.unread < self.max_ahead]
-                    if runnable:
+                    if runnable and self._mimi_ticks < MAX_MIMI_TICKS:
                         break
                     self._cond.wait()
             rows = self._rows(runnable)
@@ -326,8 +333,18 @@ class Scheduler:
         items, self._decodes = self._decodes, []
         if self._mimi is None:
             self._decode_now(items)
-        else:
-            self._mimi.submit(self._decode_now, items)
+            return
+        with self._cond:
+            self._mimi_ticks += 1
+        self._mimi.submit(self._decode_job, items)
+
+    def _decode_job(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
+        try:
+            self._decode_now(items)
+        finally:
+            with self._cond:
+                self._mimi_ticks -= 1
+                self._cond.notify_all()
 
     def _decode_now(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
         """Decodes in rounds (a stream's second piece, e.g. the next chunk's first frame,

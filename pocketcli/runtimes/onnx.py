@@ -365,7 +365,10 @@ class OnnxRuntime:
         )
         if not stacked:  # capacity in whole steps: the same shapes alone and in a batch
             steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
-            self._restack(batch, seqs, max(steps * CACHE_STEP, batch.capacity))
+            # No further than a row may go (its limit, in whole steps): a full-size stack
+            # of 8 rows costs 8 x 48 KB per position.
+            most = -(-max(seq.limit for seq in seqs) // CACHE_STEP)
+            self._restack(batch, seqs, min(steps, most) * CACHE_STEP)
         positions = np.array([seq.length for seq in seqs], np.int64)
         feeds: dict[str, np.ndarray] = {
             "latents": np.asarray(latents, np.float32).reshape(len(seqs), 1, self._latent_dim),
