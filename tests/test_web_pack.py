@@ -3,14 +3,11 @@ runner's audio against our own pack, the engine's sampling steps, the CLI."""
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +18,7 @@ import yaml
 from bundlehelp import TINY_CONFIG, TINY_MODEL, TINY_TOKENIZER
 from snr import snr_db
 from test_cli_tts import SCRIPT
+from webhelp import JS_MAX_ABS, driver_job, npm_package, tiny_web_pack
 
 from pocketcli.api import PocketTTS
 from pocketcli.config import ModelConfig
@@ -33,22 +31,12 @@ from pocketcli.runtimes.web import WebRuntime
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny"
 CLIP = FIXTURE / "clone_prompt_24k.wav"
 TEXT = "Hello there. This is a second sentence, with a comma."
-# The web pack (4-bit flow LM and table, int8 Mimi) against our fp32 pack, tiny model,
-# this text: 33.5-33.9 dB over seeds 1-5. Mimi's int8 alone: 34.7 dB, the 4-bit flow LM
-# alone 39.8-41.5 dB, nothing quantised 72-73 dB. 30 dB is issue 24's floor for 4-bit.
-MIN_SNR_DB = 30.0
-
-
-@lru_cache(maxsize=1)
-def tiny_web_pack() -> Path:
-    """The tiny model as a browser pack, once per run (read-only)."""
-    from pocketcli.voices.prompt import load_prompt
-
-    root = Path(tempfile.mkdtemp(prefix="pockettts-web-"))
-    atexit.register(shutil.rmtree, root, True)
-    config = ModelConfig.from_yaml(TINY_CONFIG)
-    clip = load_prompt(CLIP, config.mimi.sample_rate)
-    return web.export_web_pack(TINY_MODEL, config, TINY_TOKENIZER, clip, root / "web")
+# The web pack (4-bit flow LM and table, int8 Mimi, activations float32) against our fp32
+# pack, tiny model, this text: 38.5-39.6 dB over seeds 1-5; 33.5-33.9 dB when ONNX
+# Runtime's CPU kernels quantised the activations to int8 (accuracy level 4), which the
+# contract's float32 activations rule out. 30 dB is issue 24's floor for 4-bit; 35 dB
+# also holds the activations to float32.
+MIN_SNR_DB = 35.0
 
 
 def _io(path: Path) -> tuple[dict, dict]:
@@ -281,67 +269,23 @@ def test_export_is_torch_free(tmp_path) -> None:
 
 # -- other people's reader: onnxruntime-node running a driver of the documented steps ---
 DRIVER = Path(__file__).parent / "web_driver.mjs"
-# Node's ONNX Runtime (its own CPU kernels, 4-bit included) against ours on the same
-# graphs and noise: 1.5e-8 at most (tiny model, peak 0.24); the bound leaves room for other
-# CPUs' kernels and the float64 fade-in of the driver.
-NODE_MAX_ABS = 1e-5
-
-
-def _onnxruntime_node() -> Path:
-    """A folder whose node_modules has onnxruntime-node (installed once, scripts off)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are not installed: the onnxruntime-node check needs them")
-    cache = Path(
-        os.environ.get("POCKETTTS_NPM_CACHE", Path(tempfile.gettempdir()) / "pockettts-npm")
-    )
-    if not (cache / "node_modules" / "onnxruntime-node" / "package.json").is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run(
-            [npm, "install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", str(cache),
-             "onnxruntime-node"],
-            capture_output=True, timeout=600,
-        )  # fmt: skip
-        if r.returncode != 0:
-            pytest.skip(f"npm could not install onnxruntime-node: {r.stderr.decode()[-300:]}")
-    return cache
 
 
 def test_onnxruntime_node_driver_speaks_as_our_runner(tmp_path) -> None:
-    from pocketcli.engine.noise import InjectedNoise
-
-    modules = _onnxruntime_node()
-    tts = PocketTTS.load(tiny_web_pack())
-    runtime = tts.runtime
-    chunks = tts.plan("Hello there. This is a second sentence, with a comma, to speak.")
-    rng = np.random.default_rng(7)
-    noise = (rng.standard_normal((sum(c.max_frames for c in chunks), 32)) * np.sqrt(0.3)).astype(
-        np.float32
-    )
-    voice = tts.voice("alba")
-    settings = GenerationSettings(eos_threshold=-4.0, threaded_decoder=False)
-    frames = generate_frames(runtime, chunks, voice, InjectedNoise(noise), settings)
-    ours = np.concatenate([f.audio for f in frames])
-
-    job = {
-        "chunks": [
-            {"tokens": [int(t) for t in c.token_ids], "frames_after_eos": c.frames_after_eos,
-             "max_frames": c.max_frames}
-            for c in chunks
-        ],
-        "noise": noise.tolist(),
-    }  # fmt: skip
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the onnxruntime-node check needs it")
+    ort_node = npm_package("onnxruntime-node")
+    job, ours = driver_job()
     (tmp_path / "job.json").write_text(json.dumps(job))
     out = tmp_path / "out.f32"
-    env = {**os.environ, "ORT_MODULE": str(modules / "node_modules" / "onnxruntime-node")}
     r = subprocess.run(
         ["node", str(DRIVER), str(tiny_web_pack()), str(tmp_path / "job.json"), str(out)],
-        capture_output=True, timeout=300, env=env,
+        capture_output=True, timeout=300, env={**os.environ, "ORT_MODULE": str(ort_node)},
     )  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()
     theirs = np.fromfile(out, np.float32)
     assert theirs.size == ours.size, r.stdout.decode()
-    assert np.abs(theirs - ours).max() <= NODE_MAX_ABS
+    assert np.abs(theirs - ours).max() <= JS_MAX_ABS
 
 
 def test_the_packs_voice_of_127_rows_is_its_built_in_alba(tmp_path) -> None:

@@ -78,7 +78,17 @@ def quantise_int8(src: Path, dst: Path) -> None:
         )
 
 
-def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE, bits: int = 4) -> None:
+def quantise_int4(
+    src: Path,
+    dst: Path,
+    block_size: int = INT4_BLOCK_SIZE,
+    bits: int = 4,
+    accuracy_level: int | None = 4,
+) -> None:
+    """MatMul weights as ``bits``-bit blocks (MatMulNBits). ``accuracy_level`` 4 lets the
+    kernel quantise the activations to int8 (per row and block) where ONNX Runtime has
+    such a kernel (its x86 and Arm CPU kernels; not its WASM build); None keeps them
+    float32 everywhere."""
     try:
         from onnxruntime.quantization.matmul_nbits_quantizer import (
             DefaultWeightOnlyQuantConfig,
@@ -90,7 +100,7 @@ def quantise_int4(src: Path, dst: Path, block_size: int = INT4_BLOCK_SIZE, bits:
         ) from None
     model = onnx.load(str(src))
     config = DefaultWeightOnlyQuantConfig(
-        block_size=block_size, is_symmetric=True, accuracy_level=4, bits=bits
+        block_size=block_size, is_symmetric=True, accuracy_level=accuracy_level, bits=bits
     )
     with _quiet_root_logger():
         quantiser = MatMulNBitsQuantizer(

@@ -18,8 +18,10 @@ Three graphs a web page runs with ONNX Runtime Web, plus the files its driver re
   then the conditioning of a voice clip), ``bos_emb.bin`` (float32 ``[1, 1, d]``),
   ``tokenizer.json`` and ``pocket_tts.json``.
 
-Quantisation needs no calibration: symmetric round to nearest, blocks of 32
-(the int8 convolutions: one scale per output channel); activations stay float32.
+Quantisation needs no calibration: symmetric round to nearest, one float32 scale per
+block of 32 weights (4-bit and int8 alike); activations stay float32 (no
+``accuracy_level`` on MatMulNBits; the runner keeps ONNX Runtime from fusing the int8
+DequantizeLinear into int8-activation kernels).
 The graphs are our own graph code (``flowlm_graphs``, ``mimi_graphs``), renamed.
 """
 
@@ -386,7 +388,8 @@ def export_web_pack(
         with tempfile.TemporaryDirectory(dir=work) as tmp:
             fp32 = Path(tmp) / "flow_lm_fp32.onnx"
             onnx.save_model(build_web_flow_lm(weights, fl, decode_steps), str(fp32))
-            quantise_int4(fp32, Path(tmp) / "flow_lm.onnx")
+            # The contract's activations are float32: no int8 activations on any backend.
+            quantise_int4(fp32, Path(tmp) / "flow_lm.onnx", accuracy_level=None)
             _inline(Path(tmp) / "flow_lm.onnx", work / FLOW_LM)
         say("building mimi_decoder (int8)")
         decoder, states = build_web_mimi_decoder(weights, config)

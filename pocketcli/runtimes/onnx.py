@@ -111,9 +111,14 @@ def default_threads() -> int:
     return threads_override() or bound_threads(2)
 
 
-def _session(path: Path, threads: int) -> ort.InferenceSession:
+def _session(
+    path: Path, threads: int, config: dict[str, str] | None = None
+) -> ort.InferenceSession:
+    """Our packs' session settings; ``config``: session config entries on top."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
     if threads > 1:
         # Two busy-waiting pools (FlowLM and Mimi run at once) would starve each other.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -42,13 +42,21 @@ class WebPackError(PackError):
     """A browser pack folder is incomplete or inconsistent."""
 
 
+# The contract's activations are float32. ONNX Runtime's CPU provider fuses Mimi's
+# DequantizeLinear + MatMul into MatMulNBits at accuracy level 4 by default, which
+# quantises the activations to int8 on x86 and Arm (7.7e-4 off a float32 decode of one
+# frame, tiny model, peak 0.25); level 1 keeps them float32, as ONNX Runtime Web's WASM
+# backend computes them (6e-8 off).
+_FLOAT_ACTIVATIONS = {"session.qdq_matmulnbits_accuracy_level": "1"}
+
+
 def _session(path: Path, threads: int) -> ort.InferenceSession:
     if not path.is_file():
         raise WebPackError(
             f"browser pack {path.parent.parent} is incomplete: {path.name} is missing"
         )
     try:
-        return onnx_session(path, threads)
+        return onnx_session(path, threads, _FLOAT_ACTIVATIONS)
     except PackError as exc:
         raise WebPackError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
 
