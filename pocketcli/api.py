@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
+from pocketcli.cores import STREAMS_AT_ONCE
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Scheduler, StreamHandle
@@ -504,7 +505,7 @@ class PocketTTS:
         voices: Sequence[VoiceState | str | Path | None] | VoiceState | str | Path | None = None,
         options: Sequence[SpeakOptions] | SpeakOptions | None = None,
         *,
-        max_streams: int = 8,
+        max_streams: int = STREAMS_AT_ONCE,
     ) -> list[np.ndarray]:
         """``synthesize`` for each text, spoken together (one batch per frame), at most
         ``max_streams`` at a time.

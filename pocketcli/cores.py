@@ -13,6 +13,11 @@ from __future__ import annotations
 import os
 
 THREADS_VARIABLE = "POCKETTTS_THREADS"
+# Streams one loaded model speaks at once by default, wherever a front end has a limit
+# (serve's --max-streams, batch's --streams auto, synthesize_many's max_streams): the
+# most full-size int8 streams that each stayed at real time on the 2-core machine
+# (README, "Many streams at once", says how it was measured). More wait their turn.
+STREAMS_AT_ONCE = 4
 
 
 def available_cores() -> int:

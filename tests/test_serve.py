@@ -414,7 +414,7 @@ def held_stream(url: str, fmt: str):
 
 def test_first_audio_leaves_before_generation_ends_and_queue_bound_is_503() -> None:
     gate = threading.Event()
-    settings = ServeSettings(limits=Limits(max_queue=1))
+    settings = ServeSettings(limits=Limits(max_queue=1, max_streams=1))
     with serving(gated_loader(gate), settings) as (url, _):
         with held_stream(url, "wav") as (first, chunks):
             assert first[:4] == b"RIFF" and len(first) > 44  # header and the first frame
@@ -575,7 +575,7 @@ def test_request_time_limit_ends_a_long_stream() -> None:
 
 def test_a_request_that_waits_past_its_limit_gets_503() -> None:
     gate = threading.Event()
-    settings = ServeSettings(limits=Limits(request_seconds=3.0))
+    settings = ServeSettings(limits=Limits(request_seconds=3.0, max_streams=1))
     with serving(gated_loader(gate), settings) as (url, records):
         with held_stream(url, "pcm"):
             waited = speech(url, input="Waits in the queue.")

@@ -30,7 +30,7 @@ same two-thread structure). The per-worker RSS is the peak RSS of one process
 
 from __future__ import annotations
 
-from pocketcli.cores import available_cores, threads_override
+from pocketcli.cores import STREAMS_AT_ONCE, available_cores, threads_override
 
 __all__ = ["auto_split", "available_cores", "available_memory_mb", "parse_jobs", "threads_for"]
 
@@ -83,10 +83,10 @@ def parse_jobs(value: str | None) -> int | str | None:
 
 
 # Lines in flight in one process with ``--streams auto``, when the runtime batches: each
-# tick then reads the FlowLM weights once for all of them. Provisional (README, "Many
-# streams at once"): chosen on the 2-core machine under load; a runtime that cannot
-# batch gains nothing from rows it runs one after the other, so it keeps one line.
-AUTO_STREAMS = 4
+# tick then reads the FlowLM weights once for all of them (``STREAMS_AT_ONCE``, the one
+# default of every front end); a runtime that cannot batch gains nothing from rows it
+# runs one after the other, so it keeps one line.
+AUTO_STREAMS = STREAMS_AT_ONCE
 
 
 def parse_streams(value: str | None) -> int | None:

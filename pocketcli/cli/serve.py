@@ -119,7 +119,7 @@ def serve_command(
         help="Requests waiting for the model; more get 503.",
     ),
     max_streams: int = typer.Option(
-        4,
+        LIMITS.max_streams,
         "--max-streams",
         metavar="N",
         min=1,

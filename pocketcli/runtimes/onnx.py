@@ -7,6 +7,7 @@ the text lookup and the flow head on one.
 
 from __future__ import annotations
 
+import mmap
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,14 @@ CACHE_STEP = 64
 # eight. So a batched call takes as many streams as keep that activation within this
 # many bytes (two full-size frames): one full-size stream of a pair, eight tiny ones.
 MIMI_CALL_BYTES = 2 * 1920 * 64 * 4
+
+
+def kv_zeros(shape: tuple[int, ...]) -> np.ndarray:
+    """A float32 KV buffer of zeros in its own anonymous mapping, returned to the OS when
+    freed. From the heap, glibc's moving mmap threshold kept freed caches as RSS (8
+    full-size streams: peak 993 MB against 866 MB mapped, 932 against 720 MB after)."""
+    size = int(np.prod(shape)) * 4
+    return np.ndarray(shape, np.float32, buffer=mmap.mmap(-1, max(size, 1)))
 
 
 @dataclass
@@ -222,8 +231,8 @@ class OnnxRuntime:
         shape_k = (self._kv_heads, self._head_dim, capacity)
         shape_v = (self._kv_heads, capacity, self._head_dim)
         return (
-            [np.zeros(shape_k, np.float32) for _ in range(self._layers)],
-            [np.zeros(shape_v, np.float32) for _ in range(self._layers)],
+            [kv_zeros(shape_k) for _ in range(self._layers)],
+            [kv_zeros(shape_v) for _ in range(self._layers)],
         )
 
     def _grow(self, seq: OnnxSequence, needed: int) -> None:
@@ -342,8 +351,8 @@ class OnnxRuntime:
     def _restack(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], capacity: int) -> None:
         shape_k = (len(seqs), self._kv_heads, self._head_dim, capacity)
         shape_v = (len(seqs), self._kv_heads, capacity, self._head_dim)
-        batch.keys = [np.zeros(shape_k, np.float32) for _ in range(self._layers)]
-        batch.values = [np.zeros(shape_v, np.float32) for _ in range(self._layers)]
+        batch.keys = [kv_zeros(shape_k) for _ in range(self._layers)]
+        batch.values = [kv_zeros(shape_v) for _ in range(self._layers)]
         for row, seq in enumerate(seqs):
             n = seq.length
             for i in range(self._layers):

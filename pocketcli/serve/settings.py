@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pocketcli.cores import STREAMS_AT_ONCE
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -19,8 +21,8 @@ class Limits:
     # first 30 s of 96 kHz stereo fit; the header is checked before decoding.
     max_decoded_samples: int = 6_000_000
     max_queue: int = 4  # requests waiting while max_streams are generated; more get 503
-    # Requests generated at once (rows of one batch per frame); `pockettts serve` says 4.
-    max_streams: int = 1
+    # Requests generated at once (rows of one batch per frame).
+    max_streams: int = STREAMS_AT_ONCE
     request_seconds: float = 300.0  # per request, from acceptance to the last byte
     max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
     body_seconds: float = 30.0  # a request's body must have arrived by then (else 408)
