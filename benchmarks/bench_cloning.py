@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from oracle.reference import TOKENIZER_MODEL, build_reference, make_config  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.voices import cloning  # noqa: E402
 from pocketcli.voices.prompt import prepare_prompt  # noqa: E402
+from tests.support.reference import TOKENIZER_MODEL, build_reference, make_config  # noqa: E402
 
 ALBA = ROOT / "tests" / "data" / "speech" / "kyutai-tts-voices" / "alba-mackenna_casual.wav"
 

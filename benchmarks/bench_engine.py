@@ -46,16 +46,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from oracle.reference import (  # noqa: E402
+from pocketcli import PocketTTS  # noqa: E402
+from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     build_reference,
     make_config,
     synthetic_voice_audio,
 )
-
-from pocketcli import PocketTTS  # noqa: E402
 
 TEXT = "Hello world. I am Kyutai's Pocket TTS. I'm fast enough to run on small CPUs."
 FRAMES = 100

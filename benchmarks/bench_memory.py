@@ -95,8 +95,8 @@ def child(case: str, chars: int, pack: str, voice: str | None, precision: str) -
 
 def full_size_pack(folder: Path, precision: str) -> tuple[str, str]:
     """The full-size english architecture on random weights, built as bench_engine does."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from oracle.reference import (  # noqa: PLC0415
+    sys.path.insert(0, str(ROOT))
+    from tests.support.reference import (  # noqa: PLC0415
         TOKENIZER_MODEL,
         build_reference,
         make_config,

@@ -58,8 +58,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--text", default="Hello world.")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "tests"))
-    from oracle.reference import (
+    sys.path.insert(0, str(ROOT))
+    from tests.support.reference import (
         TOKENIZER_MODEL,
         build_reference,
         make_config,

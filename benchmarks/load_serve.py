@@ -150,8 +150,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def build_full(precision: str) -> tuple[Path, Path]:
     """The english architecture with random weights (needs the test extra: torch)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from oracle.reference import (
+    sys.path.insert(0, str(ROOT))
+    from tests.support.reference import (
         TOKENIZER_MODEL,
         build_reference,
         make_config,

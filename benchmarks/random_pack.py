@@ -25,9 +25,9 @@ def cached_random_pack(work: Path, precision: str = "int8") -> tuple[Path, Path]
         and precision in json.loads(manifest.read_text())["graphs"]
     ):
         return pack, voice
-    if str(ROOT / "tests") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tests"))
-    from oracle.reference import (
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.support.reference import (
         TOKENIZER_MODEL,
         build_reference,
         make_config,

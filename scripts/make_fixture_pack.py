@@ -32,19 +32,18 @@ import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from oracle.reference import (  # noqa: E402
-    TOKENIZER_MODEL,
-    build_reference,
-    make_config,
-    synthetic_voice_audio,
-)
+sys.path.insert(0, str(ROOT))
 
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.packs.builder import build_pack, write_batch_graphs  # noqa: E402
 from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
 from pocketcli.packs.manifest import PackManifest  # noqa: E402
+from tests.support.reference import (  # noqa: E402
+    TOKENIZER_MODEL,
+    build_reference,
+    make_config,
+    synthetic_voice_audio,
+)
 
 WEIGHT_SEED = 2026
 TEXT = "Hello world. This fixture speaks two short chunks!"
@@ -180,8 +179,9 @@ def _clone_fixture(ref, out: Path) -> dict:
 
 def _loud_fixture(out: Path, tiny: Path) -> None:
     """The tiny model with a loud last decoder convolution, and the oracle's numbers for it."""
-    from oracle.reference import Reference
     from safetensors.numpy import load_file, save_file
+
+    from tests.support.reference import Reference
 
     if out.exists():
         shutil.rmtree(out)

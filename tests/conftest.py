@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support.paths import FIXTURES
+
 # Property tests run the same examples on every run unless asked otherwise: "ci" (the
 # default, and what .ci/run selects) is derandomised with a fixed number of examples, so
 # what a fuzzer catches does not change from run to run. HYPOTHESIS_PROFILE=explore draws
@@ -26,11 +28,11 @@ settings.register_profile(
 settings.register_profile("explore", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-FIXTURE = Path(__file__).parent / "fixtures" / "tiny"
+FIXTURE = FIXTURES / "tiny"
 # The tiny model with a loud last decoder layer: its raw audio crosses zero and passes full
 # scale (about -1.26 to 1.06; the tiny model's is 0.0 to 0.25). Every test of clipping,
 # peak normalisation and the output chain uses it. Voice: the tiny fixture's.
-LOUD = Path(__file__).parent / "fixtures" / "loud"
+LOUD = FIXTURES / "loud"
 
 
 @pytest.fixture(scope="session")

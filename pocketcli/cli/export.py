@@ -29,8 +29,8 @@ file's name without .yaml. Without voice-cloning weights there is no mimi_encode
 ONNX Runtime Web: onnx/text_embed.onnx, onnx/flow_lm.onnx (4-bit MatMulNBits,
 flow head inside), onnx/mimi_decoder.onnx (int8 DequantizeLinear),
 voice_alba.bin (the Mimi encoding of --voice-clip; needs the voice-cloning
-weights), bos_emb.bin, the tokenizer and pocket_tts.json. --precision does not
-apply (the layout fixes it).
+weights), bos_emb.bin, the tokenizer and pocket_tts.json. Its precision is fixed by
+the layout, so --precision is refused.
 
 Examples:
 
@@ -53,8 +53,11 @@ def export_command(
     ),
     language: str | None = flags.language("Language model to export (default english)"),
     config: str | None = flags.config(),
-    precision: str = typer.Option(
-        "int8", "--precision", help="fp32, or int8 (fp32 and int8 graphs).", callback=flags.lower
+    precision: str | None = typer.Option(
+        None,
+        "--precision",
+        help="kevinahm-v2: fp32, or int8 (fp32 and int8 graphs, the default).",
+        callback=flags.lower,
     ),
     voice_clip: Path | None = typer.Option(
         None,
@@ -69,6 +72,12 @@ def export_command(
 
     if format_ not in FORMATS:
         raise usage_error(UnknownNameError("format", format_, FORMATS))
+    if format_ == "web" and precision is not None:
+        raise click.UsageError(
+            f"--precision {precision}: the browser pack's precision is fixed (4-bit flow LM"
+            " and text table, int8 Mimi); leave --precision out"
+        )
+    precision = precision or "int8"
     if precision not in ("fp32", "int8"):
         raise usage_error(UnknownNameError("precision", precision, ("fp32", "int8")))
     if format_ == "web" and voice_clip is None:

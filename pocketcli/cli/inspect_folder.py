@@ -78,7 +78,7 @@ def describe_pack(directory: Path) -> dict[str, Any]:
 
 
 def describe_web_pack(directory: Path) -> dict[str, Any]:
-    from pocketcli.packs.web import FILES
+    from pocketcli.packs.web_layout import FILES
     from pocketcli.runtimes.web import read_pack_config
 
     meta = read_pack_config(directory)
@@ -106,7 +106,7 @@ def describe_web_pack(directory: Path) -> dict[str, Any]:
 
 def describe_folder(directory: Path) -> dict[str, Any]:
     from pocketcli.cli.checks import PathError
-    from pocketcli.packs.web import CONFIG_FILE
+    from pocketcli.packs.web_layout import CONFIG_FILE
 
     if (directory / "bundle.json").is_file():
         return describe_bundle(directory)

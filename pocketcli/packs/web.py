@@ -59,32 +59,29 @@ from pocketcli.packs.quantize import (
 )
 from pocketcli.packs.rope import rope_tables
 from pocketcli.packs.state_spec import StateSpec
+from pocketcli.packs.web_layout import (  # noqa: F401 - is_web_pack, FILES: re-exported
+    BOS_FILE,
+    CONFIG_FILE,
+    FILES,
+    FLOW_LM,
+    FORMAT,
+    GRAPH_DIR,
+    MIMI_DECODER,
+    TEXT_EMBED,
+    TOKENIZER_FILE,
+    VOICE_FILE,
+    is_web_pack,
+)
 
 Weights = dict[str, np.ndarray]
 Progress = Callable[[str], None]
 
-FORMAT = "pocket-tts-onnx-web"
-CONFIG_FILE = "pocket_tts.json"
-GRAPH_DIR = "onnx"
-TEXT_EMBED = f"{GRAPH_DIR}/text_embed.onnx"
-FLOW_LM = f"{GRAPH_DIR}/flow_lm.onnx"
-MIMI_DECODER = f"{GRAPH_DIR}/mimi_decoder.onnx"
-VOICE_FILE = "voice_alba.bin"
-BOS_FILE = "bos_emb.bin"
-TOKENIZER_FILE = "tokenizer.json"
-FILES = (TEXT_EMBED, FLOW_LM, MIMI_DECODER, VOICE_FILE, BOS_FILE, TOKENIZER_FILE, CONFIG_FILE)
 # The model card's generation settings.
 EOS_THRESHOLD = -4.0
 MIN_FRAMES = 6
 TEMPERATURE = 0.3
 FADE_IN_MS = 5
 _END = np.iinfo(np.int64).max
-
-
-def is_web_pack(directory: str | Path) -> bool:
-    """True when a folder is in the browser pack layout (its three graphs and config)."""
-    d = Path(directory)
-    return all((d / f).is_file() for f in (CONFIG_FILE, FLOW_LM, MIMI_DECODER, TEXT_EMBED))
 
 
 # -- graphs ---------------------------------------------------------------------------

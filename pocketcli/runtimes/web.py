@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
 from pocketcli.packs.manifest import PackError, read_json_file
-from pocketcli.packs.web import (
+from pocketcli.packs.web_layout import (
     BOS_FILE,
     CONFIG_FILE,
     FLOW_LM,
@@ -59,6 +60,18 @@ def _session(path: Path, threads: int) -> ort.InferenceSession:
         return onnx_session(path, threads, _FLOAT_ACTIVATIONS)
     except PackError as exc:
         raise WebPackError(f"{path}: {str(exc).strip().splitlines()[0]}") from None
+
+
+def _table_rows(path: Path) -> int | None:
+    """Rows of the table that ``token_ids`` index (Gather or GatherBlockQuantized)."""
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name: i for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type.startswith("Gather") and list(node.input[1:2]) == ["token_ids"]:
+            table = inits.get(node.input[0])
+            if table is not None and table.dims:
+                return int(table.dims[0])
+    return None
 
 
 def read_pack_config(directory: Path) -> dict:
@@ -146,6 +159,7 @@ class WebRuntime:
         self._bos_emb = _read_floats(directory / BOS_FILE, (1, 1, self._d))
         self._states = states
         self._check_graphs(states)
+        self._check_tokenizer()
         self._flow_outputs = [o.name for o in self._flow.get_outputs()]
         self._mimi_outputs = [o.name for o in self._mimi.get_outputs()]
 
@@ -164,6 +178,13 @@ class WebRuntime:
             raise WebPackError(
                 f"{self.pack_dir / FLOW_LM}: emb width {width}, {CONFIG_FILE} says {self._d}"
             )
+        embed_in = [i.name for i in self._embed.get_inputs()]
+        embed_out = [o.name for o in self._embed.get_outputs()]
+        if embed_in != ["token_ids"] or embed_out[:1] != ["text_emb"]:
+            raise WebPackError(
+                f"{self.pack_dir / TEXT_EMBED}: inputs {embed_in[:4]} and outputs"
+                f" {embed_out[:4]} are not token_ids -> text_emb"
+            )
         got_mimi = {i.name: i.shape for i in self._mimi.get_inputs()}
         for name, shape, _ in states:
             if name not in got_mimi or list(got_mimi[name]) != list(shape):
@@ -171,6 +192,31 @@ class WebRuntime:
                     f"{self.pack_dir / MIMI_DECODER}: state {name} {got_mimi.get(name)} does not"
                     f" match {CONFIG_FILE}'s {list(shape)}"
                 )
+        unlisted = sorted(set(got_mimi) - {"latent"} - {name for name, _, _ in states})
+        mimi_out = {o.name for o in self._mimi.get_outputs()}
+        missing_out = [f"{name}_out" for name, _, _ in states if f"{name}_out" not in mimi_out]
+        problem = None
+        if unlisted:
+            problem = f"inputs {unlisted[:3]} are not in {CONFIG_FILE}'s mimi_state"
+        elif missing_out:
+            problem = f"outputs {missing_out[:3]} are missing"
+        elif "latent" not in got_mimi or "pcm" not in mimi_out:
+            problem = "it is not latent -> pcm"
+        if problem:
+            raise WebPackError(f"{self.pack_dir / MIMI_DECODER}: {problem}")
+
+    def _check_tokenizer(self) -> None:
+        """The text table must have a row for every piece of the tokenizer:
+        GatherBlockQuantized gives zeros for an index past its table, silently."""
+        from pocketcli.text.tokenizer import load_tokenizer
+
+        rows = _table_rows(self.pack_dir / TEXT_EMBED)
+        vocab = load_tokenizer(self.tokenizer_path, self.tokenizer_kind).vocab_size
+        if rows is not None and vocab > rows:
+            raise WebPackError(
+                f"{self.tokenizer_path} has {vocab} pieces, more than the {rows} rows of"
+                f" {TEXT_EMBED}'s table: another model's tokenizer?"
+            )
 
     # -- FlowLM ---------------------------------------------------------
     def embed_text(self, token_ids: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ class WebSpec(OnnxSpec):
     claims_for = ("onnx",)
 
     def claims_folder(self, directory: Path) -> bool:
-        from pocketcli.packs.web import is_web_pack
+        from pocketcli.packs.web_layout import is_web_pack
 
         return is_web_pack(directory)
 
@@ -77,7 +77,7 @@ class WebSpec(OnnxSpec):
         import hashlib
         import tempfile
 
-        from pocketcli.packs.web import VOICE_FILE
+        from pocketcli.packs.web_layout import VOICE_FILE
         from pocketcli.voices.cloning import voice_from_conditioning
         from pocketcli.voices.state import save_voice_state
 

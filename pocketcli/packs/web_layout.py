@@ -1,0 +1,28 @@
+"""The browser pack's file layout and how to recognise one, without the graph builder.
+
+Every ``--model-dir`` is offered to the browser runtime (``runtimes.web_spec``) and an
+``inspect`` of a folder looks for this layout too: both need only these names, so they
+must not import ``packs.web``, whose ``onnx`` import (and its ``ml_dtypes``) costs about
+a second of CPU at every start of the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FORMAT = "pocket-tts-onnx-web"
+CONFIG_FILE = "pocket_tts.json"
+GRAPH_DIR = "onnx"
+TEXT_EMBED = f"{GRAPH_DIR}/text_embed.onnx"
+FLOW_LM = f"{GRAPH_DIR}/flow_lm.onnx"
+MIMI_DECODER = f"{GRAPH_DIR}/mimi_decoder.onnx"
+VOICE_FILE = "voice_alba.bin"
+BOS_FILE = "bos_emb.bin"
+TOKENIZER_FILE = "tokenizer.json"
+FILES = (TEXT_EMBED, FLOW_LM, MIMI_DECODER, VOICE_FILE, BOS_FILE, TOKENIZER_FILE, CONFIG_FILE)
+
+
+def is_web_pack(directory: str | Path) -> bool:
+    """True when a folder is in the browser pack layout (its three graphs and config)."""
+    d = Path(directory)
+    return all((d / f).is_file() for f in (CONFIG_FILE, FLOW_LM, MIMI_DECODER, TEXT_EMBED))

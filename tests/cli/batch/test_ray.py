@@ -1,0 +1,52 @@
+"""--ray on a real local Ray instance (2 CPUs): the same files as one process, and an actor
+killed mid-run costs only its lines in flight (made again, none lost, none twice)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tests.cli.batch.test_run import _long_lines, _start, _wait_for_records, batch, records, wavs
+
+pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow
+
+
+def test_ray_makes_the_same_files_as_one_process(pack_dir, tmp_path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"a|First.\nSecond, plain.\nbad/id|Nope.\nc|Third one.\n")
+    one = batch(pack_dir, lines, tmp_path / "one", "--seed", "4", "-q")
+    on_ray = batch(pack_dir, lines, tmp_path / "ray", "--seed", "4", "--ray", "--jobs", "2")
+    assert one.returncode == on_ray.returncode == 1, on_ray.stderr
+    assert b"3 written, 0 already done, 1 failed" in on_ray.stderr
+    assert b"line 3" in on_ray.stderr and b"Traceback" not in on_ray.stderr
+    assert wavs(tmp_path / "one") == wavs(tmp_path / "ray") and len(wavs(tmp_path / "ray")) == 3
+    seeds = {r["id"]: r["seed"] for r in records(tmp_path / "one")}
+    assert {r["id"]: r["seed"] for r in records(tmp_path / "ray")} == seeds
+    again = batch(pack_dir, lines, tmp_path / "ray", "--seed", "4", "--ray")
+    assert b"0 written, 3 already done, 1 failed" in again.stderr  # resumes like the rest
+
+
+def test_a_killed_ray_actor_costs_only_its_lines_in_flight(pack_dir, tmp_path) -> None:
+    lines, out = _long_lines(tmp_path, 32), tmp_path / "out"
+    proc = _start(pack_dir, lines, out, "--ray", "--jobs", "2")
+    done = _wait_for_records(out, 4, proc, limit=150)
+    victim = done[-1]["worker"]
+    os.kill(int(victim.split("@")[0]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    notes = [line for line in err.splitlines() if b"will be made again" in line]
+    assert notes and all(victim.encode() in line for line in notes)
+    # at most the groups it held (2 calls x 4 lines) were in flight
+    assert sum(int(line.split(b"; ")[1].split()[0]) for line in notes) <= 8
+    recs = records(out)
+    assert sorted(r["id"] for r in recs) == sorted(f"s{i:03d}" for i in range(32))
+    assert all(r["status"] == "done" for r in recs)
+    workers = {r["worker"] for r in recs}
+    assert victim in workers and len(workers) >= 2
+    fresh = tmp_path / "fresh"
+    assert batch(pack_dir, lines, fresh, "--seed", "3", "-q").returncode == 0
+    assert wavs(fresh) == wavs(out)
