@@ -13,12 +13,6 @@ from __future__ import annotations
 import os
 
 THREADS_VARIABLE = "POCKETTTS_THREADS"
-# Streams one loaded model speaks at once by default, wherever a front end has a limit
-# (serve's --max-streams, batch's --streams auto, synthesize_many's max_streams); more
-# wait their turn. Provisional, from the parts' costs on 2 cores (README, "Many streams
-# at once", says how; the largest count whose slowest stream stays at real time in
-# ``bench_engine.py --streams 1,2,4,8 --full --precision int8`` on a quiet machine).
-STREAMS_AT_ONCE = 4
 
 
 def available_cores() -> int:

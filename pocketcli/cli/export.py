@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.errors import UnknownNameError
@@ -51,7 +52,9 @@ def export_command(
     format_: str = typer.Option(
         ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
     ),
-    language: str | None = flags.language("Language model to export (default english)"),
+    language: str | None = flags.language(
+        f"Language model to export (default {defaults.LANGUAGE})"
+    ),
     config: str | None = flags.config(),
     precision: str | None = typer.Option(
         None,
@@ -77,7 +80,7 @@ def export_command(
             f"--precision {precision}: the browser pack's precision is fixed (4-bit flow LM"
             " and text table, int8 Mimi); leave --precision out"
         )
-    precision = precision or "int8"
+    precision = precision or defaults.EXPORT_PRECISION
     if precision not in ("fp32", "int8"):
         raise usage_error(UnknownNameError("precision", precision, ("fp32", "int8")))
     if format_ == "web" and voice_clip is None:

@@ -14,11 +14,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from pocketcli.config import ModelConfig
+from pocketcli.errors import BackendError
 from pocketcli.voices.state import VoiceState
 
-
-class RuntimeError_(RuntimeError):
-    """A backend failed while running a network (named to avoid shadowing the builtin)."""
+RuntimeError_ = BackendError  # its first name (named to avoid shadowing the builtin)
 
 
 class FlowSequence(Protocol):

@@ -78,7 +78,7 @@ def serving(
 ) -> Iterator[tuple[str, LogRecords]]:
     """The app under uvicorn on 127.0.0.1:<free port>, ready (model loaded) when yielded."""
     # One request spoken at a time unless a test says otherwise: the queue's tests count
-    # on it (the server's own default is STREAMS_AT_ONCE).
+    # on it (the server's own default is defaults.MAX_STREAMS).
     settings = settings or ServeSettings(limits=Limits(max_streams=1))
     sock = bind("127.0.0.1", 0)
     server = build(load or tiny_loader(), settings, sock)
