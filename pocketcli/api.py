@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pocketcli import defaults
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
@@ -508,7 +509,7 @@ class PocketTTS:
         voices: Sequence[VoiceState | str | Path | None] | VoiceState | str | Path | None = None,
         options: Sequence[SpeakOptions] | SpeakOptions | None = None,
         *,
-        max_streams: int = 8,
+        max_streams: int = defaults.MAX_STREAMS,
     ) -> list[np.ndarray]:
         """``synthesize`` for each text, spoken together (one batch per frame), at most
         ``max_streams`` at a time.

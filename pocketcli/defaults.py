@@ -25,7 +25,13 @@ WEB_ADDRESSES = "read"  # URLs and e-mail addresses in text: read them out ("dro
 
 # The servers (serve, wyoming, mcp)
 MAX_CHARS = 4096  # text per request, turn or call (OpenAI's own limit)
-MAX_STREAMS = 4  # requests generated at once by `serve` (rows of one batch per frame)
+# Streams one loaded model speaks at once, wherever a front end has a limit (serve's
+# --max-streams and Limits, batch's --streams auto, synthesize_many's max_streams); more
+# wait their turn. Provisional, from the parts' costs on 2 cores (4 full-size int8 streams
+# need about 39 ms of each 80 ms frame; README, "Many streams at once"): the largest count
+# whose slowest stream stays at real time in ``bench_engine.py --streams 1,2,4,8 --full
+# --precision int8`` on a quiet machine is the figure to set.
+MAX_STREAMS = 4
 LOG_LEVEL = "info"
 SERVE_HOST = "127.0.0.1"  # loopback unless told otherwise
 SERVE_PORT = 8000

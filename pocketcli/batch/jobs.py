@@ -32,6 +32,7 @@ same two-thread structure). The per-worker RSS is the peak RSS of one process
 
 from __future__ import annotations
 
+from pocketcli import defaults
 from pocketcli.cores import available_cores, threads_override
 
 __all__ = [
@@ -114,10 +115,10 @@ def parse_jobs(value: str | None) -> int | str | None:
 
 
 # Lines in flight in one process with ``--streams auto``, when the runtime batches: each
-# tick then reads the FlowLM weights once for all of them. Provisional (README, "Many
-# streams at once"): chosen on the 2-core machine under load; a runtime that cannot
-# batch gains nothing from rows it runs one after the other, so it keeps one line.
-AUTO_STREAMS = 4
+# tick then reads the FlowLM weights once for all of them (``defaults.MAX_STREAMS``, the one
+# default of every front end); a runtime that cannot batch gains nothing from rows it
+# runs one after the other, so it keeps one line.
+AUTO_STREAMS = defaults.MAX_STREAMS
 
 
 def parse_streams(value: str | None) -> int | None:

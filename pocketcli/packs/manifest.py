@@ -28,6 +28,9 @@ ENCODER_GRAPH = "mimi_encoder"
 # The scheduler's graphs (many streams, one frame each per call); optional: a pack built
 # before them is served one row at a time.
 BATCH_GRAPHS = ("flowlm_step_batch", "flow_head_batch")
+# Mimi for many streams per call (states stacked along the batch); fp32 packs only, also
+# optional: without it each stream is decoded on its own (int8 and int4 packs always are).
+MIMI_BATCH_GRAPH = "mimi_decoder_batch"
 PRECISIONS = ("fp32", "int8", "int4")
 
 
