@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
+from tests.support.cli import cli_env, run
 from tests.support.paths import PACKAGE, ROOT
 
 README = ROOT / "README.md"
@@ -169,11 +170,7 @@ def test_setup_command_speaks(tmp_path: Path) -> None:
     argv = shlex.split(steps[-1])
     assert argv[:2] == ["pockettts", "tts"] and len(steps) == 4, steps
     (tmp_path / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
-    script = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
-    done = subprocess.run(
-        [script, *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
+    done = run(*argv[1:], cwd=tmp_path, env=cli_env(HF_HOME=str(tmp_path / "hf")), text=True)
     assert done.returncode == 0, done.stderr
     info = sf.info(tmp_path / argv[argv.index("-o") + 1])
     assert info.samplerate == 24_000 and info.channels == 1 and info.frames > 0
