@@ -26,9 +26,13 @@ split into FlowLM (prefills and steps), flow head and Mimi (Mimi runs on its
 own thread beside the FlowLM, so the parts can add up to more than the tick).
 The tiny test pack by default (a quick check that it works); ``--full`` for
 the full-size English architecture with random weights (built once into
-``--work``), or ``--model-dir``/``--voice-file``.
+``--work``), or ``--model-dir``/``--voice-file``. ``--mimi-rows 1,auto,8`` runs
+each count once per value: the most streams one Mimi call may decode (1: a call
+per stream; auto: what the runtime chooses, ``OnnxRuntime.decode_rows``); the
+``per call`` column is the streams a Mimi call decoded on average.
 
     python benchmarks/bench_engine.py --streams 1,2,4,8 --full --precision int8
+    python benchmarks/bench_engine.py --streams 1,2,4,8 --full --mimi-rows 1,auto,8
 """
 
 from __future__ import annotations
@@ -109,12 +113,26 @@ class TimedRuntime:
         "sample_latent": "flow head",
         "sample_latent_batch": "flow head",
         "decode": "mimi",
+        "decode_batch": "mimi",
     }
 
-    def __init__(self, runtime) -> None:
+    def __init__(self, runtime, mimi_rows: str = "auto") -> None:
         self._runtime = runtime
         self.config = runtime.config
         self.seconds = dict.fromkeys(self.PARTS.values(), 0.0)
+        self.mimi_rows = mimi_rows
+        self.mimi_calls = self.mimi_streams = 0
+
+    @property
+    def decode_batch_unavailable_reason(self) -> str | None:
+        if self.mimi_rows == "1":
+            return "one call per stream (--mimi-rows 1)"
+        return getattr(self._runtime, "decode_batch_unavailable_reason", "none")
+
+    def decode_rows(self, frames: int) -> int:
+        if self.mimi_rows == "auto":
+            return self._runtime.decode_rows(frames)
+        return int(self.mimi_rows)
 
     def __getattr__(self, name: str):
         attr = getattr(self._runtime, name)
@@ -123,6 +141,9 @@ class TimedRuntime:
             return attr
 
         def timed(*args, **kwargs):
+            if part == "mimi":
+                self.mimi_calls += 1
+                self.mimi_streams += len(args[0]) if name == "decode_batch" else 1
             start = time.perf_counter()
             try:
                 return attr(*args, **kwargs)
@@ -145,7 +166,7 @@ def streams_main(args) -> None:
         voice_file = ROOT / "tests" / "fixtures" / "tiny" / "voice.safetensors"
     tts = PocketTTS.load(pack, precision=args.precision)
     voice = tts.load_voice(voice_file)
-    timed = TimedRuntime(tts.runtime)
+    mimi_rows = args.mimi_rows.split(",")
     load = os.getloadavg()
     print(
         f"pack {pack} ({args.precision}), cores {os.cpu_count()},"
@@ -156,14 +177,19 @@ def streams_main(args) -> None:
     print(
         f"{'streams':>7} {'agg RTFx':>9} {'slowest RTFx':>13} {'first audio':>12}"
         f" {'ms/tick':>8} {'FlowLM':>7} {'flow head':>10} {'Mimi':>6} {'rows/tick':>10}"
+        f" {'Mimi rows':>9} {'per call':>8}"
     )
-    for n in [counts[0], *counts]:  # the first count twice: its first run warms up
+    runs = [(counts[0], mimi_rows[0])]  # the first run twice: it warms up
+    runs += [(n, rows) for n in counts for rows in mimi_rows]
+    for n, rows in runs:
+        timed = TimedRuntime(tts.runtime, rows)
         r = run_streams(tts, timed, voice, n)
         print(
             f"{n:>7} {r['aggregate']:>9.2f} {r['slowest']:>13.2f}"
             f" {r['first_ms']:>10.0f}ms {r['tick_ms']:>8.1f}"
             f" {r['flowlm']:>7.1f} {r['flow head']:>10.1f}"
-            f" {r['mimi']:>6.1f} {r['rows']:>10.1f}",
+            f" {r['mimi']:>6.1f} {r['rows']:>10.1f}"
+            f" {rows:>9} {timed.mimi_streams / max(timed.mimi_calls, 1):>8.1f}",
             flush=True,
         )
 
@@ -221,6 +247,9 @@ def main() -> None:
     parser.add_argument("--int8", action="store_true", help="also our int8 pack")
     parser.add_argument("--streams", metavar="N,N,...", help="streams at once, e.g. 1,2,4,8")
     parser.add_argument("--precision", default="fp32", help="with --streams")
+    parser.add_argument(
+        "--mimi-rows", default="auto", help="with --streams: streams per Mimi call, e.g. 1,auto,8"
+    )
     parser.add_argument("--full", action="store_true", help="with --streams: english size")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "pockettts-bench"))
     parser.add_argument("--model-dir", help="with --streams: this pack")

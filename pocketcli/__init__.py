@@ -7,9 +7,7 @@ the normaliser or ONNX Runtime.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not imported from typing: the console script starts faster
-if TYPE_CHECKING:
-    from typing import Any
+from pocketcli import lazy
 
 __version__ = "0.1.0"
 _EXPORTS = {
@@ -19,12 +17,4 @@ _EXPORTS = {
     "RuntimeSpec": "pocketcli.runtimes.registry",
 }
 __all__ = [*_EXPORTS, "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pocketcli' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy.exports(__name__, _EXPORTS, relative=False)[0]

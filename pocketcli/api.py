@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pocketcli import defaults
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Scheduler, StreamHandle
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
-from pocketcli.options import DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
+from pocketcli.options import AUTO_RUNTIME, DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
 from pocketcli.runtimes.base import Runtime
 from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
@@ -88,7 +89,7 @@ class PocketTTS:
         *,
         model_dir: str | Path | None = None,
         config: str | None = None,
-        runtime: str = "auto",
+        runtime: str = AUTO_RUNTIME,
         precision: str | None = None,
         placement: str | None = None,
         compute_units: str | None = None,
@@ -156,9 +157,9 @@ class PocketTTS:
     def load_coreml(
         cls,
         pack_dir: str | Path,
-        precision: str = "fp16",
-        placement: str = "gpu",
-        compute_units: str = "default",
+        precision: str | None = None,
+        placement: str | None = None,
+        compute_units: str | None = None,
         predictor_factory: PredictorFactory | None = None,
         config: ModelConfig | None = None,
     ) -> PocketTTS:
@@ -166,7 +167,8 @@ class PocketTTS:
 
         ``precision`` fp16|int8 picks the FlowLM file, ``placement`` gpu|ane
         the model set, ``compute_units`` a FluidAudio preset (default, no-ane,
-        all, cpu-gpu, cpu-ane, cpu-only). ``config`` defaults to the bundled
+        all, cpu-gpu, cpu-ane, cpu-only); None: the runtime's default (fp16, gpu,
+        default). ``config`` defaults to the bundled
         config named like the pack. The flow decoder's 8 steps are baked in,
         so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
         """
@@ -208,13 +210,16 @@ class PocketTTS:
             raise TypeError("this PocketTTS was built by hand: open it with PocketTTS.open")
         return self.spec
 
-    def voice(self, name_or_path: str | Path) -> VoiceState:
+    def voice(
+        self, name_or_path: str | Path, *, on_warning: Callable[[str], None] | None = None
+    ) -> VoiceState:
         """A voice by built-in name (``"alba"``, ``"lola"``; FluidAudio's ``af_heart``
         is alba) on any runtime, or a voice file (a ``Path``, or a string naming an
-        existing file or ending in ``.safetensors``/``.bin``)."""
+        existing file or ending in ``.safetensors``/``.bin``). Warnings as in
+        ``load_voice``."""
         if _is_voice_path(name_or_path):
-            return self.load_voice(name_or_path)
-        return self.load_voice(self.voice_file(str(name_or_path)))
+            return self.load_voice(name_or_path, on_warning=on_warning)
+        return self.load_voice(self.voice_file(str(name_or_path)), on_warning=on_warning)
 
     def voice_file(self, name: str) -> Path:
         """The file of a built-in voice for this model (fetched on first use)."""
@@ -504,7 +509,7 @@ class PocketTTS:
         voices: Sequence[VoiceState | str | Path | None] | VoiceState | str | Path | None = None,
         options: Sequence[SpeakOptions] | SpeakOptions | None = None,
         *,
-        max_streams: int = 8,
+        max_streams: int = defaults.MAX_STREAMS,
     ) -> list[np.ndarray]:
         """``synthesize`` for each text, spoken together (one batch per frame), at most
         ``max_streams`` at a time.

@@ -14,15 +14,12 @@ from typing import Any
 
 import yaml
 
-from pocketcli.errors import UserError
+from pocketcli import defaults
+from pocketcli.errors import ConfigError as ConfigError  # defined there; re-exported
 
-SAMPLE_RATE = 24_000
-DEFAULT_EOS_THRESHOLD = -4.0
-DEFAULT_TEMPERATURE = 0.3
-
-
-class ConfigError(UserError, ValueError):
-    """The YAML is not a Pocket TTS config we can build."""
+SAMPLE_RATE = defaults.SAMPLE_RATE
+DEFAULT_EOS_THRESHOLD = defaults.EOS_THRESHOLD
+DEFAULT_TEMPERATURE = defaults.TEMPERATURE
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,88 @@
-"""The root of every user-facing error, and the errors about a value the caller gave.
+"""Every user-facing error: one root, one module, one way to say each.
 
-Every error a user can fix derives from ``UserError`` (this module): the
-CLI turns it into one line on stderr and exit status 1, the server into a
-4xx answer. The errors about one value (``FieldError``: ``UnknownNameError``,
-``OptionConflict``, ``OptionsError``) name the *field* the caller set
-(``language``, ``model_dir``, ``temperature``), never a command-line flag;
-each front end says them in its own words with ``named()`` (the CLI by its
-flags, ``pocketcli.cli.flags``; the server by its JSON fields), and the CLI
-makes them usage errors (exit 2). Errors of one area (a voice file, a
-recording, a pack) are defined beside their code and derive from
-``UserError``; anything else is a bug and still gets one line (and a
-traceback only with POCKETTTS_DEBUG=1).
+Everything the library raises on purpose derives from ``PocketTTSError``
+(``UserError`` is the same class, its old name): catch it to catch them all.
+Each error is defined here, so this page is the list of what a caller can
+meet; the modules that raise them re-export their own (``pocketcli.voices.state.VoiceError``
+is ``pocketcli.errors.VoiceError``).
+
+How a front end says them is decided by the error itself, not by the front end:
+
+- ``str(exc)`` is the message, one line that names the user's value and the cause;
+- ``exit_code``: the CLI's exit status, 2 (a usage error: a value the caller
+  gave, ``FieldError``, or text that cannot be spoken) or 1 (everything else:
+  a file, the network, the model);
+- ``http_status``: the server's status (400: the request; 500: the server's own
+  files), always in OpenAI's error shape (``pocketcli.serve.apierrors``);
+- ``FieldError`` and its kind name the *field* the caller set (``language``,
+  ``model_dir``, ``temperature``), never a command-line flag; ``named(names)``
+  says them as a front end calls them (the CLI by its flags,
+  ``pocketcli.cli.flags.in_flags``; the server by its JSON fields, which are the
+  fields' own names).
+
+The translators are ``pocketcli.cli.main._report`` (one line on stderr, the exit
+status; a usage error adds the line that points at ``--help``) and
+``pocketcli.serve.apierrors.as_api_error``. Anything that is not a
+``PocketTTSError`` is a bug and still gets one line (a traceback only with
+POCKETTTS_DEBUG=1). Exceptions that never reach a user are not here: the
+server's queue and protocol signals (``serve.scheduler.QueueFull``,
+``serve.turns.TurnError``, ...) become API errors or protocol frames where they
+are raised, and ``interrupts.Terminated`` is a signal, not an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+__all__ = [
+    "AccessRefused",
+    "AudioError",
+    "AudioReadError",
+    "BackendError",
+    "BundleError",
+    "CheckpointError",
+    "ConfigError",
+    "CoreMLUnavailable",
+    "EmptyTextError",
+    "FieldError",
+    "FieldHint",
+    "ManifestWriteError",
+    "MarkupError",
+    "ModelMissing",
+    "ModelOutputError",
+    "NoOutputDevice",
+    "OfflineMiss",
+    "OptionConflict",
+    "OptionsError",
+    "PackError",
+    "PathError",
+    "PlaybackError",
+    "PocketTTSError",
+    "PromptError",
+    "RuntimeUnavailable",
+    "SessionClosed",
+    "StoreError",
+    "TensorFileError",
+    "TokenizerError",
+    "UnknownLanguageError",
+    "UnknownNameError",
+    "UserError",
+    "VoiceCloningUnavailable",
+    "VoiceError",
+    "VoiceHint",
+    "VoiceNotChosen",
+    "WebPackError",
+]
 
-class UserError(Exception):
-    """Bad input or environment that the user can fix; the message says how."""
+
+class PocketTTSError(Exception):
+    """The root: bad input or environment that the user can fix; the message says how."""
+
+    exit_code = 1  # the CLI's exit status (2: a usage error)
+    http_status = 400  # the server's answer
+
+
+UserError = PocketTTSError  # the root's first name, kept for callers that catch it
 
 
 class ModelOutputError(UserError):
@@ -34,6 +97,7 @@ class FieldError(UserError, ValueError):
     (a field missing from ``names`` keeps its own name).
     """
 
+    exit_code = 2  # a value the caller gave: a usage error
     _tail = ""  # text after the template that holds the user's values (never a field)
 
     def __init__(self, template: str, *fields: str) -> None:
@@ -57,17 +121,37 @@ class UnknownNameError(FieldError):
     """A language, voice, precision, placement or runtime that does not exist.
 
     Carries the field, the value and the valid values, so a front end can
-    turn it into a usage error that lists them.
+    turn it into a usage error that lists them. ``what`` (a hint after the
+    value) may name other fields as ``{field}``, listed in ``mentions``.
     """
 
-    def __init__(self, field: str, value: str, valid: tuple[str, ...], what: str = "") -> None:
+    def __init__(
+        self,
+        field: str,
+        value: str,
+        valid: tuple[str, ...],
+        what: str = "",
+        mentions: tuple[str, ...] = (),
+    ) -> None:
         self.value = value
         self.valid = valid
         self.detail = what
-        detail = f" {what}" if what else ""
-        # The value and the hint are the user's text: kept out of the template.
-        self._tail = f" {value!r}{detail}; choose from: {', '.join(valid)}"
-        super().__init__("unknown {" + field + "}", field)
+        super().__init__("unknown {" + field + "}", field, *mentions)
+
+    def detail_in(self, names: Mapping[str, str]) -> str:
+        """The hint after the value, its fields said as ``names`` says them."""
+        text = self.detail
+        for field in self.fields[1:]:
+            text = text.replace("{" + field + "}", names.get(field, field))
+        return text
+
+    def named(self, names: Mapping[str, str]) -> str:
+        # The value and the hint are the user's text: never searched for fields.
+        detail = self.detail_in(names)
+        head = "unknown " + self.field  # the kind in words ("unknown voice 'x'")
+        return f"{head} {self.value!r}{' ' + detail if detail else ''}; choose from: " + ", ".join(
+            self.valid
+        )
 
 
 class OptionConflict(FieldError):
@@ -79,6 +163,13 @@ class OptionConflict(FieldError):
     @property
     def options(self) -> tuple[str, ...]:
         return self.fields
+
+
+class FieldHint(FieldError):
+    """Not a bad value but a situation (no Ray here, a cluster too small, a link in
+    the way) whose way out is a field the caller sets; the message names that field."""
+
+    exit_code = 1  # the situation, not the value, is what is wrong
 
 
 class OptionsError(FieldError):
@@ -93,3 +184,146 @@ class OptionsError(FieldError):
 
 class RuntimeUnavailable(UserError):
     """The runtime asked for cannot run on this system (the message says why)."""
+
+
+class BackendError(UserError, RuntimeError):
+    """A runtime failed while running a network (the message names the model and the cause)."""
+
+
+class SessionClosed(UserError, RuntimeError):
+    """``Session.enqueue`` after ``finish``, ``cancel`` or an error ended the session."""
+
+
+class PathError(UserError):
+    """An input that cannot be read or an output that cannot be written."""
+
+
+class ConfigError(UserError, ValueError):
+    """The YAML is not a Pocket TTS config we can build."""
+
+
+class CheckpointError(UserError, ValueError):
+    """The checkpoint cannot be read or does not match its config."""
+
+
+class TensorFileError(UserError, ValueError):
+    """The file is not a well-formed safetensors file (or holds a tensor we cannot read)."""
+
+
+class TokenizerError(UserError, ValueError):
+    """A tokenizer file is missing, unreadable or does not fit the model."""
+
+
+# Text
+
+
+class EmptyTextError(UserError, ValueError):
+    """The text has nothing left to speak once whitespace (and deletions) are removed."""
+
+    exit_code = 2  # the text the caller gave
+
+
+class MarkupError(UserError, ValueError):
+    """Malformed pause marker or SSML; `line` and `column` count from 1."""
+
+    exit_code = 2  # the text the caller gave
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(f"{message} at line {line}, column {column}")
+        self.line = line
+        self.column = column
+
+
+class UnknownLanguageError(UserError, ValueError):
+    """The language id has no normaliser; the message lists the supported ones."""
+
+
+# Audio
+
+
+class AudioError(UserError):
+    """The audio cannot be written as asked (unknown format, encoder failure)."""
+
+
+class AudioReadError(UserError, ValueError):
+    """An audio file cannot be read: missing, corrupt or in a format we do not decode."""
+
+
+class PlaybackError(UserError):
+    """No playback possible here: no PortAudio, no sounddevice, no such device."""
+
+
+class NoOutputDevice(PlaybackError, FieldHint):
+    """No sound output device at all: writing a file (the ``output`` field) is the way out."""
+
+
+# Voices
+
+
+class VoiceError(UserError, ValueError):
+    """A voice file is unreadable or does not fit the loaded model."""
+
+
+class VoiceCloningUnavailable(VoiceError):
+    """The pack was built from weights without voice cloning (or without the encoder)."""
+
+
+class VoiceHint(VoiceError, FieldHint):
+    """A voice file that cannot serve as given, whose way out is a field (named in it)."""
+
+
+class VoiceNotChosen(VoiceHint):
+    """A file holds several voices and the ``voice`` field names none of them."""
+
+
+class PromptError(VoiceError):
+    """The recording cannot be used as a voice prompt (too short, silent, NaN, ...)."""
+
+
+# Packs and runtimes
+
+
+class PackError(UserError, ValueError):
+    """A pack directory is missing, incomplete or not one of ours."""
+
+
+class ModelMissing(PackError):
+    """No file for a model in a pack (optional models are looked for this way)."""
+
+
+class WebPackError(PackError):
+    """A browser pack folder is incomplete or inconsistent."""
+
+
+class BundleError(PackError):
+    """A bundle folder is incomplete, inconsistent or not a KevinAHM v2 bundle."""
+
+
+class CoreMLUnavailable(UserError):
+    """Core ML cannot run on this system (the message says why, in one line)."""
+
+
+# The store (downloads and the cache)
+
+
+class StoreError(UserError):
+    """A download or cache problem; the message says how to get past it."""
+
+
+class AccessRefused(StoreError):
+    """The Hub refused a repository (401/403): gated, private, or no token."""
+
+    def __init__(self, message: str, repo: str) -> None:
+        super().__init__(message)
+        self.repo = repo
+
+
+class OfflineMiss(StoreError, FieldHint):
+    """Not in the cache, and working offline (the ``offline`` field) forbids fetching it."""
+
+
+# Batch runs
+
+
+class ManifestWriteError(UserError):
+    """A record could not be written (a full disk): the run cannot go on without it."""

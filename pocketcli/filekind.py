@@ -8,6 +8,7 @@ is refused before it is opened, with what it really is.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -29,14 +30,27 @@ def describe_mode(mode: int) -> str:
     return next((words for test, words in _KINDS if test(mode)), "a special file")
 
 
+def not_found(path: str | Path, what: str) -> str:
+    """Why ``path``, which ``exists()`` calls absent, cannot be had, in words: a loop of
+    symbolic links and a link to nothing are named so (they are not "not found")."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{what} {path} is a loop of symbolic links"
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            return f"{what} {path} is a symbolic link to {os.readlink(path)}, which does not exist"
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return f"cannot read {what} {path}: {(exc.strerror or str(exc)).lower()}"
+    return f"{what} not found: {path}"
+
+
 def require_regular(path: str | Path, what: str, error: type[UserError] = UserError) -> None:
     """``path`` exists and is a regular file (links followed); else ``error`` with the cause."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise error(f"{what} not found: {path}") from None
-    except OSError as exc:
-        raise error(f"cannot read {what} {path}: {(exc.strerror or str(exc)).lower()}") from None
+    except OSError:
+        raise error(not_found(path, what)) from None
     if stat.S_ISDIR(mode):
         raise error(f"{what} is a folder, not a file: {path}")
     if not stat.S_ISREG(mode):

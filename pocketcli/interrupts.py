@@ -147,9 +147,19 @@ def install_signal_handlers(*, armed: bool = True) -> None:
     then, as while the console script is still importing, it ends the process at once."""
     global _armed
     _armed = _armed or armed
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _on_signal)
-    sys.unraisablehook = _on_unraisable
+    # Blocked while installing: one arriving between two installs would otherwise find
+    # its default action (SIGTERM: a silent death) or a half-installed set. It waits,
+    # pending, and is handled by ``_on_signal`` once every handler is in place.
+    blocking = hasattr(signal, "pthread_sigmask")  # not on Windows
+    if blocking:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _on_signal)
+        sys.unraisablehook = _on_unraisable
+    finally:
+        if blocking:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def finishing() -> None:

@@ -15,13 +15,14 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from pocketcli import defaults
 from pocketcli.errors import OptionConflict, OptionsError
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 
 __all__ = ["DEFAULT_LANGUAGE", "AUTO_RUNTIME", "ModelRequest", "OptionsError", "SpeakOptions"]
 
-DEFAULT_LANGUAGE = "english"  # the model spoken when no language, pack or config is named
-AUTO_RUNTIME = "auto"  # the best runtime that runs here
+DEFAULT_LANGUAGE = defaults.LANGUAGE  # the model spoken when no language, pack or config is named
+AUTO_RUNTIME = defaults.RUNTIME  # the best runtime that runs here
 
 # Above this the noise swamps the flow and the audio is garbage; pocket-tts's
 # own range of useful values is about 0..1.5.

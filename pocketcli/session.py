@@ -37,6 +37,7 @@ import numpy as np
 
 from pocketcli.engine.generator import Frame
 from pocketcli.engine.noise import NoiseSource
+from pocketcli.errors import SessionClosed as SessionClosed  # defined there; re-exported
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
 from pocketcli.text import ChunkPlan
@@ -67,10 +68,6 @@ class SessionModel(Protocol):
         ...
 
     def noise(self, opts: SpeakOptions) -> NoiseSource: ...
-
-
-class SessionClosed(RuntimeError):
-    """``enqueue`` after ``finish``, ``cancel`` or an error ended the session."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pocketcli.errors import UserError
+from pocketcli.errors import TensorFileError as TensorFileError  # defined there; re-exported
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the limit of the safetensors package itself
 MAX_RANK = 8
@@ -53,10 +53,6 @@ DTYPES: dict[str, tuple[str, int]] = {
 FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
 # Types the format names that no numpy we use can hold: reported by name, never read.
 UNREADABLE_DTYPES = ("F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64")
-
-
-class TensorFileError(UserError, ValueError):
-    """The file is not a well-formed safetensors file (or holds a tensor we cannot read)."""
 
 
 @dataclass(frozen=True)

@@ -134,11 +134,20 @@ def _tiny_fixture(out: Path) -> None:
 
 
 def add_batch_graphs(pack: Path, checkpoint: Path) -> None:
-    """Adds the batched graphs to a built pack: its other files and the oracle's
-    reference audio stay exactly as they are."""
+    """Adds the batched graphs the pack lacks: its other files (batched graphs it already
+    has included) and the oracle's reference audio stay exactly as they are."""
     manifest = PackManifest.read(pack)
     weights = read_checkpoint(checkpoint)
-    added = write_batch_graphs(weights, manifest.config, pack, manifest.precisions)
+    with tempfile.TemporaryDirectory() as tmp:
+        built = write_batch_graphs(weights, manifest.config, Path(tmp), manifest.precisions)
+        added = {
+            p: {name: file for name, file in g.items() if name not in manifest.graphs[p]}
+            for p, g in built.items()
+        }
+        for file in {f for g in added.values() for f in g.values()}:
+            for part in (file, f"{file}.data"):
+                if (Path(tmp) / part).exists():
+                    shutil.copyfile(Path(tmp) / part, pack / part)
     graphs = {p: {**g, **added.get(p, {})} for p, g in manifest.graphs.items()}
     replace_manifest = type(manifest)(**{**manifest.__dict__, "graphs": graphs})
     replace_manifest.write(pack)

@@ -43,7 +43,8 @@ import numpy as np
 
 from pocketcli.atomic import atomic_path, write_error
 from pocketcli.audio.postprocess import OutputChain
-from pocketcli.errors import ModelOutputError, UserError
+from pocketcli.errors import AudioError as AudioError  # defined there; re-exported
+from pocketcli.errors import ModelOutputError
 
 __all__ = [
     "FORMATS",
@@ -58,10 +59,6 @@ __all__ = [
     "open_audio_writer",
     "write_audio",
 ]
-
-
-class AudioError(UserError):
-    """The audio cannot be written as asked (unknown format, encoder failure)."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pocketcli.errors import UserError
+from pocketcli.errors import NoOutputDevice
+from pocketcli.errors import PlaybackError as PlaybackError  # defined there; re-exported
 
 # Audio held back before playing starts: one 80 ms frame more than the first,
 # which covers the gap to the second frame on a busy 2-core machine
@@ -28,10 +29,6 @@ INSTALL_HINT = (
     "pip install 'pockettts[play]' (and on Linux the PortAudio library, "
     "e.g. apt-get install libportaudio2)"
 )
-
-
-class PlaybackError(UserError):
-    """No playback possible here: no PortAudio, no sounddevice, no such device."""
 
 
 class AudioSink(Protocol):
@@ -168,9 +165,10 @@ def check_output_device(device: int | str | None) -> Any:
         sd.query_devices(device, kind="output")
     except (sd.PortAudioError, ValueError) as exc:
         if device is None:
-            raise PlaybackError(
+            raise NoOutputDevice(
                 f"no sound output device to play on (PortAudio: {_first_line(exc)}); "
-                "write a file with -o instead"
+                "write a file with {output} instead",
+                "output",
             ) from None
         raise PlaybackError(
             f"no output device {device!r} (PortAudio: {_first_line(exc)}); "

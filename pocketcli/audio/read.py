@@ -28,7 +28,7 @@ from typing import BinaryIO
 import numpy as np
 import soundfile as sf
 
-from pocketcli.errors import UserError
+from pocketcli.errors import AudioReadError as AudioReadError  # defined there; re-exported
 from pocketcli.filekind import require_regular
 
 SOUNDFILE_FORMATS = "WAV, FLAC, OGG/Vorbis, Opus, MP3"
@@ -37,10 +37,6 @@ _MP4_SUFFIXES = {".m4a", ".m4b", ".mp4", ".aac", ".3gp", ".mov", ".alac"}
 MAX_SAMPLE_RATE = 192_000  # Hz: studio recorders' highest; above it, convert the file first
 MAX_CHANNELS = 32
 _BLOCK_VALUES = 1 << 16  # samples (frames x channels) decoded at once: 256 KB of float32
-
-
-class AudioReadError(UserError, ValueError):
-    """An audio file cannot be read: missing, corrupt or in a format we do not decode."""
 
 
 @dataclass(frozen=True)

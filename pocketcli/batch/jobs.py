@@ -1,7 +1,9 @@
 """How many workers, and how many ONNX Runtime threads each: ``--jobs N`` and ``--jobs auto``.
 
 ``--jobs N`` gives each of the N workers ``cores // N`` intra-op threads per
-session (at least one; ``POCKETTTS_THREADS`` overrides). ``--jobs auto``:
+session (at least one; ``POCKETTTS_THREADS`` overrides). Worker processes on this
+machine are at most its cores and what free memory holds: a larger N is lowered,
+with a note (``bound_workers``); on a Ray cluster N is the cluster's to hold. ``--jobs auto``:
 
     workers = min(cores // THREADS_PER_WORKER, free memory // WORKER_RSS_MB, lines)
 
@@ -30,9 +32,17 @@ same two-thread structure). The per-worker RSS is the peak RSS of one process
 
 from __future__ import annotations
 
+from pocketcli import defaults
 from pocketcli.cores import available_cores, threads_override
 
-__all__ = ["auto_split", "available_cores", "available_memory_mb", "parse_jobs", "threads_for"]
+__all__ = [
+    "auto_split",
+    "available_cores",
+    "available_memory_mb",
+    "bound_workers",
+    "parse_jobs",
+    "threads_for",
+]
 
 from pocketcli.runtimes.base import Runtime, batching
 
@@ -59,15 +69,37 @@ def threads_for(workers: int, cores: int | None = None) -> int:
     return threads_override() or max(1, (cores or available_cores()) // max(1, workers))
 
 
+def memory_holds(precision: str) -> int | None:
+    """How many workers free memory holds (at least one), or None where it is unknown."""
+    memory = available_memory_mb()
+    if memory is None:
+        return None
+    return max(1, memory // WORKER_RSS_MB.get(precision, 600))
+
+
 def auto_split(precision: str, lines: int, cores: int | None = None) -> tuple[int, int]:
     """(workers, threads per worker) for ``--jobs auto``."""
     cores = cores or available_cores()
     threads = min(cores, threads_override() or THREADS_PER_WORKER.get(precision, 2))
     workers = max(1, cores // threads)
-    memory = available_memory_mb()
-    if memory is not None:
-        workers = min(workers, max(1, memory // WORKER_RSS_MB.get(precision, 600)))
+    held = memory_holds(precision)
+    if held is not None:
+        workers = min(workers, held)
     return max(1, min(workers, lines)), threads
+
+
+def bound_workers(workers: int, precision: str, cores: int | None = None) -> tuple[int, str]:
+    """``--jobs N`` on this machine: at most its cores (a worker runs one thread at least,
+    so more only wait for each other, each holding a copy of the model) and what free
+    memory holds. Returns the count and, when it was lowered, the reason ("" if not)."""
+    cores = cores or available_cores()
+    held = memory_holds(precision)
+    if workers > cores and (held is None or cores <= held):
+        return cores, f"{cores} core{'s' if cores > 1 else ''} this process may use"
+    if held is not None and workers > held:
+        mb = WORKER_RSS_MB.get(precision, 600)
+        return held, f"{held} worker{'s' if held > 1 else ''} of about {mb} MB in free memory"
+    return workers, ""
 
 
 def parse_jobs(value: str | None) -> int | str | None:
@@ -83,10 +115,10 @@ def parse_jobs(value: str | None) -> int | str | None:
 
 
 # Lines in flight in one process with ``--streams auto``, when the runtime batches: each
-# tick then reads the FlowLM weights once for all of them. Provisional (README, "Many
-# streams at once"): chosen on the 2-core machine under load; a runtime that cannot
-# batch gains nothing from rows it runs one after the other, so it keeps one line.
-AUTO_STREAMS = 4
+# tick then reads the FlowLM weights once for all of them (``defaults.MAX_STREAMS``, the one
+# default of every front end); a runtime that cannot batch gains nothing from rows it
+# runs one after the other, so it keeps one line.
+AUTO_STREAMS = defaults.MAX_STREAMS
 
 
 def parse_streams(value: str | None) -> int | None:

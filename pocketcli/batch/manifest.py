@@ -32,7 +32,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldHint, UserError
+from pocketcli.errors import ManifestWriteError as ManifestWriteError  # defined there; re-exported
 
 MANIFEST_NAME = "manifest.jsonl"
 SCHEMA = "pockettts-batch/1"
@@ -85,10 +86,6 @@ def _finished(record: object) -> tuple[str, Finished | None] | None:
     return record["id"], Finished(*fields)
 
 
-class ManifestWriteError(UserError):
-    """A record could not be written (a full disk): the run cannot go on without it."""
-
-
 class Manifest:
     """An open, locked manifest: what is finished, and appending new records."""
 
@@ -102,9 +99,10 @@ class Manifest:
             self._fd: int | None = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
             if os.path.islink(path):  # ELOOP: a link may point anywhere, even outside
-                raise UserError(
+                raise FieldHint(
                     f"the manifest {path} is a symbolic link; it is never followed "
-                    "(remove it, or give the folder it is in as --output-dir)"
+                    "(remove it, or give the folder it is in as {output_dir})",
+                    "output_dir",
                 ) from None
             raise UserError(f"cannot open the manifest {path}: {exc.strerror or exc}") from None
         try:

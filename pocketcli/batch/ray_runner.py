@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pocketcli.batch.plan import Job
 from pocketcli.batch.queue import JobQueue
 from pocketcli.batch.worker import LineResult, LineWorker, ModelSpec, describe_error
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldHint, UserError
 from pocketcli.options import SpeakOptions
 
 GROUP = 4  # lines per actor call: small, so a lost actor costs little and the tail balances
@@ -34,14 +34,14 @@ DEPTH = 2  # calls queued per actor
 MAX_RESTARTS = 3  # per actor
 MAX_ATTEMPTS = 3  # lost groups a line may be in before it is reported as failed
 PROBE_EVERY = 0.5  # seconds between checks whether a restarting actor is back
-INSTALL_HINT = "--ray needs Ray: pip install 'pockettts[ray]' (or: pip install ray)"
+INSTALL_HINT = "{ray} needs Ray: pip install 'pockettts[ray]' (or: pip install ray)"
 
 
 def import_ray():
     try:
         import ray
     except ImportError:
-        raise UserError(INSTALL_HINT) from None
+        raise FieldHint(INSTALL_HINT, "ray") from None
     return ray
 
 
@@ -107,9 +107,11 @@ class RayExecutor:
             workers = max(1, cpus // cpus_per_worker)
         if workers * cpus_per_worker > cpus:  # the actors would wait for room forever
             self.close()
-            raise UserError(
+            room = max(1, cpus // cpus_per_worker)
+            raise FieldHint(
                 f"the Ray cluster has {cpus} CPU(s): no room for {workers} worker(s) of "
-                f"{cpus_per_worker} CPU(s); give --jobs {max(1, cpus // cpus_per_worker)} or less"
+                f"{cpus_per_worker} CPU(s); give {{jobs}} {room} or less",
+                "jobs",
             )
         self.workers = workers
         remote = ray.remote(

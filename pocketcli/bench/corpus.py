@@ -78,4 +78,6 @@ def load_corpus(name: str | None = None, path: Path | None = None) -> list[str]:
             f" `pockettts corpus --languages {language}`"
         )
     valid = tuple(f"minimax-{x}" for x in MINIMAX_LANGUAGES)
-    raise UnknownNameError("corpus", name, valid, "(or give a phrase file with --corpus-path)")
+    raise UnknownNameError(
+        "corpus", name, valid, "(or give a phrase file with {corpus_path})", ("corpus_path",)
+    )

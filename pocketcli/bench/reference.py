@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError, FieldHint, UserError
 
 
 def _serve(job: dict[str, Any], inbox, outbox) -> None:  # runs in the spawned process
@@ -129,9 +129,10 @@ class ReferenceSide:
         # Only look for the packages: importing them here would load torch into this
         # process and count its memory as ours.
         if any(importlib.util.find_spec(name) is None for name in ("pocket_tts", "torch")):
-            raise UserError(
-                "--compare-reference needs Kyutai's pocket-tts and torch:"
-                " pip install 'pockettts[test]'"
+            raise FieldHint(
+                "{compare_reference} needs Kyutai's pocket-tts and torch:"
+                " pip install 'pockettts[test]'",
+                "compare_reference",
             )
         manifest = PackManifest.read(pack_dir)
         checkpoint = manifest.source.get("checkpoint_path")
@@ -143,9 +144,10 @@ class ReferenceSide:
                 f"(pack.json source: {manifest.source or 'empty'})"
             )
         if voice is not None and voice.suffix != ".safetensors":
-            raise UserError(
-                "--compare-reference needs a .safetensors voice (pocket-tts cannot "
-                "read FluidAudio .bin voices)"
+            raise FieldError(
+                "{compare_reference} needs a .safetensors voice (pocket-tts cannot "
+                "read FluidAudio .bin voices)",
+                "compare_reference",
             )
         self._manifest, self._pack_dir, self._checkpoint = manifest, pack_dir, Path(checkpoint)
         self._voice, self._temperature, self.quantize = voice, temperature, quantize

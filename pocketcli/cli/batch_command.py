@@ -17,6 +17,7 @@ from pocketcli.batch.jobs import (
     auto_split,
     auto_streams,
     available_cores,
+    bound_workers,
     parse_jobs,
     parse_streams,
     threads_for,
@@ -91,17 +92,7 @@ def run_batch_command(
     )
     cores = available_cores()
     precision = str(choice.precision or "")
-    if ray is not None and ray != RAY_LOCAL and workers in (None, "auto"):
-        # a cluster: as many workers as its CPUs hold at the best threads per worker
-        count, threads = None, auto_split(precision, len(items), cores)[1]
-    elif workers == "auto" or (ray is not None and workers is None):
-        count, threads = auto_split(precision, len(items), cores)
-        if count == 1 and ray is None:  # one worker: this process, no start-up to pay
-            count = None
-    elif workers is not None:
-        count, threads = workers, threads_for(workers, cores)
-    else:
-        count, threads = None, threads_for(1, cores)
+    count, threads = _split(workers, ray, precision, len(items), cores, quiet)
 
     def spec() -> ModelSpec:
         pack_dir = tts.pack_dir
@@ -132,3 +123,27 @@ def run_batch_command(
 
     report = run_batch(items, settings, output_dir, start, overwrite=overwrite, quiet=quiet)
     return report.exit_status(accept_refused)
+
+
+def _split(
+    workers: int | str | None, ray: str | None, precision: str, lines: int, cores: int, quiet: bool
+) -> tuple[int | None, int]:
+    """(worker count, None for this process or a whole cluster; threads per worker)."""
+    from pocketcli.cli.model_options import notice
+
+    if ray is not None and ray != RAY_LOCAL and workers in (None, "auto"):
+        # a cluster: as many workers as its CPUs hold at the best threads per worker
+        return None, auto_split(precision, lines, cores)[1]
+    if workers == "auto" or (ray is not None and workers is None):
+        count, threads = auto_split(precision, lines, cores)
+        if count == 1 and ray is None:  # one worker: this process, no start-up to pay
+            return None, threads
+        return count, threads
+    if isinstance(workers, int):
+        if ray is None:
+            bounded, why = bound_workers(workers, precision, cores)
+            if why and not quiet:
+                notice(f"--jobs {workers} lowered to {bounded}: {why}")
+            workers = bounded
+        return workers, threads_for(workers, cores)
+    return None, threads_for(1, cores)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.bench import ASR_BACKENDS
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
@@ -20,8 +21,6 @@ from pocketcli.cli.model_options import (
     load_model,
     takes_model_flags,
 )
-from pocketcli.cli.store_options import usage_error
-from pocketcli.errors import UnknownNameError
 
 HELP = """Measure speed, latency, memory and intelligibility on a phrase corpus.
 
@@ -108,7 +107,7 @@ def _print_table(report, ratios: dict | None) -> None:
 @takes_model_flags()
 def benchmark_command(
     corpus: str = typer.Option(
-        "minimax-english",
+        defaults.CORPUS,
         "--corpus",
         metavar="NAME",
         callback=flags.lower,
@@ -128,7 +127,7 @@ def benchmark_command(
     ),
     skip_asr: bool = typer.Option(False, "--skip-asr", help="No round-trip recognition."),
     asr_backend: str = typer.Option(
-        "auto",
+        defaults.ASR_BACKEND,
         "--asr-backend",
         metavar="NAME",
         callback=lambda v: v.lower(),
@@ -223,10 +222,7 @@ def benchmark_command(
 def _phrases(corpus: str, corpus_path: Path | None, limit: int | None) -> list:
     from pocketcli.bench.corpus import load_corpus
 
-    try:
-        phrases = load_corpus(corpus, corpus_path)[:limit]
-    except UnknownNameError as exc:
-        raise usage_error(exc) from None
+    phrases = load_corpus(corpus, corpus_path)[:limit]  # an unknown name: a usage error
     if not phrases:
         raise click.UsageError("the corpus has no phrases")
     return phrases

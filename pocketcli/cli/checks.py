@@ -11,13 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import PathError as PathError  # defined there; re-exported
+from pocketcli.filekind import not_found
 
 STDIO = "-"
-
-
-class PathError(UserError):
-    """An input that cannot be read or an output that cannot be written."""
 
 
 def readable_file(path: Path | str | None, what: str) -> None:
@@ -26,7 +23,7 @@ def readable_file(path: Path | str | None, what: str) -> None:
         return
     p = Path(path)
     if not p.exists():
-        raise PathError(f"{what} not found: {path}")
+        raise PathError(not_found(p, what))
     if p.is_dir():
         raise PathError(f"{what} is a folder, not a file: {path}")
     if not os.access(p, os.R_OK):

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.cli.model_options import (
@@ -40,7 +41,7 @@ Examples:
 
 @takes_model_flags(
     only=("language", "runtime", "precision", "placement", "config", "offline"),
-    language=flags.language("Language to fetch (default english)", True),
+    language=flags.language(f"Language to fetch (default {defaults.LANGUAGE})", True),
     languages=True,
 )
 def download_command(

@@ -11,11 +11,17 @@ from pocketcli.interrupts import install_signal_handlers
 
 install_signal_handlers(armed=False)  # until run() can unwind, a signal ends it at once
 
-import os  # noqa: E402 - after the handlers, on purpose
-import sys  # noqa: E402
+import sys  # noqa: E402 - after the handlers, on purpose  # noqa: E402
 
 from pocketcli.cli.signals import exit_for_signal  # noqa: E402
-from pocketcli.cli.stdio import hold_standard_streams  # noqa: E402
+from pocketcli.cli.stdio import (  # noqa: E402
+    STDOUT_GONE_STATUS,
+    StandardOutputGone,
+    drop_stdout,
+    hold_standard_streams,
+    stdout_failure,
+)
+from pocketcli.errors import UserError  # noqa: E402
 from pocketcli.interrupts import finishing  # noqa: E402
 
 hold_standard_streams()  # closed stdio gets /dev/null; stderr never fails the run
@@ -45,17 +51,16 @@ def _flush_stdout(code: object) -> object:
     141; a full device fails a run that succeeded, with one line. Either way nothing is
     left for Python to fail on again at exit."""
     try:
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            raise stdout_failure(exc) from None
         return code
-    except (OSError, ValueError) as exc:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), sys.stdout.fileno())
+    except (StandardOutputGone, UserError, ValueError) as exc:
+        drop_stdout()
         if code not in (0, None):
             return code
-        if isinstance(exc, BrokenPipeError):
-            return 141
-        from pocketcli.atomic import os_reason
-
-        why = os_reason(exc) if isinstance(exc, OSError) else str(exc)
-        sys.stderr.write(f"pockettts: error: cannot write standard output: {why}\n")
+        if isinstance(exc, StandardOutputGone):
+            return STDOUT_GONE_STATUS
+        sys.stderr.write(f"pockettts: error: {exc}\n")
         return 1

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.errors import UnknownNameError
@@ -29,8 +30,8 @@ file's name without .yaml. Without voice-cloning weights there is no mimi_encode
 ONNX Runtime Web: onnx/text_embed.onnx, onnx/flow_lm.onnx (4-bit MatMulNBits,
 flow head inside), onnx/mimi_decoder.onnx (int8 DequantizeLinear),
 voice_alba.bin (the Mimi encoding of --voice-clip; needs the voice-cloning
-weights), bos_emb.bin, the tokenizer and pocket_tts.json. --precision does not
-apply (the layout fixes it).
+weights), bos_emb.bin, the tokenizer and pocket_tts.json. Its precision is fixed by
+the layout, so --precision is refused.
 
 Examples:
 
@@ -51,10 +52,15 @@ def export_command(
     format_: str = typer.Option(
         ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
     ),
-    language: str | None = flags.language("Language model to export (default english)"),
+    language: str | None = flags.language(
+        f"Language model to export (default {defaults.LANGUAGE})"
+    ),
     config: str | None = flags.config(),
-    precision: str = typer.Option(
-        "int8", "--precision", help="fp32, or int8 (fp32 and int8 graphs).", callback=flags.lower
+    precision: str | None = typer.Option(
+        None,
+        "--precision",
+        help="kevinahm-v2: fp32, or int8 (fp32 and int8 graphs, the default).",
+        callback=flags.lower,
     ),
     voice_clip: Path | None = typer.Option(
         None,
@@ -69,6 +75,12 @@ def export_command(
 
     if format_ not in FORMATS:
         raise usage_error(UnknownNameError("format", format_, FORMATS))
+    if format_ == "web" and precision is not None:
+        raise click.UsageError(
+            f"--precision {precision}: the browser pack's precision is fixed (4-bit flow LM"
+            " and text table, int8 Mimi); leave --precision out"
+        )
+    precision = precision or defaults.EXPORT_PRECISION
     if precision not in ("fp32", "int8"):
         raise usage_error(UnknownNameError("precision", precision, ("fp32", "int8")))
     if format_ == "web" and voice_clip is None:

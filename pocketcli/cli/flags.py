@@ -14,8 +14,9 @@ from typing import Any
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli.clickcompat import BadParameter
-from pocketcli.errors import FieldError, UnknownNameError
+from pocketcli.errors import FieldError, UserError
 from pocketcli.options import MAX_TEMPERATURE
 from pocketcli.runtimes import registry
 
@@ -36,12 +37,12 @@ def flag_for(field: str) -> str:
     return FIELD_FLAGS.get(field) or "--" + field.replace("_", "-")
 
 
-def in_flags(exc: FieldError) -> str:
-    """A library error about fields in the user's words: the flags, not the fields.
-    An unknown name keeps its kind in words ("unknown voice 'x'")."""
-    if isinstance(exc, UnknownNameError):
-        return str(exc)
-    return exc.named({field: flag_for(field) for field in exc.fields})
+def in_flags(exc: UserError) -> str:
+    """A library error in the user's words: the flags, not the fields (an unknown
+    name keeps its kind in words: "unknown voice 'x'")."""
+    if isinstance(exc, FieldError):
+        return exc.named({field: flag_for(field) for field in exc.fields})
+    return str(exc)
 
 
 def lower(value: Any) -> Any:
@@ -111,7 +112,9 @@ def runtime() -> Any:
     )
 
 
-def language(what: str = "Language pack (default english)", repeatable: bool = False) -> Any:
+def language(
+    what: str = f"Language pack (default {defaults.LANGUAGE})", repeatable: bool = False
+) -> Any:
     return typer.Option(
         None,
         "--language",
@@ -217,7 +220,8 @@ def temperature() -> Any:
         parser=_temperature,
         metavar="T",
         help=(
-            f"Sampling temperature, 0<=x<={MAX_TEMPERATURE:g} (default 0.3, Kyutai's choice;"
+            f"Sampling temperature, 0<=x<={MAX_TEMPERATURE:g} (default {defaults.TEMPERATURE:g},"
+            " Kyutai's choice;"
             " FluidAudio's default is "
             f"{FLUIDAUDIO_TEMPERATURE})."
         ),

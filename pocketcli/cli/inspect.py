@@ -73,6 +73,17 @@ def describe_voice_file(path: Path) -> dict[str, Any]:
 
     vf = identify(path)
     configs = _configs()
+    if vf.format == "fluidaudio-bin":  # the last guess, taken for any size a multiple of 4
+        widths = sorted({cfg.flow_lm.transformer.d_model for _, cfg in configs})
+        if not raw_bin_widths(path.stat().st_size, widths):
+            from pocketcli.voices.formats import ACCEPTED
+            from pocketcli.voices.state import VoiceError
+
+            raise VoiceError(
+                f"{path} is no file inspect knows: not a recording, a checkpoint or a model"
+                f" folder, and its {path.stat().st_size} bytes fit no known model as"
+                f" FluidAudio's raw .bin; {ACCEPTED}"
+            )
     voices = []
     for entry in vf.voices:
         item: dict[str, Any] = {
@@ -157,6 +168,17 @@ def describe(path: Path) -> dict[str, Any]:
 
         return describe_folder(path)
     readable_file(path, "input")
+    try:
+        return _describe_file(path)
+    except OSError as exc:  # /proc/self/mem, a disk error: name the file and the cause
+        from pocketcli.atomic import os_reason
+
+        raise VoiceError(f"cannot read {path}: {os_reason(exc)}") from None
+
+
+def _describe_file(path: Path) -> dict[str, Any]:
+    from pocketcli.voices.state import VoiceError
+
     size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(16)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli.stdio import stdout_failure
 from pocketcli.text.sentences import split_ready
 
 if TYPE_CHECKING:  # the rest is imported when a live flag is given (usage errors stay fast)
@@ -119,10 +120,10 @@ def run_live(
         session.cancel()
         for sink in sinks:
             sink.abort()
-        if isinstance(exc, BrokenPipeError) and request.output == "-":
-            # The reader went away (``| head``): quiet, as plain tts and Unix tools.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise click.Exit(141) from None
+        if isinstance(exc, OSError) and request.output == "-":
+            # The reader went away (``| head``): quiet, as plain tts and Unix tools; a
+            # full device: one line naming standard output.
+            raise stdout_failure(exc) from None
         raise
     timing.synthesis = figures["synthesis"]
     timing.audio = figures["audio"] / tts.sample_rate

@@ -29,8 +29,9 @@ from pocketcli.cli import (
 )
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.signals import exit_for_signal
+from pocketcli.cli.stdio import STDOUT_GONE_STATUS, StandardOutputGone, drop_stdout
 from pocketcli.cli.store_options import help_text
-from pocketcli.errors import FieldError, OptionsError, UserError
+from pocketcli.errors import UserError
 from pocketcli.interrupts import Terminated, exit_status, install_signal_handlers, stop_word
 
 app = typer.Typer(
@@ -128,6 +129,9 @@ def run(argv: list[str] | None = None) -> None:
     raise SystemExit(result if isinstance(result, int) else 0)
 
 
+MAX_MESSAGE_CHARS = 300  # a usage error quotes the command line: bounded, not all of it
+
+
 def _usage(exc: click.UsageError, argv: list[str]) -> None:
     """A usage error is two lines: what is wrong, and where help is (exit 2)."""
     if isinstance(exc, click.NoArgsIsHelpError):
@@ -140,10 +144,27 @@ def _usage(exc: click.UsageError, argv: list[str]) -> None:
         names = {c.name for c in app.registered_commands}
         command = " ".join(["pockettts", *[a for a in argv[:1] if a in names]])
     message = " ".join(exc.format_message().split())  # one line, whatever the message
+    if len(message) > MAX_MESSAGE_CHARS:  # it may quote what was typed: unquoted text...
+        shown = message[: MAX_MESSAGE_CHARS - 40].rstrip()
+        message = f"{shown} ... ({len(message)} characters; quote a text of several words)"
     sys.stderr.write(f"pockettts: error: {message}\n")
     sys.stderr.write(f"pockettts: hint: '{command} --help' lists the options and values\n")
     sys.stderr.flush()
     raise SystemExit(2)
+
+
+def _library_error(exc: UserError, debug: bool, argv: list[str]) -> None:
+    """A library error in the user's words (flags, not fields): a usage error
+    (exit 2, with the hint line) or one line and exit 1, as the error says."""
+    from pocketcli.cli.store_options import usage_error
+
+    if exc.exit_code == 2:
+        _usage(usage_error(exc), argv)
+    if debug:
+        raise exc
+    from pocketcli.cli.flags import in_flags
+
+    fail(in_flags(exc), exc.exit_code)
 
 
 def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> None:
@@ -154,26 +175,17 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
         raise SystemExit(exc.exit_code) from None
     except click.UsageError as exc:
         _usage(exc, argv or [])
-    except click.Abort:
-        fail("interrupted", 130)
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
-    except KeyboardInterrupt:
+    except (click.Abort, KeyboardInterrupt):
         fail("interrupted", 130)
     except Terminated:
         fail(stop_word(), exit_status())
-    except OptionsError as exc:  # a value out of range, from any command: name its flag
-        from pocketcli.cli.flags import in_flags
-
-        _usage(click.UsageError(in_flags(exc)), argv or [])
-    except UserError as exc:
-        if debug:
-            raise
-        if isinstance(exc, FieldError):  # the library names fields; the user typed flags
-            from pocketcli.cli.flags import in_flags
-
-            fail(in_flags(exc), 1)
-        fail(str(exc), 1)
+    except UserError as exc:  # every library error says its exit status (errors.py)
+        _library_error(exc, debug, argv or [])
+    except StandardOutputGone:  # a reader gone (``| head``): quiet, as Unix tools end
+        drop_stdout()
+        raise SystemExit(STDOUT_GONE_STATUS) from None
     except OSError as exc:
         if debug:
             raise

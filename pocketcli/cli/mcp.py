@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import checks, flags
 from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
 from pocketcli.cli.serve import (
@@ -47,7 +48,9 @@ def mcp_command(
     device: str | None = typer.Option(
         None, "--device", metavar="DEV", help="Sound output device for speak (number or name)."
     ),
-    max_chars: int = typer.Option(4096, "--max-chars", metavar="N", min=1, help="Text per call."),
+    max_chars: int = typer.Option(
+        defaults.MAX_CHARS, "--max-chars", metavar="N", min=1, help="Text per call."
+    ),
     log_level: str = log_level_option(),
 ) -> None:
     from pocketcli.mcp import require_extra

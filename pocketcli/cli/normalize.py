@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.cli.text_input import read_text
@@ -55,15 +56,16 @@ def normalize_command(
         "--ssml/--no-ssml",
         help="Read the text as SSML (default: when it starts with <speak>).",
     ),
-    urls: str = typer.Option("read", "--urls", metavar="MODE", help="read or drop URLs."),
+    urls: str = typer.Option(
+        defaults.WEB_ADDRESSES, "--urls", metavar="MODE", help="read or drop URLs."
+    ),
     emails: str = typer.Option(
-        "read", "--emails", metavar="MODE", help="read or drop e-mail addresses."
+        defaults.WEB_ADDRESSES, "--emails", metavar="MODE", help="read or drop e-mail addresses."
     ),
 ) -> None:
     urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")
     words = read_text(text_arg, "TEXT")
     from pocketcli.normalize import (
-        MarkupError,
         Pause,
         UnknownLanguageError,
         normalize_text,
@@ -79,8 +81,6 @@ def normalize_command(
         )
     except UnknownLanguageError as exc:
         raise click.BadParameter(str(exc), param_hint="--language") from None
-    except MarkupError as exc:
-        raise click.UsageError(str(exc)) from None
     said = [
         f"[pause {item.seconds:.2f}s]"
         if isinstance(item, Pause)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
@@ -45,7 +46,7 @@ def voice_dir_option() -> Any:
 
 def log_level_option() -> Any:
     return typer.Option(
-        "info", "--log-level", metavar="LEVEL", help="debug, info, warning or error."
+        defaults.LOG_LEVEL, "--log-level", metavar="LEVEL", help="debug, info, warning or error."
     )
 
 
@@ -85,10 +86,15 @@ SERVER_MODEL_FLAGS = ("language", "runtime", "precision", "model_dir", "config",
 @takes_model_flags(only=SERVER_MODEL_FLAGS)
 def serve_command(
     host: str = typer.Option(
-        "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (loopback by default)."
+        defaults.SERVE_HOST, "--host", metavar="ADDR", help="Address to bind (loopback by default)."
     ),
     port: int = typer.Option(
-        8000, "--port", metavar="PORT", min=0, max=65535, help="Port (0: any free one)."
+        defaults.SERVE_PORT,
+        "--port",
+        metavar="PORT",
+        min=0,
+        max=65535,
+        help="Port (0: any free one).",
     ),
     model: ModelFlags = MODEL,
     voice: str | None = flags.voice(
@@ -119,7 +125,7 @@ def serve_command(
         help="Requests waiting for the model; more get 503.",
     ),
     max_streams: int = typer.Option(
-        4,
+        LIMITS.max_streams,
         "--max-streams",
         metavar="N",
         min=1,

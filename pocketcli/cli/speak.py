@@ -27,6 +27,7 @@ from pocketcli.cli.model_options import (
     names_voices_inside,
     notice,
 )
+from pocketcli.cli.stdio import stdout_failure
 from pocketcli.cli.text_input import read_input_file, read_text
 
 if TYPE_CHECKING:
@@ -337,21 +338,15 @@ def speak_once(
     on_warning,
 ) -> None:
     """One text to a file (the library's ``synthesize_to_file``) or to stdout."""
-    from pocketcli.normalize import MarkupError
-    from pocketcli.text import EmptyTextError
-
-    t0 = time.perf_counter()
-    try:
-        if output == STDOUT:
-            samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
-            timing.audio = samples / tts.sample_rate
-        else:
-            path = Path(output)  # its folder exists: checked first (a typo creates no tree)
-            timing.audio = tts.synthesize_to_file(
-                words, path, voice, options, format=fmt, on_warning=on_warning
-            )
-    except (MarkupError, EmptyTextError) as exc:
-        raise click.UsageError(str(exc)) from None
+    t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
+    if output == STDOUT:
+        samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
+        timing.audio = samples / tts.sample_rate
+    else:
+        path = Path(output)  # its folder exists: checked first (a typo creates no tree)
+        timing.audio = tts.synthesize_to_file(
+            words, path, voice, options, format=fmt, on_warning=on_warning
+        )
     timing.synthesis = time.perf_counter() - t0
 
 
@@ -370,12 +365,8 @@ def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fm
             stream.write(frame.audio)
             samples += frame.audio.size
         stream.close()
-    except BrokenPipeError:
-        import os
-
-        # Python would complain again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise click.Exit(141) from None
+    except OSError as exc:  # a reader gone (141, quiet) or a full device (one line)
+        raise stdout_failure(exc) from None
     return samples
 
 

@@ -5,23 +5,23 @@ from __future__ import annotations
 import re
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.errors import UserError
 
 
-def usage_error(exc: Exception) -> click.UsageError:
-    """An option error from the library as a usage error (exit 2): an unknown
-    name lists the valid values, a conflict names the options."""
+def usage_error(exc: UserError) -> click.UsageError:
+    """A library error as a usage error (exit 2) in the user's words: an unknown
+    name lists the valid values, a conflict names the options by their flags."""
     from pocketcli.cli.flags import flag_for, in_flags
-    from pocketcli.errors import FieldError, UnknownNameError
+    from pocketcli.errors import UnknownNameError
 
     if isinstance(exc, UnknownNameError):
         valid = ", ".join(exc.valid)
-        detail = f" {exc.detail}" if exc.detail else ""
+        detail = exc.detail_in({field: flag_for(field) for field in exc.fields})
         return click.BadParameter(
-            f"{exc.value!r}{detail}; choose from {valid}", param_hint=flag_for(exc.field)
+            f"{exc.value!r}{' ' + detail if detail else ''}; choose from {valid}",
+            param_hint=flag_for(exc.field),
         )
-    if isinstance(exc, FieldError):
-        return click.UsageError(in_flags(exc))
-    return click.UsageError(str(exc))
+    return click.UsageError(in_flags(exc))
 
 
 def help_text(text: str) -> str:

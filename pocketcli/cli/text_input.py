@@ -112,6 +112,8 @@ def _read_bounded(
         block, first = (first or stream.read(_BLOCK)), b""
         if not block:
             break
+        if size == 0:
+            _refuse_other_unicode(block, name)
         size += len(block)
         if size > limit:
             raise UserError(
@@ -128,6 +130,27 @@ def _read_bounded(
     if on_block is not None:
         on_block(b"", True)
     return b"".join(blocks)
+
+
+# Byte order marks of the encodings a text editor saves "Unicode" text in, besides UTF-8
+# (whose mark is dropped where text is read). UTF-32's first: its LE mark begins as UTF-16's.
+_OTHER_UNICODE = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _refuse_other_unicode(first: bytes, name: str) -> None:
+    """Text saved as UTF-16 or UTF-32 is refused as that, in one line with the fix (it
+    used to be "not UTF-8 text (byte 0)", or a failure on every line of a batch)."""
+    for mark, encoding in _OTHER_UNICODE:
+        if first.startswith(mark):
+            raise click.UsageError(
+                f"{name} is {encoding} text (it starts with a {encoding} byte order mark);"
+                f" pockettts reads UTF-8: convert it, e.g. iconv -f {encoding} -t UTF-8"
+            )
 
 
 def _open_input(path: Path) -> tuple[BinaryIO, bytes]:

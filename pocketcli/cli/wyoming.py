@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from pocketcli import defaults
 from pocketcli.cli import clickcompat as click
 from pocketcli.cli import flags
 from pocketcli.cli.model_options import MODEL, ModelFlags, takes_model_flags
@@ -35,7 +36,7 @@ Protocol, with this machine's address and port 10200.
 @takes_model_flags(only=SERVER_MODEL_FLAGS)
 def wyoming_command(
     uri: str = typer.Option(
-        "tcp://127.0.0.1:10200",
+        defaults.WYOMING_URI,
         "--uri",
         metavar="URI",
         help="tcp://HOST:PORT, unix://PATH or stdio:// (loopback by default).",
@@ -45,10 +46,10 @@ def wyoming_command(
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = voice_dir_option(),
     max_chars: int = typer.Option(
-        4096, "--max-chars", metavar="N", min=1, help="Text per synthesis."
+        defaults.MAX_CHARS, "--max-chars", metavar="N", min=1, help="Text per synthesis."
     ),
     idle_timeout: float = typer.Option(
-        300.0,
+        defaults.WYOMING_IDLE_SECONDS,
         "--idle-timeout",
         metavar="S",
         min=1.0,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import Audio, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from pocketcli import __version__
+from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 class McpSettings:
     voice_dir: Path | None = None
     output_dir: Path | None = None  # synthesize may write files here, and nowhere else
-    max_chars: int = 4096  # text per call
-    max_queue: int = 8  # texts waiting for the speakers
+    max_chars: int = defaults.MAX_CHARS  # text per call
+    max_queue: int = defaults.MCP_MAX_QUEUE  # texts waiting for the speakers
     device: int | str | None = None  # sound output device (None: the default one)
 
 
@@ -77,7 +77,7 @@ def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
             ahead = speaker.say(text, resolved.state, resolved.name, interrupt=interrupt)
         except QueueFull as exc:
             raise ToolError(str(exc)) from None
-        except ValueError as exc:  # MarkupError, EmptyTextError
+        except UserError as exc:  # MarkupError, EmptyTextError
             raise ToolError(str(exc)) from None
         when = "now" if ahead == 0 else f"after {ahead} text{'s' if ahead > 1 else ''} before it"
         return f"speaking {len(text)} characters with voice {resolved.name} {when}"
@@ -113,7 +113,7 @@ def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
         target = _allowed_path(path, settings.output_dir) if path is not None else None
         try:
             audio = backend.tts.synthesize(text, resolved.state, SpeakOptions())
-        except ValueError as exc:  # MarkupError, EmptyTextError, OptionsError
+        except UserError as exc:  # MarkupError, EmptyTextError, OptionsError
             raise ToolError(str(exc)) from None
         from pocketcli.audio.output import format_for, to_pcm16, wav_header, write_audio
 
@@ -144,13 +144,15 @@ def _check_text(text: str, max_chars: int) -> None:
 
 
 def _language(backend: Backend) -> str:
-    return backend.language or "english"
+    return backend.language or defaults.LANGUAGE
 
 
 def _allowed_path(path: str, output_dir: Path | None) -> Path:
     """``path`` inside the allowed folder (relative paths are taken from it), or a ToolError."""
     if output_dir is None:
-        raise ToolError("writing files is off: start the server with --output-dir DIR to allow it")
+        raise ToolError(
+            "writing files is off: start the server as `pockettts mcp --output-dir DIR` to allow it"
+        )
     root = output_dir.resolve()
     try:
         candidate = Path(path).expanduser()
@@ -174,8 +176,8 @@ def _no_device(device: int | str | None) -> str | None:
 
     try:
         check_output_device(device)
-    except PlaybackError as exc:  # worded for the CLI: its flags and hints left out
-        return str(exc).split("; ")[0].replace("--play needs", "speaking needs")
+    except PlaybackError as exc:  # its hint (write a file, list the devices) left out
+        return str(exc).split("; ")[0]
     return None
 
 

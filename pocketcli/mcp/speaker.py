@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pocketcli import defaults
 from pocketcli.options import SpeakOptions
 from pocketcli.session import Session, play_session
 
@@ -38,7 +39,10 @@ class _Item:
 
 class Speaker:
     def __init__(
-        self, tts: PocketTTS, make_sink: Callable[[], AudioSink], max_queue: int = 8
+        self,
+        tts: PocketTTS,
+        make_sink: Callable[[], AudioSink],
+        max_queue: int = defaults.MCP_MAX_QUEUE,
     ) -> None:
         self._tts = tts
         self._make_sink = make_sink

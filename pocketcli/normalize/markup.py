@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from pocketcli import defaults
 from pocketcli.normalize.languages import resolve
 from pocketcli.normalize.ssml import parse_ssml
 from pocketcli.normalize.timeline import (
@@ -63,7 +64,7 @@ def parse_markup(
     text: str,
     *,
     ssml: bool | None = None,
-    language: str = "english",
+    language: str = defaults.LANGUAGE,
     on_warning: Warn | None = None,
 ) -> list[Speech | Pause]:
     """Split `text` into speech and pauses (see the module docstring).

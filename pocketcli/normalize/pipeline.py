@@ -14,6 +14,7 @@ the text stops changing, which makes `normalize_text` idempotent.
 
 from __future__ import annotations
 
+from pocketcli import defaults
 from pocketcli.normalize.abbreviations import expand_abbreviations
 from pocketcli.normalize.cardinals import read_cardinals
 from pocketcli.normalize.currency import read_currency
@@ -35,7 +36,13 @@ __all__ = ["normalize_text"]
 _MAX_RUNS = 4
 
 
-def normalize_text(text: str, language: str, *, urls: str = "read", emails: str = "read") -> str:
+def normalize_text(
+    text: str,
+    language: str,
+    *,
+    urls: str = defaults.WEB_ADDRESSES,
+    emails: str = defaults.WEB_ADDRESSES,
+) -> str:
     """What the model should be given to say for `text` in `language` (a pockettts id).
 
     Numbers, dates, times, money, units, abbreviations and symbols become

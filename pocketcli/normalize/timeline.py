@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pocketcli.errors import UserError
+from pocketcli.errors import MarkupError as MarkupError  # defined there; re-exported
 
 __all__ = [
     "BREAK_STRENGTHS",
@@ -56,15 +56,6 @@ class Pause:
     """Silence of `seconds` between the speech around it."""
 
     seconds: float
-
-
-class MarkupError(UserError, ValueError):
-    """Malformed pause marker or SSML; `line` and `column` count from 1."""
-
-    def __init__(self, message: str, line: int, column: int) -> None:
-        super().__init__(f"{message} at line {line}, column {column}")
-        self.line = line
-        self.column = column
 
 
 Warn = Callable[[str], None]

@@ -13,14 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from pocketcli.config import ModelConfig
-from pocketcli.errors import UserError
+from pocketcli.errors import CheckpointError as CheckpointError  # defined there; re-exported
 from pocketcli.tensorfile import TensorFile, TensorFileError
 
 Weights = dict[str, np.ndarray]
-
-
-class CheckpointError(UserError, ValueError):
-    """The checkpoint cannot be read or does not match its config."""
 
 
 def read_checkpoint(path: str | Path) -> Weights:

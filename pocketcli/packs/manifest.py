@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pocketcli.config import ConfigError, ModelConfig
-from pocketcli.errors import UserError
+from pocketcli.errors import PackError as PackError  # defined there; re-exported
+from pocketcli.filekind import not_found
 from pocketcli.packs.state_spec import StateSpec
 
 MANIFEST_NAME = "pack.json"
@@ -27,6 +28,9 @@ ENCODER_GRAPH = "mimi_encoder"
 # The scheduler's graphs (many streams, one frame each per call); optional: a pack built
 # before them is served one row at a time.
 BATCH_GRAPHS = ("flowlm_step_batch", "flow_head_batch")
+# Mimi for many streams per call (states stacked along the batch); fp32 packs only, also
+# optional: without it each stream is decoded on its own (int8 and int4 packs always are).
+MIMI_BATCH_GRAPH = "mimi_decoder_batch"
 PRECISIONS = ("fp32", "int8", "int4")
 
 
@@ -50,10 +54,6 @@ def _checksums(value: Any) -> dict[str, str]:
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise ValueError(f"pack file name {name!r} points outside the pack")
     return dict(value)
-
-
-class PackError(UserError, ValueError):
-    """A pack directory is missing, incomplete or not one of ours."""
 
 
 def read_json_file(
@@ -123,7 +123,9 @@ class PackManifest:
         directory = Path(directory)
         path = directory / MANIFEST_NAME
         if not directory.is_dir():
-            raise PackError(f"model pack not found: {directory}")
+            if directory.exists():
+                raise PackError(f"model pack {directory} is a file, not a folder")
+            raise PackError(not_found(directory, "model pack"))
         if not path.is_file():
             raise PackError(f"{directory} is not a pockettts model pack (no {MANIFEST_NAME})")
         d = read_json_file(path)

@@ -9,6 +9,12 @@ of ``context`` keys/values per transformer layer with the running position.
 A call takes ``state.<name>`` inputs and returns ``state_out.<name>``;
 feeding the outputs back in makes any split of the latents into calls give
 the same audio.
+
+The batched decoder (``mimi_decoder_batch``, the scheduler's) is the same
+network on ``B`` streams at once: activations ``[B, T, C]``, every state
+with a leading batch axis (row ``b`` is stream ``b``'s state, in the shape
+the manifest gives), each row at its own transformer position. No op mixes
+rows, so a stream's audio does not depend on the others in its call.
 """
 
 from __future__ import annotations
@@ -24,20 +30,29 @@ from pocketcli.packs.state_spec import StateSpec
 
 
 class _StatefulGraph:
-    """A GraphBuilder plus the list of state tensors it threads through."""
+    """A GraphBuilder plus the list of state tensors it threads through.
 
-    def __init__(self, g: GraphBuilder) -> None:
+    ``batched``: activations and states carry a leading batch axis; ``t`` is then
+    the time axis 1 (else 0) and ``rows`` the leading dims a reshape keeps.
+    """
+
+    def __init__(self, g: GraphBuilder, batched: bool = False) -> None:
         self.g = g
         self.states: list[StateSpec] = []
+        self.batched = batched
+        self.t = 1 if batched else 0
+        self.rows: list[int] = [0] if batched else []
+        self._lead: list[int | str] = ["batch"] if batched else []
 
     def state(self, name: str, shape: tuple[int, ...], dtype: type = np.float32) -> str:
         dt = np.dtype(dtype)
         self.states.append(StateSpec(name, shape, dt.name))
-        return self.g.input(f"state.{name}", dtype, list(shape))
+        return self.g.input(f"state.{name}", dtype, [*self._lead, *shape])
 
     def update(self, name: str, value: str) -> None:
         spec = next(s for s in self.states if s.name == name)
-        self.g.output(value, f"state_out.{name}", np.dtype(spec.dtype).type, list(spec.shape))
+        dtype = np.dtype(spec.dtype).type
+        self.g.output(value, f"state_out.{name}", dtype, [*self._lead, *spec.shape])
 
 
 _END = np.iinfo(np.int64).max
@@ -46,7 +61,8 @@ _END = np.iinfo(np.int64).max
 def _streaming_conv(
     sg: _StatefulGraph, x: str, w: Weights, prefix: str, name: str, dilation: int = 1
 ) -> str:
-    """Causal conv on time-major ``x [T, C_in]``: one MatMul for all taps, then shift-add.
+    """Causal conv on time-major ``x [T, C_in]`` (``[B, T, C_in]`` batched): one MatMul
+    for all taps, then shift-add.
 
     The left context comes from the previous call (zeros at start). Every
     tap's weights side by side make one plain MatMul ``[context + T, C_in] x
@@ -56,20 +72,20 @@ def _streaming_conv(
     columns instead of k * C_in: half as much in the residual blocks, and a
     hundredth in the last conv (C_out = 1).
     """
-    g = sg.g
+    g, t = sg.g, sg.t
     weight, bias = conv_weight(w, prefix)  # [C_out, C_in, k]
     c_out, c_in, k = weight.shape
     context = (k - 1) * dilation
     if context > 0:
         prev = sg.state(name, (context, c_in))
-        x = g.concat([prev, x], axis=0)  # [context + T, C_in]
-        sg.update(name, g.slice(x, -context, _END, axis=0))
+        x = g.concat([prev, x], axis=t)  # [context + T, C_in]
+        sg.update(name, g.slice(x, -context, _END, axis=t))
     matrix = weight.transpose(1, 2, 0).reshape(c_in, k * c_out)
     y = g.op("MatMul", [x, g.weight(f"{name}.weight", matrix)])
     if bias is not None:  # on tap 0's columns only: right after the MatMul, it fuses into it
         y = g.op("Add", [y, g.weight(f"{name}.bias", np.pad(bias, (0, (k - 1) * c_out)))])
     if k > 1:
-        taps = g.reshape(y, [-1, k, c_out])  # [context + T, k, C_out]
+        taps = g.reshape(y, [*sg.rows, -1, k, c_out])  # [context + T, k, C_out]
         y = None
         for j in range(k):
             row_end = (j * dilation - context) or _END
@@ -79,11 +95,11 @@ def _streaming_conv(
                     taps,
                     g.const([j * dilation, j], np.int64),
                     g.const([row_end, j + 1], np.int64),
-                    g.const([0, 1], np.int64),
+                    g.const([t, t + 1], np.int64),
                 ],
             )  # [T, 1, C_out]
             y = tap if y is None else g.op("Add", [y, tap])
-        y = g.reshape(y, [-1, c_out])
+        y = g.reshape(y, [*sg.rows, -1, c_out])
     return y
 
 
@@ -98,7 +114,7 @@ def _streaming_conv_transpose(
     when depthwise) and a shift, several times faster than ConvTranspose and
     quantisable. The overlap B of the last row is the state.
     """
-    g = sg.g
+    g, t = sg.g, sg.t
     weight, bias = conv_weight(w, prefix)  # [C_in, C_out / groups, k]
     c_in, k = weight.shape[0], weight.shape[2]
     c_out = weight.shape[1] * groups
@@ -117,20 +133,20 @@ def _streaming_conv_transpose(
     else:
         taps = np.ascontiguousarray(weight[:, 0, :].T)  # [2s, C]
         product = g.reshape(
-            g.op("Mul", [g.unsqueeze(x, [1]), g.weight(f"{name}.weight", taps)]),
-            [-1, 2 * stride * c_out],
+            g.op("Mul", [g.unsqueeze(x, [t + 1]), g.weight(f"{name}.weight", taps)]),
+            [*sg.rows, -1, 2 * stride * c_out],
         )
     if bias is not None:  # on the A half only, right after the product (fused into a MatMul)
         half = np.concatenate([np.tile(bias, (stride, 1)), np.zeros((stride, c_out))])
         product = g.op(
             "Add", [product, g.weight(f"{name}.bias", half.reshape(-1).astype(np.float32))]
         )
-    blocks = g.reshape(product, [-1, 2 * stride, c_out])  # [T, 2s, C_out]
-    first, second = g.split(blocks, [stride, stride], axis=1)  # A, B: [T, s, C_out]
-    carried = g.concat([partial, second], axis=0)  # [T + 1, s, C_out]
-    y = g.op("Add", [first, g.slice(carried, 0, -1, axis=0)])
-    sg.update(name, g.slice(carried, -1, _END, axis=0))
-    return g.reshape(y, [-1, c_out])  # [T * s, C_out]
+    blocks = g.reshape(product, [*sg.rows, -1, 2 * stride, c_out])  # [T, 2s, C_out]
+    first, second = g.split(blocks, [stride, stride], axis=t + 1)  # A, B: [T, s, C_out]
+    carried = g.concat([partial, second], axis=t)  # [T + 1, s, C_out]
+    y = g.op("Add", [first, g.slice(carried, 0, -1, axis=t)])
+    sg.update(name, g.slice(carried, -1, _END, axis=t))
+    return g.reshape(y, [*sg.rows, -1, c_out])  # [T * s, C_out]
 
 
 def _seanet_decoder(sg: _StatefulGraph, x: str, w: Weights, cfg: SEANetConfig) -> str:
@@ -164,57 +180,68 @@ def _windowed_transformer(
     """Streaming transformer over ``x [1, T, d]`` with attention limited to ``context``.
 
     Each layer keeps the keys and values of the last ``context`` positions as
-    state; new queries attend to that window plus the new keys.
+    state; new queries attend to that window plus the new keys. Batched: ``x
+    [B, T, d]``, each row at its own position (state ``[B, 1]``), its own mask.
     """
-    g = sg.g
+    g, t = sg.g, sg.t
     heads, ctx = cfg.num_heads, cfg.context
     head_dim = cfg.d_model // heads
-    position = sg.state(f"{name}.position", (1,), np.int64)
+    position = sg.state(f"{name}.position", (1,), np.int64)  # [B, 1] batched
     n_new = g.shape_dim(x, 1)
     new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
-    q_pos = g.op("Add", [new_index, position])  # absolute query positions
+    q_pos = g.op("Add", [new_index, position])  # absolute query positions ([B, T] batched)
     k_pos = g.concat(
         [
             g.op("Add", [g.const(np.arange(-ctx, 0), np.int64), position]),
             q_pos,
         ],
-        axis=0,
+        axis=t,
     )  # window, then new keys
-    delta = g.op("Sub", [g.unsqueeze(q_pos, [1]), g.unsqueeze(k_pos, [0])])
+    delta = g.op("Sub", [g.unsqueeze(q_pos, [t + 1]), g.unsqueeze(k_pos, [t])])
     mask = g.op(
         "And",
         [
             g.op(
                 "And",
                 [
-                    g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [0]), g.const(0, np.int64)]),
+                    g.op("GreaterOrEqual", [g.unsqueeze(k_pos, [t]), g.const(0, np.int64)]),
                     g.op("GreaterOrEqual", [delta, g.const(0, np.int64)]),
                 ],
             ),
             g.op("Less", [delta, g.const(ctx, np.int64)]),
         ],
-    )
+    )  # [T, ctx + T]; batched [B, 1, T, ctx + T] (one mask per row, for every head)
+    if sg.batched:
+        mask = g.unsqueeze(mask, [1])
+        q_pos = g.reshape(q_pos, [-1])  # RoPE tables for the B * T rows, row-major
     cos, sin = rope_tables(g, q_pos, head_dim, cfg.max_period)
     scale = g.const(1.0 / np.sqrt(head_dim))
     sg.update(f"{name}.position", g.op("Add", [position, n_new]))
+    h = t + 1  # the time axis of [H, T, Dh] (batched [B, H, T, Dh])
+    swap = [0, 1, 3, 2] if sg.batched else [0, 2, 1]
 
     def attend(ln: str, q: str, k: str, v: str) -> str:
-        keys = g.concat([sg.state(f"{ln}.keys", (heads, ctx, head_dim)), k], axis=1)
-        values = g.concat([sg.state(f"{ln}.values", (heads, ctx, head_dim)), v], axis=1)
-        sg.update(f"{ln}.keys", g.slice(keys, -ctx, np.iinfo(np.int64).max, axis=1))
-        sg.update(f"{ln}.values", g.slice(values, -ctx, np.iinfo(np.int64).max, axis=1))
-        scores = g.op("Mul", [g.op("MatMul", [q, g.transpose(keys, [0, 2, 1])]), scale])
+        keys = g.concat([sg.state(f"{ln}.keys", (heads, ctx, head_dim)), k], axis=h)
+        values = g.concat([sg.state(f"{ln}.values", (heads, ctx, head_dim)), v], axis=h)
+        sg.update(f"{ln}.keys", g.slice(keys, -ctx, _END, axis=h))
+        sg.update(f"{ln}.values", g.slice(values, -ctx, _END, axis=h))
+        scores = g.op("Mul", [g.op("MatMul", [q, g.transpose(keys, swap)]), scale])
         scores = g.op("Where", [mask, scores, g.const(-np.inf)])
         return g.op("MatMul", [g.op("Softmax", [scores], axis=-1), values])  # [H, T, Dh]
 
-    return mimi_transformer(g, x, w, prefix, cfg, name, cos, sin, attend)
+    return mimi_transformer(g, x, w, prefix, cfg, name, cos, sin, attend, batched=sg.batched)
 
 
-def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, list[StateSpec]]:
-    """Normalised latents ``[1, K, latent_dim]`` -> audio ``[1, K * samples_per_frame]``."""
-    g = GraphBuilder("mimi_decoder")
-    sg = _StatefulGraph(g)
-    latents = g.input("latents", np.float32, [1, "frames", cfg.quantizer_dimension])
+def build_mimi_decoder(
+    w: Weights, cfg: MimiConfig, batched: bool = False
+) -> tuple[onnx.ModelProto, list[StateSpec]]:
+    """Normalised latents ``[1, K, latent_dim]`` -> audio ``[1, K * samples_per_frame]``;
+    ``batched``: ``[B, K, latent_dim]`` -> ``[B, K * samples_per_frame]`` (the states
+    have the same names and row shapes, stacked along a leading batch axis)."""
+    g = GraphBuilder("mimi_decoder_batch" if batched else "mimi_decoder")
+    sg = _StatefulGraph(g, batched)
+    rows = "batch" if batched else 1
+    latents = g.input("latents", np.float32, [rows, "frames", cfg.quantizer_dimension])
     x = g.op(
         "Add",
         [
@@ -223,7 +250,7 @@ def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, li
         ],
     )
     proj = w["mimi.quantizer.output_proj.weight"][:, :, 0]
-    x = g.reshape(g.linear(x, proj, None, "quantizer.output_proj"), [-1, proj.shape[0]])
+    x = g.reshape(g.linear(x, proj, None, "quantizer.output_proj"), [*sg.rows, -1, proj.shape[0]])
     x = _streaming_conv_transpose(
         sg,
         x,
@@ -234,8 +261,18 @@ def build_mimi_decoder(w: Weights, cfg: MimiConfig) -> tuple[onnx.ModelProto, li
         groups=w["mimi.upsample.convtr.convtr.weight"].shape[0],
     )
     x = _windowed_transformer(
-        sg, g.unsqueeze(x, [0]), w, "mimi.decoder_transformer", cfg.decoder_transformer, "dec_tr"
+        sg,
+        x if batched else g.unsqueeze(x, [0]),
+        w,
+        "mimi.decoder_transformer",
+        cfg.decoder_transformer,
+        "dec_tr",
     )
-    audio = _seanet_decoder(sg, g.squeeze(x, [0]), w, cfg.decoder_seanet)
-    g.output(g.reshape(audio, [1, -1]), "audio", np.float32, [1, "samples"])
+    audio = _seanet_decoder(sg, x if batched else g.squeeze(x, [0]), w, cfg.decoder_seanet)
+    g.output(
+        g.reshape(audio, [*sg.rows, -1] if batched else [1, -1]),
+        "audio",
+        np.float32,
+        [rows, "samples"],
+    )
     return g.model(), sg.states

@@ -44,14 +44,34 @@ def mimi_transformer(
     cos: str,
     sin: str,
     attend: Attend,
+    batched: bool = False,
 ) -> str:
     """The ProjectedTransformer of pocket-tts on ``x [1, T, input_dim]``.
 
     Pre-norm layers with LayerScale on both branches, GELU-tanh FFN, no
     biases; RoPE from ``cos``/``sin`` on q and k before ``attend``.
+    ``batched``: ``x [B, T, input_dim]``, rows independent; ``cos``/``sin``
+    are then ``[B * T, 1, head_dim]`` (row-major) and ``attend`` gets and
+    returns ``[B, heads, T, head_dim]``.
     """
     d, heads = cfg.d_model, cfg.num_heads
     head_dim = d // heads
+    if batched:  # [B * T, H, Dh] -> [B, H, T, Dh]; back: [B, T, d]
+        rows = g.concat([g.shape_dim(x, 0), g.const([-1, heads, head_dim], np.int64)], axis=0)
+
+        def heads_first(t: str) -> str:
+            return g.transpose(g.op("Reshape", [t, rows]), [0, 2, 1, 3])
+
+        def heads_back(t: str) -> str:
+            return g.reshape(g.transpose(t, [0, 2, 1, 3]), [0, -1, d])
+    else:
+
+        def heads_first(t: str) -> str:
+            return g.transpose(t, [1, 0, 2])  # [H, T, Dh]
+
+        def heads_back(t: str) -> str:
+            return g.reshape(g.transpose(t, [1, 0, 2]), [1, -1, d])
+
     if f"{prefix}.input_proj.weight" in w:
         x = g.linear(x, w[f"{prefix}.input_proj.weight"], None, f"{name}.input_proj")
     for i in range(cfg.num_layers):
@@ -60,11 +80,10 @@ def mimi_transformer(
         h = g.layer_norm(x, w[f"{lp}.norm1.weight"], w[f"{lp}.norm1.bias"], 1e-5, f"{ln}.norm1")
         qkv = g.linear(h, w[f"{lp}.self_attn.in_proj.weight"], None, f"{ln}.in_proj")
         q, k, v = g.split(qkv, [d, d, d], axis=2)
-        q = g.transpose(apply_rope(g, q, cos, sin, heads, head_dim), [1, 0, 2])  # [H, T, Dh]
-        k = g.transpose(apply_rope(g, k, cos, sin, heads, head_dim), [1, 0, 2])
-        v = g.transpose(g.reshape(v, [-1, heads, head_dim]), [1, 0, 2])
-        attn = attend(ln, q, k, v)
-        attn = g.reshape(g.transpose(attn, [1, 0, 2]), [1, -1, d])
+        q = heads_first(apply_rope(g, q, cos, sin, heads, head_dim))
+        k = heads_first(apply_rope(g, k, cos, sin, heads, head_dim))
+        v = heads_first(g.reshape(v, [-1, heads, head_dim]))
+        attn = heads_back(attend(ln, q, k, v))
         attn = g.linear(attn, w[f"{lp}.self_attn.out_proj.weight"], None, f"{ln}.out_proj")
         x = g.op("Add", [x, _layer_scale(g, w, f"{lp}.layer_scale_1.scale", attn)])
         h = g.layer_norm(x, w[f"{lp}.norm2.weight"], w[f"{lp}.norm2.bias"], 1e-5, f"{ln}.norm2")

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -58,24 +59,35 @@ def _quiet_root_logger() -> Iterator[None]:
         root.setLevel(level)
 
 
-def quantise_int8(src: Path, dst: Path) -> None:
+def int8_matmuls(src: Path, dst: Path, keep_float: list[str], **options: Any) -> None:
+    """ONNX Runtime's dynamic int8 quantisation of the MatMuls of ``src`` (but the
+    ``keep_float`` ones), quietly; ``options`` go to ``quantize_dynamic``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _quiet_root_logger():
-        # reduce_range: 7-bit weights. Without VNNI (AVX2, most x86 CPUs) ONNX Runtime's
-        # u8 x s8 kernel sums pairs of products in int16, which saturates with full-range
-        # weights: the full-size Mimi decoder measured 26.6 dB SNR against fp32 without
-        # it, 39.7 dB with it, at the same speed.
         quantize_dynamic(
             str(src),
             str(dst),
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul"],
-            reduce_range=True,
-            use_external_data_format=True,
-            nodes_to_exclude=_float_nodes(src),
-            extra_options={"MatMulConstBOnly": True},
+            nodes_to_exclude=keep_float,
+            **options,
         )
+
+
+def quantise_int8(src: Path, dst: Path) -> None:
+    # reduce_range: 7-bit weights. Without VNNI (AVX2, most x86 CPUs) ONNX Runtime's
+    # u8 x s8 kernel sums pairs of products in int16, which saturates with full-range
+    # weights: the full-size Mimi decoder measured 26.6 dB SNR against fp32 without
+    # it, 39.7 dB with it, at the same speed.
+    int8_matmuls(
+        src,
+        dst,
+        _float_nodes(src),
+        reduce_range=True,
+        use_external_data_format=True,
+        extra_options={"MatMulConstBOnly": True},
+    )
 
 
 def quantise_int4(

@@ -14,11 +14,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from pocketcli.config import ModelConfig
+from pocketcli.errors import BackendError
 from pocketcli.voices.state import VoiceState
 
-
-class RuntimeError_(RuntimeError):
-    """A backend failed while running a network (named to avoid shadowing the builtin)."""
+RuntimeError_ = BackendError  # its first name (named to avoid shadowing the builtin)
 
 
 class FlowSequence(Protocol):
@@ -128,6 +127,29 @@ class BatchedRuntime(Protocol):
 
 
 @runtime_checkable
+class BatchedDecoder(Protocol):
+    """What a runtime adds to decode many streams' Mimi frames in one call (optional).
+
+    Row ``b`` is decoded as if it were alone, from its own state: a stream's audio
+    never depends on the other rows. A runtime without it decodes one stream a call.
+    """
+
+    @property
+    def decode_batch_unavailable_reason(self) -> str | None:
+        """None when ``decode_batch`` works; else why not (e.g. no batched decoder graph)."""
+        ...
+
+    def decode_rows(self, frames: int) -> int:
+        """How many streams one call should take at ``frames`` latents each (the fastest)."""
+        ...
+
+    def decode_batch(self, states: Sequence[DecoderState], latents: np.ndarray) -> np.ndarray:
+        """``decode`` for each state at once: latents ``[B, K, latent_dim]`` -> audio
+        ``[B, K * samples_per_frame]``; each state moves on as ``decode`` would move it."""
+        ...
+
+
+@runtime_checkable
 class SamplingRuntime(Protocol):
     """What a runtime adds whose FlowLM call also samples the latent (optional).
 
@@ -163,5 +185,12 @@ def sampling(runtime: Runtime) -> SamplingRuntime | None:
 def batching(runtime: Runtime) -> BatchedRuntime | None:
     """The runtime's batched calls, or None when it has none (or its pack has none)."""
     if isinstance(runtime, BatchedRuntime) and runtime.batch_unavailable_reason is None:
+        return runtime
+    return None
+
+
+def decode_batching(runtime: Runtime) -> BatchedDecoder | None:
+    """The runtime's batched Mimi decode, or None when it has none (or its pack has none)."""
+    if isinstance(runtime, BatchedDecoder) and runtime.decode_batch_unavailable_reason is None:
         return runtime
     return None

@@ -19,12 +19,12 @@ class CoreMLSpec(RuntimeSpec):
     name = "coreml"
     description = "Core ML on macOS: FluidAudio's v2.1 packs"
     precisions = units.PRECISIONS
-    default_precision = units.PRECISIONS[0]
+    default_precision = units.DEFAULT_PRECISION
     placements = units.PLACEMENTS
-    default_placement = units.PLACEMENTS[0]
+    default_placement = units.DEFAULT_PLACEMENT
     compute_units = tuple(units.PRESETS)
     compute_unit_aliases = units.PRESET_ALIASES
-    default_compute_units = "default"
+    default_compute_units = units.DEFAULT_PRESET
     local_packs = True  # a v2.1/<language> folder
     custom_configs = False
     auto_rank = 2  # preferred where it runs

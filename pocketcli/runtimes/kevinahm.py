@@ -22,6 +22,7 @@ import numpy as np
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.errors import BundleError as BundleError  # defined there; re-exported
 from pocketcli.packs.kevinahm.export import SIDECAR_FILE, SIDECAR_FORMAT, graph_file
 from pocketcli.packs.kevinahm.metadata import (
     BUNDLE_FILE,
@@ -44,10 +45,6 @@ PRECISIONS = ("fp32", "int8")
 _FP32_ALWAYS = ("text_conditioner", "mimi_encoder")
 _NP = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
 _ORT_TYPES = {"float32": "tensor(float)", "int64": "tensor(int64)", "bool": "tensor(bool)"}
-
-
-class BundleError(PackError):
-    """A bundle folder is incomplete, inconsistent or not a KevinAHM v2 bundle."""
 
 
 def is_bundle(directory: Path) -> bool:

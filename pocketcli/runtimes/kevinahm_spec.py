@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketcli.errors import FieldError, OptionConflict, UserError
+from pocketcli.errors import FieldHint, OptionConflict, UserError
 from pocketcli.runtimes.onnx_spec import OnnxSpec
 from pocketcli.runtimes.registry import LoadedModel, ModelRequest
 
@@ -22,7 +22,7 @@ def _bundle(directory: Path):
 
 class KevinAhmSpec(OnnxSpec):
     name = "kevinahm"
-    description = "ONNX Runtime on a KevinAHM v2 bundle folder (bundle.json), by --model-dir"
+    description = "ONNX Runtime on a KevinAHM v2 bundle folder (bundle.json) as the model folder"
     precisions = ("fp32", "int8")
     default_precision = "fp32"
     custom_configs = False
@@ -56,7 +56,7 @@ class KevinAhmSpec(OnnxSpec):
         assert req.model_dir is not None
         language = self.pack_language(req.model_dir)
         if language is None:
-            raise FieldError(
+            raise FieldHint(
                 f"bundle {req.model_dir} is for a model pockettts has no built-in voices"
                 " for; use {voice_file} or {clone_voice}",
                 "voice",

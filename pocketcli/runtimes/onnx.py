@@ -7,6 +7,7 @@ the text lookup and the flow head on one.
 
 from __future__ import annotations
 
+import mmap
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,13 @@ from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
 from pocketcli.cores import bound_threads, threads_override
-from pocketcli.packs.manifest import BATCH_GRAPHS, ENCODER_GRAPH, PackError, PackManifest
+from pocketcli.packs.manifest import (
+    BATCH_GRAPHS,
+    ENCODER_GRAPH,
+    MIMI_BATCH_GRAPH,
+    PackError,
+    PackManifest,
+)
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
@@ -26,6 +33,21 @@ from pocketcli.voices.state import VoiceState
 _ONE = np.ones((1, 1), np.float32)
 # KV cache growth step, in positions (a chunk's text plus about 5 s of frames).
 CACHE_STEP = 64
+# Mimi is bound by arithmetic and cache, not by its weights: a call's cost per frame grows
+# once its largest activation (frames x samples per frame x SEANet filters, float32)
+# leaves the core's cache. Measured on the full-size decoder (64 filters, CPU ms per frame,
+# two frames a call): 12.2 for one stream a call, 11.8 for two, 14.1 for four, 16.4 for
+# eight. So a batched call takes as many streams as keep that activation within this
+# many bytes (two full-size frames): one full-size stream of a pair, eight tiny ones.
+MIMI_CALL_BYTES = 2 * 1920 * 64 * 4
+
+
+def kv_zeros(shape: tuple[int, ...]) -> np.ndarray:
+    """A float32 KV buffer of zeros in its own anonymous mapping, returned to the OS when
+    freed. From the heap, glibc's moving mmap threshold kept freed caches as RSS (8
+    full-size streams: peak 993 MB against 866 MB mapped, 932 against 720 MB after)."""
+    size = int(np.prod(shape)) * 4
+    return np.ndarray(shape, np.float32, buffer=mmap.mmap(-1, max(size, 1)))
 
 
 @dataclass
@@ -69,8 +91,26 @@ class OnnxSequence:
 
 
 @dataclass
+class _DecoderStack:
+    """The batched Mimi decoder's last states: row ``i`` is ``members[i]``'s."""
+
+    feeds: dict[str, np.ndarray]
+    members: tuple[OnnxDecoderState, ...]
+
+
+@dataclass(eq=False)
 class OnnxDecoderState:
+    """One stream's Mimi state: its own tensors, or a row of the last batched call's
+    outputs (fed back as they are when the same streams decode together again)."""
+
     feeds: dict[str, np.ndarray] = field(default_factory=dict)
+    stack: _DecoderStack | None = None
+    row: int = 0
+
+    def row_state(self, name: str) -> np.ndarray:
+        if self.stack is None:
+            return self.feeds[name]
+        return self.stack.feeds[name][self.row]
 
 
 def default_threads() -> int:
@@ -153,6 +193,14 @@ class OnnxRuntime:
         if self._frames_batched:  # loaded now: every frame uses them, the first one too
             self._batch_graphs()
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
+        # Likewise every Mimi call goes through the batched decoder when the pack has one.
+        mimi_batch = files.get(MIMI_BATCH_GRAPH)
+        self._mimi_batch = _session(pack_dir / mimi_batch, threads) if mimi_batch else None
+        self._mimi_batch_outputs = (
+            [o.name for o in self._mimi_batch.get_outputs()] if self._mimi_batch else []
+        )
+        seanet = self.config.mimi.decoder_seanet
+        self._mimi_frame_bytes = self.config.mimi.samples_per_frame * seanet.n_filters * 4
 
     @property
     def threads(self) -> int:
@@ -183,8 +231,8 @@ class OnnxRuntime:
         shape_k = (self._kv_heads, self._head_dim, capacity)
         shape_v = (self._kv_heads, capacity, self._head_dim)
         return (
-            [np.zeros(shape_k, np.float32) for _ in range(self._layers)],
-            [np.zeros(shape_v, np.float32) for _ in range(self._layers)],
+            [kv_zeros(shape_k) for _ in range(self._layers)],
+            [kv_zeros(shape_v) for _ in range(self._layers)],
         )
 
     def _grow(self, seq: OnnxSequence, needed: int) -> None:
@@ -303,8 +351,8 @@ class OnnxRuntime:
     def _restack(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], capacity: int) -> None:
         shape_k = (len(seqs), self._kv_heads, self._head_dim, capacity)
         shape_v = (len(seqs), self._kv_heads, capacity, self._head_dim)
-        batch.keys = [np.zeros(shape_k, np.float32) for _ in range(self._layers)]
-        batch.values = [np.zeros(shape_v, np.float32) for _ in range(self._layers)]
+        batch.keys = [kv_zeros(shape_k) for _ in range(self._layers)]
+        batch.values = [kv_zeros(shape_v) for _ in range(self._layers)]
         for row, seq in enumerate(seqs):
             n = seq.length
             for i in range(self._layers):
@@ -331,7 +379,10 @@ class OnnxRuntime:
         )
         if not stacked:  # capacity in whole steps: the same shapes alone and in a batch
             steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
-            self._restack(batch, seqs, max(steps * CACHE_STEP, batch.capacity))
+            # No further than a row may go (its limit, in whole steps): a full-size stack
+            # of 8 rows costs 8 x 48 KB per position.
+            most = -(-max(seq.limit for seq in seqs) // CACHE_STEP)
+            self._restack(batch, seqs, min(steps, most) * CACHE_STEP)
         positions = np.array([seq.length for seq in seqs], np.int64)
         feeds: dict[str, np.ndarray] = {
             "latents": np.asarray(latents, np.float32).reshape(len(seqs), 1, self._latent_dim),
@@ -413,6 +464,8 @@ class OnnxRuntime:
         )
 
     def decode(self, state: OnnxDecoderState, latents: np.ndarray) -> np.ndarray:
+        if self._mimi_batch is not None:
+            return self.decode_batch([state], np.asarray(latents, np.float32)[None])[0]
         lat = np.asarray(latents, np.float32).reshape(1, -1, self._latent_dim)
         outs = self._mimi.run(None, {"latents": lat, **state.feeds})
         audio = None
@@ -421,5 +474,49 @@ class OnnxRuntime:
                 audio = value[0]
             else:
                 state.feeds["state." + name.removeprefix("state_out.")] = value
+        assert audio is not None
+        return audio
+
+    # -- Mimi for many streams at once (the scheduler) ----------------------
+    @property
+    def decode_batch_unavailable_reason(self) -> str | None:
+        if self._mimi_batch is None:
+            return (
+                f"the pack's {self.precision} graphs have no {MIMI_BATCH_GRAPH}"
+                " (int8 and int4 decode each stream on its own; or built before it)"
+            )
+        return None
+
+    def decode_rows(self, frames: int) -> int:
+        """Streams per batched call at ``frames`` latents each (``MIMI_CALL_BYTES``)."""
+        return max(1, MIMI_CALL_BYTES // (max(1, frames) * self._mimi_frame_bytes))
+
+    def decode_batch(self, states: Sequence[OnnxDecoderState], latents: np.ndarray) -> np.ndarray:
+        """``decode`` for each state at once: latents ``[B, K, latent_dim]`` -> audio
+        ``[B, K * samples_per_frame]``. The rows' states are stacked (unless these same
+        states made the last call together, in this order) and split back as views."""
+        if self._mimi_batch is None:
+            raise RuntimeError(self.decode_batch_unavailable_reason)
+        members = tuple(states)
+        stack = members[0].stack
+        if stack is not None and stack.members == members:
+            feeds = stack.feeds
+        else:
+            feeds = {
+                f"state.{spec.name}": np.stack([s.row_state(f"state.{spec.name}") for s in members])
+                for spec in self.manifest.mimi_states
+            }
+        lat = np.asarray(latents, np.float32).reshape(len(members), -1, self._latent_dim)
+        outs = self._mimi_batch.run(None, {"latents": lat, **feeds})
+        audio = None
+        stacked: dict[str, np.ndarray] = {}
+        for name, value in zip(self._mimi_batch_outputs, outs, strict=True):
+            if name == "audio":
+                audio = value
+            else:
+                stacked["state." + name.removeprefix("state_out.")] = value
+        new = _DecoderStack(stacked, members)
+        for row, state in enumerate(members):
+            state.stack, state.row, state.feeds = new, row, {}
         assert audio is not None
         return audio

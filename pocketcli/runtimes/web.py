@@ -21,6 +21,7 @@ import onnx
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.errors import WebPackError as WebPackError  # defined there; re-exported
 from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.packs.web_layout import (
     BOS_FILE,
@@ -37,10 +38,6 @@ from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_messag
 from pocketcli.voices.state import VoiceState
 
 _NP = {"float32": np.float32, "int64": np.int64}
-
-
-class WebPackError(PackError):
-    """A browser pack folder is incomplete or inconsistent."""
 
 
 # The contract's activations are float32. ONNX Runtime's CPU provider fuses Mimi's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError, OptionConflict, UserError
 from pocketcli.runtimes.onnx_spec import OnnxSpec
 from pocketcli.runtimes.registry import LoadedModel, ModelRequest
 
@@ -18,7 +18,7 @@ PACK_VOICE = "alba"
 
 class WebSpec(OnnxSpec):
     name = "browser"
-    description = "ONNX Runtime on a browser pack folder (pocket_tts.json), by --model-dir"
+    description = "ONNX Runtime on a browser pack folder (pocket_tts.json) as the model folder"
     precisions = ("int4",)
     default_precision = "int4"
     custom_configs = False
@@ -36,7 +36,9 @@ class WebSpec(OnnxSpec):
 
     def check(self, req: ModelRequest) -> ModelRequest:
         if req.model_dir is None:
-            raise UserError("the browser runtime runs a browser pack folder: give --model-dir DIR")
+            raise FieldError(
+                "the browser runtime runs a browser pack folder: give {model_dir}", "model_dir"
+            )
         from pocketcli.runtimes.web import read_pack_config
 
         read_pack_config(req.model_dir)
@@ -44,9 +46,11 @@ class WebSpec(OnnxSpec):
 
     def check_voice(self, req: ModelRequest, name: str) -> None:
         if name.lower() != PACK_VOICE:
-            raise UserError(
+            raise OptionConflict(
                 f"browser pack {req.model_dir} has one built-in voice, {PACK_VOICE!r};"
-                " use --voice-file for others"
+                " use {voice_file} for others",
+                "voice",
+                "voice_file",
             )
 
     def find_pack(self, req: ModelRequest) -> Path:

@@ -92,19 +92,17 @@ def kind_of(status: int) -> str:
 def as_api_error(exc: BaseException, what: str) -> ApiError:
     """A library or scheduler exception as the client should see it (``what``: the
     request part it came from, for the code: text, voice, recording)."""
-    from pocketcli.errors import UserError
-    from pocketcli.normalize import MarkupError
-    from pocketcli.options import OptionsError
+    from pocketcli.errors import FieldError, UserError
     from pocketcli.serve import logs
     from pocketcli.serve.scheduler import Cancelled
-    from pocketcli.text import EmptyTextError
 
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, Cancelled):
         return ApiError(503, f"stopped: {exc.reason}", exc.reason)
-    if isinstance(exc, MarkupError | EmptyTextError | OptionsError | UserError):
-        return ApiError(400, redact_paths(str(exc)), f"invalid_{what}")
+    if isinstance(exc, UserError):  # any library error: its status, its field as ``param``
+        param = exc.field if isinstance(exc, FieldError) else None
+        return ApiError(exc.http_status, redact_paths(str(exc)), f"invalid_{what}", param=param)
     logs.logger().error("internal error", exc_info=exc)
     return ApiError(500, "internal error; see the server's log", "internal")
 

@@ -17,11 +17,18 @@ import numpy as np
 
 from pocketcli.engine.scheduler import SchedulerStats
 from pocketcli.options import SpeakOptions
+from pocketcli.serve import logs
 
 if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
     from pocketcli.options import ModelRequest
     from pocketcli.voices.state import VoiceState
+
+
+def log_warning(message: str) -> None:
+    """A warning of the library's (a voice file's ignored tensors, ...) as one line of the
+    server's log, never as a raw Python ``warnings`` line with its source."""
+    logs.logger().warning("warning", extra={"warning": message})
 
 
 @dataclass
@@ -78,7 +85,7 @@ class Backend:
         return unavailable_message(self.tts.runtime.cloning_unavailable_reason or "")
 
     def load_voice_file(self, path: Path) -> VoiceState:
-        return self.tts.load_voice(path)
+        return self.tts.load_voice(path, on_warning=log_warning)
 
     # -- built-in voices ----------------------------------------------------
     def builtin_names(self) -> tuple[str, ...]:
@@ -100,7 +107,7 @@ class Backend:
             cached = self._builtin_cache.get(name)
         if cached is not None:
             return cached
-        state = self.tts.voice(name)
+        state = self.tts.voice(name, on_warning=log_warning)
         with self._lock:
             self._builtin_cache[name] = state
         return state
@@ -115,5 +122,5 @@ def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | No
     from pocketcli.api import PocketTTS
 
     tts = PocketTTS.from_request(replace(request, progress=False))
-    chosen = tts.choose_voice(voice, voice_file)
+    chosen = tts.choose_voice(voice, voice_file, on_warning=log_warning)
     return Backend(tts, chosen.state, chosen.name)

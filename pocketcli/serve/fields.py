@@ -31,12 +31,10 @@ def response_format(given: str | None, default: str) -> str:
 
 def speak_options(**fields: Any) -> SpeakOptions:
     """``SpeakOptions`` from a request's fields (seed, temperature: the options' own names)."""
-    from pocketcli.options import OptionsError
-
     try:
         return SpeakOptions().with_(**fields)
-    except OptionsError as exc:
-        raise ApiError(400, str(exc), "invalid_option", param=exc.field) from None
+    except Exception as exc:
+        raise as_api_error(exc, "option") from None
 
 
 async def voice(loaded: Loaded, name: str | None) -> Resolved:

@@ -7,6 +7,8 @@ import logging
 import sys
 import time
 
+from pocketcli import defaults
+
 LOGGER = "pockettts.serve"
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "color_message"}
 
@@ -30,7 +32,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def configure(level: str = "info") -> None:
+def configure(level: str = defaults.LOG_LEVEL) -> None:
     """JSON lines for our logger and uvicorn's (its access log is replaced by ours)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import socket
 from collections.abc import Callable, Iterator
@@ -74,6 +75,26 @@ class TimedH11(H11Protocol):
         if self._header_timer is not None:
             self._header_timer.cancel()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request that is not valid HTTP (a bad Content-Length, broken chunked framing,
+        a malformed header line): OpenAI's error shape, as every other 4xx, where uvicorn
+        answers "Invalid HTTP request received." in plain text."""
+        message = "the request is not valid HTTP (its request line, headers or body framing)"
+        body = json.dumps(error_body(message, "invalid_http")).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        with contextlib.suppress(h11.LocalProtocolError):  # a response already begun
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+        self.transport.close()
 
     def _arm_header_timer(self) -> None:
         if self._header_timer is not None:

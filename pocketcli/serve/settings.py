@@ -9,18 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pocketcli import defaults
+
 
 @dataclass(frozen=True)
 class Limits:
-    max_chars: int = 4096  # text per request (OpenAI's own limit)
+    max_chars: int = defaults.MAX_CHARS  # text per request (OpenAI's own limit)
     max_upload_bytes: int = 10 * 2**20  # a recording to clone
     max_clone_seconds: float = 60.0  # longer recordings are refused (30 s are used)
     # Decoded samples of one recording, all channels (float32: 4 bytes each): the
     # first 30 s of 96 kHz stereo fit; the header is checked before decoding.
     max_decoded_samples: int = 6_000_000
     max_queue: int = 4  # requests waiting while max_streams are generated; more get 503
-    # Requests generated at once (rows of one batch per frame); `pockettts serve` says 4.
-    max_streams: int = 1
+    max_streams: int = defaults.MAX_STREAMS  # requests generated at once (rows of one batch)
     request_seconds: float = 300.0  # per request, from acceptance to the last byte
     max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
     body_seconds: float = 30.0  # a request's body must have arrived by then (else 408)

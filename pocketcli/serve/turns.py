@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pocketcli import defaults
 from pocketcli.options import SpeakOptions
 from pocketcli.text.sentences import split_ready
 
@@ -48,13 +49,10 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
     """A failure as one line and a code for a protocol's error event: the user's own
     mistakes as they are, anything else as an internal error (logged in full)."""
     from pocketcli.errors import UserError
-    from pocketcli.normalize import MarkupError
-    from pocketcli.options import OptionsError
-    from pocketcli.text import EmptyTextError
 
     if isinstance(exc, TurnError):
         return exc.message, exc.code
-    if isinstance(exc, MarkupError | EmptyTextError | OptionsError | UserError):
+    if isinstance(exc, UserError):  # any library error (markup, empty text, an option...)
         return str(exc), "invalid_request"
     from pocketcli.serve import logs
 
@@ -70,14 +68,16 @@ def language_problem(ours: str | None, asked: object) -> str | None:
         return None
     from pocketcli.normalize.languages import LANGUAGES, resolve
 
-    mine = resolve(ours or "english")
+    mine = resolve(ours or defaults.LANGUAGE)
     if not isinstance(asked, str):
         return f"language must be a string, not {asked!r}"
     wanted = asked.strip().lower().replace("_", "-").split("-")[0]
     if wanted in (mine.name, mine.code):
         return None
     known = next((lang.name for lang in LANGUAGES.values() if wanted == lang.code), wanted)
-    return f"this server speaks {mine.name}, not {asked[:40]!r}; start one with --language {known}"
+    return (
+        f"this server speaks {mine.name}, not {asked[:40]!r}; start one with `--language {known}`"
+    )
 
 
 _END = object()

@@ -13,8 +13,7 @@ See ``paths`` for the cache locations and environment variables.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pocketcli import lazy
 
 # Names -> submodule. Loaded on first use: the catalog is cheap, but the
 # download code pulls in huggingface_hub and httpx2, and the pack builder
@@ -44,13 +43,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pocketcli.store' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"pocketcli.store.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

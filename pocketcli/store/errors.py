@@ -23,7 +23,9 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from pocketcli.errors import FieldError, UserError
+from pocketcli.errors import AccessRefused as AccessRefused  # defined there; re-exported
+from pocketcli.errors import OfflineMiss as OfflineMiss  # defined there; re-exported
+from pocketcli.errors import StoreError as StoreError  # defined there; re-exported
 from pocketcli.store.hubclient import (
     SPEED_LIMIT_ENV,
     SPEED_TIME_ENV,
@@ -33,18 +35,6 @@ from pocketcli.store.hubclient import (
 )
 
 OFFLINE_HINT = "work offline with a cached model"
-
-
-class StoreError(UserError):
-    """A download or cache problem; the message says how to get past it."""
-
-
-class AccessRefused(StoreError):
-    """The Hub refused a repository (401/403): gated, private, or no token."""
-
-    def __init__(self, message: str, repo: str) -> None:
-        super().__init__(message)
-        self.repo = repo
 
 
 def _chain(exc: BaseException | None) -> Iterator[BaseException]:
@@ -63,10 +53,6 @@ def _status(exc: BaseException) -> int | None:
     http = _find(exc, HfHubHTTPError)
     response = getattr(http, "response", None)
     return getattr(response, "status_code", None)
-
-
-class OfflineMiss(StoreError, FieldError):
-    """Not in the cache, and working offline (the ``offline`` field) forbids fetching it."""
 
 
 def offline_error(what: str, hint: str) -> StoreError:

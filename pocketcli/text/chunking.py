@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pocketcli import defaults
 from pocketcli.text.prepare import prepare_text
 from pocketcli.text.rules import TextRules
 from pocketcli.text.tokenizer import Tokenizer
@@ -30,7 +31,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MAX_TOKENS_PER_CHUNK = 50
+MAX_TOKENS_PER_CHUNK = defaults.MAX_TOKENS
 # Latent frames per second of every released Mimi codec (config `mimi.frame_rate`).
 DEFAULT_FRAME_RATE = 12.5
 # The generation budget assumes speech of at least 3 tokens per second, plus slack.

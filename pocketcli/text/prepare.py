@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pocketcli.errors import UserError
+from pocketcli.errors import EmptyTextError as EmptyTextError  # defined there; re-exported
 from pocketcli.text.rules import TextRules
 
 __all__ = ["EmptyTextError", "PreparedText", "prepare_text"]
@@ -34,10 +34,6 @@ _MARK_BEFORE_PAUSE = re.compile(r"([.!?\u2026])\s*[,;:]")
 _SHORT_PROMPT_WORDS = 4
 _PAD_BELOW_WORDS = 5
 _PADDING = " " * 8
-
-
-class EmptyTextError(UserError, ValueError):
-    """The text has nothing left to speak once whitespace (and deletions) are removed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 import sentencepiece
 import tokenizers
 
-from pocketcli.errors import UserError
+from pocketcli.errors import TokenizerError as TokenizerError  # defined there; re-exported
 
 __all__ = [
     "JsonTokenizer",
@@ -28,10 +28,6 @@ __all__ = [
 
 _JSON_KINDS = frozenset({"tokenizers", "json"})
 _SENTENCEPIECE_KINDS = frozenset({"sentencepiece"})
-
-
-class TokenizerError(UserError, ValueError):
-    """A tokenizer file is missing, unreadable or does not fit the model."""
 
 
 @runtime_checkable

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from pocketcli.errors import (
+    VoiceCloningUnavailable as VoiceCloningUnavailable,  # defined there; re-exported
+)
 from pocketcli.voices.state import VoiceError, VoiceState
 
 if TYPE_CHECKING:
@@ -39,10 +42,6 @@ class VoiceRuntime(Protocol):
 
 # Kyutai's weights with voice cloning; the public "-without-voice-cloning" ones lack it.
 GATED_REPO = "kyutai/pocket-tts"
-
-
-class VoiceCloningUnavailable(VoiceError):
-    """The pack was built from weights without voice cloning (or without the encoder)."""
 
 
 def unavailable_message(reason: str) -> str:

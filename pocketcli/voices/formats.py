@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pocketcli.errors import VoiceHint, VoiceNotChosen
 from pocketcli.filekind import require_regular
 from pocketcli.tensorfile import TensorFile, TensorFileError, looks_like_safetensors
 from pocketcli.voices.state import (
@@ -106,8 +107,10 @@ class VoiceFile:
             return self.voices[0]
         listed = ", ".join(self.names)
         if name is None:
-            raise VoiceError(
-                f"{self.path} holds {len(self.voices)} voices ({listed}): choose one with -v NAME"
+            raise VoiceNotChosen(
+                f"{self.path} holds {len(self.voices)} voices ({listed}): choose one with"
+                " {voice} NAME",
+                "voice",
             )
         for entry in self.voices:
             if entry.name == name:
@@ -141,9 +144,10 @@ def identify(path: str | Path) -> VoiceFile:
     if container is not None:
         return container
     if head.startswith(_AUDIO_MAGIC):
-        raise VoiceError(
-            f"{path} looks like an audio recording, not a voice file: clone it with"
-            f" --clone-voice (or `pockettts clone`); {ACCEPTED}"
+        raise VoiceHint(
+            f"{path} looks like an audio recording, not a voice file: clone a voice from it"
+            f" with {{clone_voice}} (or `pockettts clone`); {ACCEPTED}",
+            "clone_voice",
         )
     if size % 4:
         raise VoiceError(f"{path} matches no voice format; {ACCEPTED}")

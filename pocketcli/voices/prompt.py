@@ -23,7 +23,7 @@ import numpy as np
 
 from pocketcli.audio.read import read_audio
 from pocketcli.audio.resample import resample
-from pocketcli.voices.state import VoiceError
+from pocketcli.errors import PromptError as PromptError  # defined there; re-exported
 
 MAX_PROMPT_SECONDS = 30.0
 MIN_PROMPT_SECONDS = 1.0
@@ -33,10 +33,6 @@ CLIPPED_FRACTION_WARNING = 0.001  # report clipping past 0.1 % of the samples
 MAX_PEAK = 1000.0  # 60 dB over full scale: past it a float recording holds no audio
 
 Warn = Callable[[str], None]
-
-
-class PromptError(VoiceError):
-    """The recording cannot be used as a voice prompt (too short, silent, NaN, ...)."""
 
 
 class VoiceWarning(UserWarning):

@@ -19,15 +19,12 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from pocketcli.atomic import atomic_path
-from pocketcli.errors import UserError
+from pocketcli.errors import VoiceError as VoiceError  # defined there; re-exported
+from pocketcli.filekind import require_regular
 from pocketcli.tensorfile import TensorFile, TensorFileError
 
 STATE_KEY = re.compile(r"^transformer\.layers\.(\d+)\.self_attn/(cache|offset|pad|current_end)$")
 MAX_VOICE_FILE_BYTES = 1 << 30
-
-
-class VoiceError(UserError, ValueError):
-    """A voice file is unreadable or does not fit the loaded model."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,7 @@ def load_voice_state(
     """
     path = Path(path)
     if not path.is_file():
-        raise VoiceError(f"voice file not found: {path}")
+        require_regular(path, "voice file", VoiceError)  # says why: a folder, a link loop...
     if path.stat().st_size > MAX_VOICE_FILE_BYTES:
         raise VoiceError(f"{path} is too large to be a voice state")
     try:

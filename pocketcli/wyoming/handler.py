@@ -39,7 +39,7 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from pocketcli import __version__
+from pocketcli import __version__, defaults
 from pocketcli.options import SpeakOptions
 from pocketcli.serve import logs
 from pocketcli.serve.encoding import StreamEncoder
@@ -55,9 +55,9 @@ KYUTAI = Attribution(name="Kyutai", url="https://github.com/kyutai-labs/pocket-t
 
 @dataclass(frozen=True)
 class WyomingLimits:
-    max_chars: int = 4096  # text per synthesis (streamed or not)
+    max_chars: int = defaults.MAX_CHARS  # text per synthesis (streamed or not)
     max_event_bytes: int = 1 << 20  # an event's data and payload
-    idle_seconds: float = 300.0  # a client silent this long is dropped
+    idle_seconds: float = defaults.WYOMING_IDLE_SECONDS  # a client silent this long is dropped
 
 
 @dataclass
@@ -71,7 +71,7 @@ class Service:
     def language_code(self) -> str:
         from pocketcli.normalize.languages import resolve
 
-        return resolve(self.backend.language or "english").code
+        return resolve(self.backend.language or defaults.LANGUAGE).code
 
     def info(self) -> Info:
         language = self.language_code()

@@ -13,7 +13,7 @@ from pocketcli.bench.corpus import load_corpus, parse_corpus
 from pocketcli.bench.fetch import minimax_lines
 from pocketcli.bench.scoring import cer, normalize_for_scoring, wer
 from pocketcli.errors import UserError
-from tests.cli.test_tts import run
+from tests.support.cli import run
 from tests.support.paths import DATA
 
 

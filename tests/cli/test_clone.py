@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,18 +11,11 @@ import soundfile as sf
 from safetensors.numpy import load_file, save_file
 
 from pocketcli.voices.state import load_voice_state
+from tests.support.cli import run
 from tests.support.paths import DATA
 
-SCRIPT = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
 SPEECH = DATA / "speech"
 LIBRI = SPEECH / "librispeech" / "librispeech_test_other_7902-96591-0001.wav"
-
-
-def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    return subprocess.run(
-        [SCRIPT, *map(str, args)], capture_output=True, cwd=cwd, env=env, timeout=120
-    )
 
 
 def _one_line_error(r: subprocess.CompletedProcess, code: int, text: bytes) -> None:

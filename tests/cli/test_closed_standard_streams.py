@@ -3,29 +3,18 @@ and nothing prints a traceback. Real console-script subprocesses under bash redi
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 import soundfile as sf
 
-from tests.cli.test_tts import SCRIPT
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+from tests.support.cli import run
 
 
 def shell(redirect: str, *args: str | Path, stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
     """Runs the console script with ``redirect`` (e.g. ``>&-``) applied by bash."""
-    return subprocess.run(
-        ["bash", "-c", f'exec "$0" "$@" {redirect}', SCRIPT, *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        env=_env(),
-        timeout=120,
-    )
+    return run(*args, shell=redirect, stderr=stderr)
 
 
 def _speak(pack_dir: Path, voice_path: Path, out: Path) -> list[str | Path]:

@@ -10,7 +10,7 @@ import pytest
 
 from pocketcli.cli.completion import SHELLS, completion_script
 from pocketcli.cli.main import app
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.paths import ROOT
 
 COMPLETIONS = ROOT / "completions"
@@ -27,7 +27,7 @@ def _complete(words: str, cword: int) -> list[str]:
     env = dict(
         os.environ, _POCKETTTS_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword)
     )
-    r = subprocess.run([SCRIPT], env=env, capture_output=True, timeout=60)
+    r = run(env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout.decode().split()
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from pocketcli.bench.corpus import MINIMAX_REPO, MINIMAX_REVISION
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.fakehub import FakeHub, running, subprocess_env
 
 
@@ -18,9 +17,7 @@ def test_fetch_french_then_benchmark_with_it(tmp_path, pack_dir) -> None:
     )
     with running(hub):
         env = subprocess_env(hub, tmp_path)
-        r = subprocess.run(
-            [SCRIPT, "corpus", "--languages", "french"], env=env, capture_output=True, timeout=120
-        )
+        r = run("corpus", "--languages", "french", env=env)
         assert r.returncode == 0, r.stderr
         assert any(MINIMAX_REVISION in x.path for x in hub.requests("french.txt"))
         written = r.stdout.decode().strip()
@@ -31,37 +28,22 @@ def test_fetch_french_then_benchmark_with_it(tmp_path, pack_dir) -> None:
         ]
         assert lines == ["Bonjour à tous.", "Merci | bien."]
         hub.clear_log()
-        again = subprocess.run(
-            [SCRIPT, "corpus", "--languages", "french", "--offline"],
-            env=env,
-            capture_output=True,
-            timeout=120,
-        )
+        again = run("corpus", "--languages", "french", "--offline", env=env)
         assert again.returncode == 0 and hub.requests() == []
         out = tmp_path / "b.json"
-        bench = subprocess.run(
-            [
-                SCRIPT,
-                "benchmark",
-                "--corpus",
-                "minimax-french",
-                "--model-dir",
-                str(pack_dir),
-                "--skip-asr",
-                "-q",
-                "--output-json",
-                str(out),
-            ],
+        bench = run(
+            "benchmark",
+            "--corpus",
+            "minimax-french",
+            "--model-dir",
+            str(pack_dir),
+            "--skip-asr",
+            "-q",
+            "--output-json",
+            str(out),
             env=env,
-            capture_output=True,
-            timeout=300,
         )
         assert bench.returncode == 0, bench.stderr
         assert [p["text"] for p in json.loads(out.read_text())["phrases"]] == lines
-        missing = subprocess.run(
-            [SCRIPT, "corpus", "--languages", "german", "--offline"],
-            env=env,
-            capture_output=True,
-            timeout=120,
-        )
+        missing = run("corpus", "--languages", "german", "--offline", env=env)
         assert missing.returncode == 1 and b"--offline" in missing.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.test_tts import run
+from tests.support.cli import run
 from tests.support.paths import FIXTURES
 
 RECORDING = FIXTURES / "tiny" / "clone_prompt_24k.wav"

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pocketcli.packs.manifest import PackManifest
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.fakehub import (
     CLONING,
     TINY_CONFIG,
@@ -31,13 +30,7 @@ def hub():
 
 
 def pockettts(hub: FakeHub, tmp_path: Path, *args: str, **env: str):
-    return subprocess.run(
-        [SCRIPT, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=subprocess_env(hub, tmp_path, **env),
-    )
+    return run(*args, text=True, env=subprocess_env(hub, tmp_path, **env))
 
 
 def error_line(result) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import numpy as np
 import onnx
@@ -15,13 +14,8 @@ import yaml
 from pocketcli.api import PocketTTS
 from pocketcli.packs.onnx_graph import GraphBuilder
 from pocketcli.runtimes.kevinahm import BundleError
-from tests.cli.test_tts import SCRIPT
 from tests.support.bundlehelp import TINY_CONFIG, TINY_MODEL, TINY_TOKENIZER, copy_of_bundle
-
-
-def run(*args: str, tmp_path, timeout: float = 300):
-    env = {**os.environ, "POCKETTTS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=timeout, env=env)
+from tests.support.cli import run
 
 
 def one_line_error(r, *words: str) -> str:
@@ -42,7 +36,7 @@ def test_export_then_speak_clone_and_inspect(tmp_path, fixture_dir) -> None:
     (tmp_path / "my_model.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "bundles" / "mine"
     r = run("export", "--format", "kevinahm-v2", str(out), "--config",
-            str(tmp_path / "my_model.yaml"), "-q", tmp_path=tmp_path)  # fmt: skip
+            str(tmp_path / "my_model.yaml"), "-q", cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout.decode().strip() == str(out)
     names = sorted(p.name for p in out.iterdir())
@@ -60,17 +54,17 @@ def test_export_then_speak_clone_and_inspect(tmp_path, fixture_dir) -> None:
     wav = tmp_path / "a.wav"
     r = run("tts", "Hello from a bundle.", "--model-dir", str(out), "--precision", "int8",
             "--clone-voice", str(fixture_dir / "clone_prompt_24k.wav"), "-o", str(wav), "-q",
-            tmp_path=tmp_path)  # fmt: skip
+            cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()
     audio, rate = sf.read(wav)
     assert rate == 24000 and audio.size > 0 and np.abs(audio).max() > 0
 
-    r = run("inspect", str(out), tmp_path=tmp_path)
+    r = run("inspect", str(out), cache=tmp_path / "cache")
     text = r.stdout.decode()
     assert r.returncode == 0, r.stderr.decode()
     assert "KevinAHM v2 ONNX bundle" in text and "precisions: fp32, int8" in text
     assert "languages: my_model" in text and "voice cloning: yes" in text
-    report = json.loads(run("inspect", str(out), "--json", tmp_path=tmp_path).stdout)
+    report = json.loads(run("inspect", str(out), "--json", cache=tmp_path / "cache").stdout)
     assert report["layout"] == "kevinahm-v2" and report["flow_lm_layers"] == 2
     assert report["bytes_by_precision"]["int8"] < report["bytes_by_precision"]["fp32"]
 
@@ -102,7 +96,7 @@ def test_export_without_cloning_weights_has_no_encoder_and_says_so(tmp_path) -> 
 
 
 def test_export_refuses_unknown_formats_as_usage_errors(tmp_path) -> None:
-    r = run("export", "--format", "web2", str(tmp_path / "x"), tmp_path=tmp_path)
+    r = run("export", "--format", "web2", str(tmp_path / "x"), cache=tmp_path / "cache")
     assert r.returncode == 2 and "kevinahm-v2" in r.stderr.decode()
 
 
@@ -110,7 +104,7 @@ def test_export_refuses_unknown_formats_as_usage_errors(tmp_path) -> None:
 def _tts(bundle, tmp_path, *extra):
     return run("tts", "Hi.", "--model-dir", str(bundle), "--voice-file",
                str(TINY_MODEL.parent / "voice.safetensors"), "-o", str(tmp_path / "o.wav"), *extra,
-               tmp_path=tmp_path)  # fmt: skip
+               cache=tmp_path / "cache")  # fmt: skip
 
 
 def test_missing_graph(tmp_path) -> None:

@@ -20,17 +20,15 @@ import numpy as np
 import pytest
 
 from tests.cli.test_store_models import hub  # noqa: F401 - the stand-in Hub fixture
-from tests.cli.test_tts import SCRIPT, run
 from tests.support import paths
+from tests.support.cli import run
 from tests.support.fakehub import subprocess_env
 
 ROOT = paths.ROOT
 
 
 def on_hub(fake, tmp_path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SCRIPT, *args], capture_output=True, timeout=120, env=subprocess_env(fake, tmp_path)
-    )
+    return run(*args, env=subprocess_env(fake, tmp_path))
 
 
 def one_line(r: subprocess.CompletedProcess, code: int, fragment: bytes) -> None:
@@ -214,7 +212,7 @@ def test_no_option_help_shows_a_python_type(command) -> None:
 def test_normalize_language_completes_and_values_ignore_case() -> None:
     env = dict(os.environ, _POCKETTTS_COMPLETE="complete_bash", COMP_CWORD="3",
                COMP_WORDS="pockettts normalize --language ital")  # fmt: skip
-    done = subprocess.run([SCRIPT], env=env, capture_output=True, timeout=60)
+    done = run(env=env)
     assert "italian" in done.stdout.decode().split(), done
     r = run("normalize", "See www.example.com now.", "--urls", "DROP", "--emails", "Read")
     assert r.returncode == 0, r.stderr

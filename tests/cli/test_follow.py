@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import threading
@@ -11,7 +10,7 @@ import time
 import pytest
 
 from pocketcli.cli.live import split_ready
-from tests.cli.test_tts import SCRIPT, run
+from tests.support.cli import SCRIPT, cli_env, run
 
 HEADER = 44
 
@@ -24,7 +23,7 @@ class _Follower:
     """``pockettts tts --follow -o -`` with its stdout read, and timed, on a thread."""
 
     def __init__(self, args: list[str]) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+        env = cli_env()
         self.proc = subprocess.Popen(
             [SCRIPT, "tts", "--follow", "-o", "-", *args],
             stdin=subprocess.PIPE,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import soundfile as sf
 
-from tests.cli.test_tts import run
+from tests.support.cli import run
 
 
 def _usage_line(r) -> str:

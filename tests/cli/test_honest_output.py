@@ -21,7 +21,7 @@ import soundfile as sf
 from pocketcli.atomic import atomic_path
 from pocketcli.audio.output import FORMATS, encode_stream, format_for, open_audio_writer
 from pocketcli.errors import ModelOutputError, UserError
-from tests.cli.test_tts import SCRIPT, run
+from tests.support.cli import SCRIPT, run
 
 
 def tts(pack_dir, *args: str, stdin: bytes | None = None):
@@ -226,21 +226,11 @@ def test_a_terminal_gets_no_binary_unless_forced(pack_dir) -> None:
     threading.Thread(target=drain, daemon=True).start()
     try:
         for extra, code in (((), 2), (("--force",), 0)):
-            r = subprocess.run(
-                [SCRIPT, "tts", "Hi.", "-o", "-", "--model-dir", str(pack_dir), "-q", *extra],
-                stdout=child,
-                stderr=subprocess.PIPE,
-                timeout=120,
-            )
+            r = run("tts", "Hi.", "-o", "-", "--model-dir", pack_dir, "-q", *extra, stdout=child)
             assert r.returncode == code, r.stderr
         assert (
             b"terminal"
-            in subprocess.run(
-                [SCRIPT, "tts", "Hi.", "-o", "-", "--model-dir", str(pack_dir)],
-                stdout=child,
-                stderr=subprocess.PIPE,
-                timeout=120,
-            ).stderr
+            in run("tts", "Hi.", "-o", "-", "--model-dir", pack_dir, stdout=child).stderr
         )
     finally:
         os.close(child)

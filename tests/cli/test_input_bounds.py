@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_tts import SCRIPT
+from tests.support import cli
 from tests.unit.voices.test_recording_bounds import _socket
 
 
@@ -20,19 +20,8 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
 
 
-def run(*args: str | Path, stdin=None, env: dict[str, str] | None = None, shell: str = ""):
-    environ = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"} | (env or {})
-    argv = [SCRIPT, *map(str, args)]
-    if shell:  # bash applies a redirection or a process substitution
-        argv = ["bash", "-c", f'exec "$0" "$@" {shell}', *argv]
-    return subprocess.run(
-        argv,
-        stdin=stdin,
-        capture_output=True,
-        env=environ,
-        timeout=60,
-        preexec_fn=_limit_memory,
-    )
+# Every run here is under an address-space limit.
+run = partial(cli.run, preexec_fn=_limit_memory)
 
 
 def _batch(pack_dir: Path, source: str | Path, out: Path) -> list[str | Path]:
@@ -57,7 +46,7 @@ def test_text_over_the_bound_is_refused_with_its_setting(pack_dir, tmp_path) -> 
     lines = tmp_path / "lines.txt"
     lines.write_text("Hello there.\n" * 200)
     small = {"POCKETTTS_MAX_INPUT_MB": "0.001"}
-    r = run(*_batch(pack_dir, lines, tmp_path / "out"), env=small)
+    r = run(*_batch(pack_dir, lines, tmp_path / "out"), env=cli.cli_env(**small))
     assert r.returncode == 1, r.stderr
     assert (
         r.stderr

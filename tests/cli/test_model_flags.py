@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.cli.test_tts import run
+from tests.support.cli import run
 
 
 @pytest.fixture

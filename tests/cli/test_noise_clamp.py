@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from tests.cli.test_tts import run
+from tests.support.cli import run
 
 
 def _speak(pack_dir, tmp_path, name: str, *extra: str) -> np.ndarray:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
+from functools import partial
 
 import pytest
 
-SCRIPT = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
+from tests.support.cli import run as pockettts
 
-
-def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    return subprocess.run(
-        [SCRIPT, "normalize", *args], input=stdin, capture_output=True, env=env, timeout=60
-    )
+# Every test here runs `pockettts normalize`.
+run = partial(pockettts, "normalize")
 
 
 def test_prints_what_would_be_spoken() -> None:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pocketcli.options import MAX_TEMPERATURE
-from tests.cli.test_tts import run
+from tests.support.cli import run
 
 
 @pytest.mark.parametrize(

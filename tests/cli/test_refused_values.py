@@ -3,20 +3,12 @@ wrong, before any model work. Real console-script subprocesses on the tiny pack.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_tts import SCRIPT
-
-
-def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    return subprocess.run(
-        [SCRIPT, *map(str, args)], capture_output=True, env=env, cwd=cwd, timeout=120
-    )
+from tests.support.cli import SCRIPT, run
 
 
 @pytest.mark.parametrize("value", ["nan", "-nan", "NaN"])

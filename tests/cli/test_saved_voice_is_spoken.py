@@ -4,27 +4,23 @@ with -q (real console script, tiny pack)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
+from tests.support.cli import run
 from tests.support.paths import DATA
 
-SCRIPT = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
 # 14.2 s: longer than the 125 frames (10 s) a FluidAudio .bin holds.
 LONG = DATA / "speech" / "librispeech"
 LONG = LONG / "librispeech_test_clean_6930-75918-0001.wav"
 
 
 def _tts(pack: Path, out: Path, *voice: str | Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
     args = ["tts", "Hello there.", "-o", out, "--model-dir", pack, "--seed", "3", *voice]
-    return subprocess.run([SCRIPT, *map(str, args)], capture_output=True, env=env, timeout=120)
+    return run(*args)
 
 
 def test_a_cut_bin_voice_is_the_voice_spoken(pack_dir, tmp_path) -> None:

@@ -5,7 +5,6 @@ does (its output file begun, its end) with a generous deadline, never on a guess
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import signal
@@ -15,7 +14,7 @@ import time
 
 import pytest
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT, cli_env
 from tests.support.waiting import DEADLINE, wait_until_writing
 
 # Far more than any machine speaks before the signals come (read from standard input, so
@@ -24,10 +23,6 @@ TEXT = " ".join(
     f"Sentence number {i} is here to keep the model busy for a while." for i in range(8000)
 )
 EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
 
 
 def _start(out, pack_dir, voice_path) -> subprocess.Popen:
@@ -41,7 +36,7 @@ def _start(out, pack_dir, voice_path) -> subprocess.Popen:
             stdin=stdin,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env=_env(),
+            env=cli_env(),
         )
 
 
@@ -96,9 +91,9 @@ def _inside_python_startup(stderr: str) -> bool:
         if "/pocketcli/" not in frame["file"]:
             continue  # the standard library's import machinery
         first = frame["file"].endswith((*_FIRST_MODULES, "pocketcli/interrupts.py"))
-        # Known race (reported to the lead): SIGINT between install_signal_handlers()'s
-        # SIGTERM and SIGINT lines still meets Python's default handler. Blocking both
-        # signals while installing would close it; until then it counts as start-up.
+        # A SIGINT in install_signal_handlers()'s first lines, before it blocks the stop
+        # signals, still meets Python's default handler: that too is start-up. (Between
+        # the installs the signals are blocked: test_signal_handlers_install_atomically.)
         installing = (frame["code"] or "").startswith("install_signal_handlers(armed=False)") or (
             frame["where"] == "install_signal_handlers"
         )

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT, cli_env
 
 TEXT = " ".join(f"Sentence {i} keeps the model busy for a little while." for i in range(300))
 WORDS = {
@@ -25,7 +24,7 @@ WORDS = {
 
 
 def _start(folder: Path, pack_dir: Path, voice_path: Path, text: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    env = cli_env()
     args = ["tts", text, "-o", str(folder / "out.wav"), "--model-dir", str(pack_dir)]
     return subprocess.Popen(
         [SCRIPT, *args, "--voice-file", str(voice_path), "-q"],

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 import soundfile as sf
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.fakehub import (
     TINY_BF16_CONFIG,
     TINY_CONFIG,
@@ -27,12 +25,7 @@ def hub():
 
 
 def tts(hub, tmp_path, *args, **env):
-    return subprocess.run(
-        [SCRIPT, "tts", *args],
-        capture_output=True,
-        timeout=300,
-        env=subprocess_env(hub, tmp_path, **env),
-    )
+    return run("tts", *args, env=subprocess_env(hub, tmp_path, **env))
 
 
 def test_config_from_the_hub_is_built_once_then_works_offline(hub, tmp_path) -> None:

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import soundfile as sf
 
-SCRIPT = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
-
-
-def run(*args: str, stdin: bytes | None = None, cwd: Path | None = None):
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    return subprocess.run(
-        [SCRIPT, *args], input=stdin, capture_output=True, cwd=cwd, env=env, timeout=120
-    )
+from tests.support.cli import run
 
 
 def test_writes_24khz_mono_wav(pack_dir, voice_path, tmp_path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from pocketcli import PocketTTS
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.errors import OptionConflict, RuntimeUnavailable, UnknownNameError
 from pocketcli.options import SpeakOptions
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.fakehub import TINY_CONFIG
 from tests.unit.store.test_download import hub  # noqa: F401 - the fake Hub fixture, in-process
 
@@ -23,9 +22,7 @@ TEXT = "The library and the command agree. Sample for sample."
 
 def _cli_wav(tmp_path, *args: str) -> np.ndarray:
     out = tmp_path / "cli.wav"
-    r = subprocess.run(
-        [SCRIPT, "tts", TEXT, "-o", str(out), "-q", *args], capture_output=True, timeout=120
-    )
+    r = run("tts", TEXT, "-o", str(out), "-q", *args)
     assert r.returncode == 0, r.stderr
     audio, rate = sf.read(out, dtype="int16")
     assert rate == 24_000

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,8 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import soundfile as sf
 
-from tests.support.paths import ROOT
+from tests.support.cli import cli_env, run
+from tests.support.paths import PACKAGE, ROOT
 
 README = ROOT / "README.md"
 SERVER = "127.0.0.1:8000"
@@ -131,7 +134,6 @@ def test_links_and_anchors_resolve(doc: Path) -> None:
     assert not broken, f"{doc.relative_to(ROOT)}: " + "; ".join(broken)
 
 
-PACKAGE = ROOT / "pocketcli"
 TOP = {"tests", "scripts", "benchmarks", "pocketcli", "completions", ".ci"}
 # A repository path in backticks: a folder (ends in /) or a file with an extension.
 PATH = re.compile(r"`([A-Za-z_.][\w.*-]*/(?:[\w.*-]+/)*(?:[\w*-]+\.[\w]+)?)`")
@@ -153,3 +155,37 @@ def test_named_files_exist(doc: Path) -> None:
             missing.append(path)
     assert checked, "no repository paths found (the pattern is wrong)"
     assert not missing, f"{doc.relative_to(ROOT)} names paths that do not exist: {missing}"
+
+
+def setup_commands() -> list[str]:
+    """The one-line commands of README's "Set up" section, in order."""
+    section = README.read_text(encoding="utf-8").split("\n## Set up\n", 1)[1].split("\n## ")[0]
+    return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```", section, re.M | re.S)]
+
+
+def test_setup_command_speaks(tmp_path: Path) -> None:
+    # The fresh-machine command, minus making the venv this suite already runs in.
+    steps = setup_commands()[0].split(" && ")
+    assert steps[:3] == ["python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ."]
+    argv = shlex.split(steps[-1])
+    assert argv[:2] == ["pockettts", "tts"] and len(steps) == 4, steps
+    (tmp_path / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
+    done = run(*argv[1:], cwd=tmp_path, env=cli_env(HF_HOME=str(tmp_path / "hf")), text=True)
+    assert done.returncode == 0, done.stderr
+    info = sf.info(tmp_path / argv[argv.index("-o") + 1])
+    assert info.samplerate == 24_000 and info.channels == 1 and info.frames > 0
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    # README promises that .ci/run runs the same test command on a fresh clone.
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    pieces = {
+        piece.strip()
+        for line in ci.splitlines()
+        if not line.lstrip().startswith("#")
+        for piece in line.split(" && ")
+    }
+    steps = setup_commands()[1].split(" && ")
+    assert steps[-1].startswith("python -m pytest"), steps
+    for step in steps:
+        assert step in pieces, f".ci/run does not run `{step}` as README writes it"

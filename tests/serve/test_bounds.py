@@ -146,7 +146,7 @@ def test_uploads_decode_inside_the_queue_bound() -> None:
     """Decoding is queued work: with one job running and none allowed to wait, a second
     upload is refused (503) instead of being decoded beside it."""
     data = CLONE_WAV.read_bytes()
-    settings = _quick(max_queue=0)
+    settings = _quick(max_queue=0, max_streams=1)
     with serving(settings=settings) as (url, _):
         variants = [data + bytes([i]) for i in range(6)]  # distinct ids: no cache hits
         with ThreadPoolExecutor(6) as pool:

@@ -5,7 +5,6 @@ error, and the connection serves on."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -26,16 +25,12 @@ from wyoming.tts import (  # noqa: E402
 )
 
 from tests.serve.test_mcp import call, text_of  # noqa: E402
-from tests.support.protohelp import TINY_ARGS, spawn  # noqa: E402
+from tests.support.protohelp import TINY_ARGS, run_async, spawn  # noqa: E402
 from tests.support.servehelp import serving  # noqa: E402
 
 # A document whose sentence ends fall inside its elements: cut there, both halves are
 # malformed SSML (and were dropped unsaid: the turn was silent).
 SSML_PIECES = ("<speak>Hello there. ", "<p>How are you. ", "Fine?</p></speak>")
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 120))
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +76,7 @@ def test_websocket_temperature_of_the_wrong_type_is_an_option_error(ws_url) -> N
             seen.append(json.loads((await ws.receive(timeout=60)).data))
             return seen
 
-    *errors, accepted = run(go())
+    *errors, accepted = run_async(go())
     assert [e["data"]["code"] for e in errors] == ["invalid_option"] * 3, errors
     assert errors[0]["data"]["message"] == "temperature must be a number, not 'hot'"
     assert accepted["data"]["event_type"] == "config_accepted"
@@ -92,7 +87,7 @@ def test_websocket_ssml_in_pieces_is_spoken_whole(ws_url) -> None:
         async with aiohttp.ClientSession() as http, http.ws_connect(ws_url) as ws:
             return await _ws_turn(ws, SSML_PIECES), await _ws_turn(ws, ("".join(SSML_PIECES),))
 
-    (pieces, frames), (whole, _) = run(go())
+    (pieces, frames), (whole, _) = run_async(go())
     assert frames[-1]["data"]["event_type"] == "final", frames
     assert len(whole) > 0 and pieces == whole
 
@@ -127,7 +122,7 @@ async def _wyoming(uri: str, *events: Event) -> list[Event]:
     ],
 )
 def test_wyoming_voice_of_the_wrong_shape_is_a_bad_request(wyoming, voice, expected) -> None:
-    got = run(_wyoming(_uri(wyoming), Event("synthesize", {"text": "Hi.", "voice": voice})))
+    got = run_async(_wyoming(_uri(wyoming), Event("synthesize", {"text": "Hi.", "voice": voice})))
     assert [e.type for e in got] == ["error", "info"], [e.type for e in got]
     assert got[0].data == {"text": expected, "code": "bad_request"}
     assert Info.from_event(got[1]).tts
@@ -143,7 +138,7 @@ def _pcm(events: list[Event]) -> bytes:
 
 def test_wyoming_streamed_ssml_is_spoken_as_the_whole_document(wyoming) -> None:
     ssml = SynthesizeTextFormat.SSML
-    streamed = run(
+    streamed = run_async(
         _wyoming(
             _uri(wyoming),
             SynthesizeStart(text_format=ssml).event(),
@@ -204,7 +199,7 @@ def test_websocket_turn_left_open_without_a_flush_does_not_keep_an_idle_socket()
                         return frames, message
                     frames.append(json.loads(message.data))
 
-        frames, closed = run(go())
+        frames, closed = run_async(go())
     assert frames[0]["data"]["event_type"] == "config_accepted"
     assert frames[-1]["data"] == {
         "message": "nothing received for 1 s: closing",

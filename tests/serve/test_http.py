@@ -20,6 +20,7 @@ import pytest
 
 from pocketcli.api import PocketTTS
 from pocketcli.serve.limits import Limits, ServeSettings
+from tests.support.cli import run
 from tests.support.servehelp import (
     LONG_TEXT,
     PACK,
@@ -88,17 +89,11 @@ def _decoded_samples(data: bytes) -> int:
 def test_server_bytes_equal_pockettts_tts_stdout(server, fmt) -> None:
     """Same seed, same encoder as `pockettts tts -o - --format F` (one encoder for both):
     the same bytes for wav and pcm (header included), the same decoded length for all."""
-    import subprocess
-
-    from tests.cli.test_tts import SCRIPT
 
     url, _ = server
     text = "Streamed the same way."
-    cli = subprocess.run(
-        [SCRIPT, "tts", text, "-o", "-", "--format", fmt, "--seed", "4",
-         "--model-dir", str(PACK), "--voice-file", str(VOICE), "-q"],
-        capture_output=True, timeout=120, check=True,
-    )  # fmt: skip
+    cli = run("tts", text, "-o", "-", "--format", fmt, "--seed", "4",
+              "--model-dir", str(PACK), "--voice-file", str(VOICE), "-q", check=True)  # fmt: skip
     got = speech(url, input=text, seed=4, response_format=fmt)
     assert got.status_code == 200, got.text
     if fmt in ("wav", "pcm"):
@@ -392,6 +387,9 @@ def paced_loader(before_frame):
     return load
 
 
+ONE_STREAM = ServeSettings(limits=Limits(max_streams=1))  # a held request makes the next wait
+
+
 def gated_loader(gate: threading.Event):
     """Held before the second frame until ``gate`` opens."""
     return paced_loader(lambda i: gate.wait(30) if i == 1 else None)
@@ -414,7 +412,7 @@ def held_stream(url: str, fmt: str):
 
 def test_first_audio_leaves_before_generation_ends_and_queue_bound_is_503() -> None:
     gate = threading.Event()
-    settings = ServeSettings(limits=Limits(max_queue=1))
+    settings = ServeSettings(limits=Limits(max_queue=1, max_streams=1))  # one held, one waits
     with serving(gated_loader(gate), settings) as (url, _):
         with held_stream(url, "wav") as (first, chunks):
             assert first[:4] == b"RIFF" and len(first) > 44  # header and the first frame
@@ -487,7 +485,7 @@ def test_disconnect_stops_generation_within_one_frame() -> None:
 
 def test_a_request_that_leaves_while_queued_leaves_the_queue() -> None:
     gate = threading.Event()
-    with serving(gated_loader(gate)) as (url, _):
+    with serving(gated_loader(gate), ONE_STREAM) as (url, _):
         with held_stream(url, "pcm") as (_, rest):
             s = _post_raw(url, {"model": "tts-1", "voice": "alloy", "input": "Queued."})
             _wait_gauge(url, "pockettts_queue_depth", 1.0)
@@ -575,7 +573,7 @@ def test_request_time_limit_ends_a_long_stream() -> None:
 
 def test_a_request_that_waits_past_its_limit_gets_503() -> None:
     gate = threading.Event()
-    settings = ServeSettings(limits=Limits(request_seconds=3.0))
+    settings = ServeSettings(limits=Limits(request_seconds=3.0, max_streams=1))
     with serving(gated_loader(gate), settings) as (url, records):
         with held_stream(url, "pcm"):
             waited = speech(url, input="Waits in the queue.")

@@ -23,7 +23,8 @@ import soundfile as sf  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from tests.support.protohelp import SCRIPT, TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
+from tests.support.cli import SCRIPT, run  # noqa: E402
+from tests.support.protohelp import TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
 from tests.unit.audio.test_playback import NULL_ALSA, _portaudio_env, _probe  # noqa: E402
 
 
@@ -181,11 +182,7 @@ def test_sigterm_ends_the_server_with_one_line(tmp_path) -> None:
 
 
 def test_bad_flags_and_the_missing_extra_are_one_line(tmp_path) -> None:
-    r = subprocess.run(
-        [SCRIPT, "mcp", *TINY_ARGS, "--output-dir", str(tmp_path / "none")],
-        capture_output=True,
-        timeout=60,
-    )
+    r = run("mcp", *TINY_ARGS, "--output-dir", str(tmp_path / "none"))
     assert r.returncode == 1 and b"--output-dir is not a folder" in r.stderr, r.stderr
     r = without_module("mcp", "mcp")
     assert r.returncode == 1

@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 
 from pocketcli.api import PocketTTS
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT, run
 from tests.support.paths import ROOT
 from tests.support.servehelp import LONG_TEXT, PACK, VOICE, expected_pcm, pcm16, spawn
 
@@ -39,7 +39,7 @@ def test_bad_flags_fail_before_loading(tmp_path) -> None:
         (["--port", "70000"], 2, "--port"),
         (["--language", "klingon"], 2, "klingon"),
     ):
-        r = subprocess.run([SCRIPT, "serve", *args], capture_output=True, timeout=60)
+        r = run("serve", *args)
         assert r.returncode == code, (args, r.stderr)
         assert fragment in r.stderr.decode() and b"Traceback" not in r.stderr
 
@@ -48,11 +48,7 @@ def test_a_pack_that_cannot_load_ends_the_server_with_one_line(tmp_path) -> None
     broken = tmp_path / "pack"
     shutil.copytree(PACK, broken)
     (broken / "flowlm_step.onnx").write_bytes(b"not an onnx graph")
-    r = subprocess.run(
-        [SCRIPT, "serve", "--port", "0", "--model-dir", str(broken)],
-        capture_output=True,
-        timeout=60,
-    )
+    r = run("serve", "--port", "0", "--model-dir", str(broken))
     assert r.returncode == 1
     assert b"Traceback" not in r.stderr
     last = r.stderr.decode().strip().splitlines()[-1]
@@ -191,15 +187,14 @@ def test_api_key_from_the_environment() -> None:
 
 
 def test_a_voices_bin_default_voice_is_picked_with_v(tmp_path) -> None:
-    """As with tts: the advice "choose one with -v NAME" must not meet "keep one"."""
+    """As with tts: the advice "choose one with --voice NAME" must not meet "keep one"."""
     from tests.support import tensorfiles
 
     bank = tmp_path / "voices.bin"
     voices = {"cosette": np.zeros((3, 64), np.float32), "marius": np.ones((4, 64), np.float32)}
     bank.write_bytes(tensorfiles.voices_bin(voices))
-    r = subprocess.run([SCRIPT, "serve", "--model-dir", str(PACK), "--voice-file", str(bank)],
-                       capture_output=True, timeout=60)  # fmt: skip
-    assert r.returncode == 1 and b"choose one with -v NAME" in r.stderr, r.stderr
+    r = run("serve", "--model-dir", str(PACK), "--voice-file", str(bank))
+    assert r.returncode == 1 and b"choose one with --voice NAME" in r.stderr, r.stderr
     with spawn(SCRIPT, "--model-dir", str(PACK), "--voice-file", str(bank), "-v", "marius") as (
         _,
         url,

@@ -23,6 +23,7 @@ from pocketcli.api import PocketTTS  # noqa: E402
 from pocketcli.audio.wav import to_pcm16  # noqa: E402
 from pocketcli.options import SpeakOptions  # noqa: E402
 from pocketcli.serve.limits import Limits, ServeSettings  # noqa: E402
+from tests.support.protohelp import run_async  # noqa: E402
 from tests.support.servehelp import PACK, VOICE, pcm16, serving  # noqa: E402
 
 
@@ -77,10 +78,6 @@ async def texts(*pieces: str, wait: asyncio.Event | None = None) -> AsyncIterato
         yield piece
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 120))
-
-
 async def with_socket(url: str, steps, api_key: str | None = None):
     async with aiohttp.ClientSession() as http:
 
@@ -122,7 +119,7 @@ def test_turns_on_one_socket_speak_sentences_as_they_complete(server, tts) -> No
         )
         return turns, ids, socket.last_reused
 
-    turns, ids, reused = run(with_socket(url, steps))
+    turns, ids, reused = run_async(with_socket(url, steps))
     np.testing.assert_array_equal(
         pcm16(bytes(turns[0])), expected(tts, ["Hello there. ", "How are you?"], 3)
     )
@@ -148,7 +145,7 @@ def test_cancel_stops_the_turn_and_the_next_turn_hears_only_its_own_audio(server
         await socket.speak(config(seed=2), texts("Short one."), after.extend, timeout=60)
         return bytes(after), socket.last_reused
 
-    after, reused = run(with_socket(url, steps))
+    after, reused = run_async(with_socket(url, steps))
     assert reused
     np.testing.assert_array_equal(pcm16(after), expected(tts, ["Short one."], 2))
     long_turns = [r for r in records.records if r["event"] == "ws turn" and r["chars"] > 100]
@@ -173,7 +170,7 @@ def test_several_sockets_at_once_and_base64_frames_and_other_rates(server, tts) 
             one(config(seed=7, sample_rate=16000), "Socket one speaks."),
         )
 
-    binary, base64_frames, resampled = run(go())
+    binary, base64_frames, resampled = run_async(go())
     want = expected(tts, ["Socket one speaks."], 7)
     np.testing.assert_array_equal(pcm16(binary), want)
     np.testing.assert_array_equal(pcm16(base64_frames), want)
@@ -206,7 +203,7 @@ def test_bad_configs_and_frames_are_error_frames_and_the_socket_serves_on(server
             closed = await ws.receive(timeout=60)
             return seen, accepted, too_long, bad, closed
 
-    seen, accepted, too_long, bad, closed = run(go())
+    seen, accepted, too_long, bad, closed = run_async(go())
     assert [e.kind for e in seen] == ["error"] * 7
     codes = [e.message.split(":")[0] for e in seen]
     assert codes == [
@@ -243,9 +240,9 @@ def test_the_api_key_is_checked_in_the_handshake() -> None:
             await socket.speak(config(), texts("Let me in."), out.extend, timeout=60)
             return len(out)
 
-        assert run(refused(None)) == 403
-        assert run(refused("wrong")) == 403
-        assert run(with_socket(url, speaks, api_key="sesame")) > 0
+        assert run_async(refused(None)) == 403
+        assert run_async(refused("wrong")) == 403
+        assert run_async(with_socket(url, speaks, api_key="sesame")) > 0
 
 
 def test_an_idle_socket_is_told_and_closed_and_sockets_are_bounded() -> None:
@@ -263,7 +260,7 @@ def test_an_idle_socket_is_told_and_closed_and_sockets_are_bounded() -> None:
                     await ws.receive(60),
                 )
 
-        refused, error, closed = run(go())
+        refused, error, closed = run_async(go())
         assert refused.message.startswith("too_many_sockets")
         assert error.message.startswith("idle_timeout")
         assert closed.type == aiohttp.WSMsgType.CLOSE
@@ -293,14 +290,15 @@ def test_cancel_stops_the_generation_and_no_final_comes(server) -> None:
                 await asyncio.sleep(0.05)
             return kinds, done[0]
 
-    kinds, done = run(go())
+    kinds, done = run_async(go())
     assert "final" not in kinds
     assert done["outcome"] == "cancelled"
     assert done["samples"] < 90 * 4 * 1920  # stopped well before its end
 
 
 def test_sigterm_closes_speaking_sockets_and_the_server_exits_cleanly() -> None:
-    from tests.support.protohelp import SCRIPT, TINY_ARGS
+    from tests.support.cli import SCRIPT
+    from tests.support.protohelp import TINY_ARGS
     from tests.support.servehelp import spawn
 
     long = " ".join(f"Sentence number {i} goes on for a while." for i in range(90))
@@ -320,7 +318,7 @@ def test_sigterm_closes_speaking_sockets_and_the_server_exits_cleanly() -> None:
                     kinds.append(protocol.interpret(await ws.receive(timeout=60)).kind)
                 return kinds
 
-        kinds = run(go())
+        kinds = run_async(go())
         assert "final" not in kinds
         assert proc.wait(30) == 143
         assert proc.stderr is not None

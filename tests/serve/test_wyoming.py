@@ -27,7 +27,7 @@ from wyoming.tts import (  # noqa: E402
     SynthesizeVoice,
 )
 
-from tests.support.protohelp import TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
+from tests.support.protohelp import TINY_ARGS, VOICE, one_line, run_async, spawn, without_module  # noqa: E402
 
 FRAME = 1920  # samples per frame of the model (80 ms at 24 kHz)
 
@@ -40,10 +40,6 @@ def server(tmp_path_factory):
     args = ("wyoming", "--uri", "tcp://127.0.0.1:0", *TINY_ARGS, "--voice-dir", str(voices))
     with spawn(*args, "--max-chars", "300") as (proc, err):
         yield err.wait_event("listening")["uri"], proc, err
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 120))
 
 
 async def until(client: AsyncClient, *types: str) -> list[Event]:
@@ -73,7 +69,7 @@ def test_describe_lists_every_voice_with_its_language_and_streaming(server) -> N
             await client.write_event(Describe().event())
             return Info.from_event((await until(client, "info"))[-1])
 
-    info = run(go())
+    info = run_async(go())
     (program,) = info.tts
     assert program.supports_synthesize_streaming is True
     names = {v.name: v.languages for v in program.voices}
@@ -90,7 +86,7 @@ def test_synthesize_by_voice_name_streams_a_chunk_per_frame(server) -> None:
             return await until(client, "audio-stop")
 
     for voice in ("bob", None):
-        start, chunks = audio_of(run(go(voice)))
+        start, chunks = audio_of(run_async(go(voice)))
         assert (start.rate, start.width, start.channels) == (24000, 2, 1)
         assert len(chunks) > 2  # frame by frame, not one blob at the end
         assert all(len(c.audio) == FRAME * 2 for c in chunks)
@@ -113,7 +109,7 @@ def test_streaming_synthesis_speaks_the_first_sentence_before_the_rest_is_sent(s
             await client.write_event(SynthesizeStop().event())
             return first, await until(client, "synthesize-stopped")
 
-    first, rest = run(go())
+    first, rest = run_async(go())
     assert [e.type for e in first] == ["audio-start", "audio-chunk"]
     kinds = [e.type for e in rest]
     assert kinds[-2:] == ["audio-stop", "synthesize-stopped"], kinds
@@ -146,7 +142,7 @@ def test_bad_requests_get_an_error_event_and_the_connection_keeps_serving(server
             assert (await until(client, "info"))[-1].type == "info"
         return seen
 
-    seen = run(go())
+    seen = run_async(go())
     codes = [code for code, _ in seen]
     assert codes == [
         "voice_not_found",
@@ -173,7 +169,7 @@ def test_an_event_over_the_size_limit_is_refused_before_it_is_read(server) -> No
             assert Error.from_event(error).code == "bad_event"
             return await client.read_event()  # then the server hangs up
 
-    assert run(go()) is None
+    assert run_async(go()) is None
 
 
 def test_several_clients_at_once_each_get_their_whole_audio(server) -> None:
@@ -188,7 +184,7 @@ def test_several_clients_at_once_each_get_their_whole_audio(server) -> None:
     async def go() -> list[int]:
         return await asyncio.gather(*(one(f"Client number {i} speaks.") for i in range(3)))
 
-    assert all(n > 2 for n in run(go()))
+    assert all(n > 2 for n in run_async(go()))
 
 
 def test_unix_socket_and_idle_clients(tmp_path) -> None:
@@ -204,7 +200,7 @@ def test_unix_socket_and_idle_clients(tmp_path) -> None:
                 # then say nothing: the server says why it hangs up
                 return info, Error.from_event((await until(client, "error"))[-1])
 
-        info, error = run(go())
+        info, error = run_async(go())
         assert info.tts[0].voices[0].name == "voice"
         assert error.code == "idle_timeout"
         proc.send_signal(signal.SIGTERM)
@@ -242,7 +238,7 @@ def test_sigterm_during_a_synthesis_stops_the_server_cleanly(server) -> None:
             while await client.read_event() is not None:  # the server hangs up
                 pass
 
-    run(go())
+    run_async(go())
     assert proc.wait(30) == 143
     assert "pockettts: error: terminated" in err.text()
     assert "Traceback" not in err.text()

@@ -4,22 +4,23 @@ for the JSON log lines the tests wait on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+from tests.support.cli import SCRIPT
 from tests.support.paths import FIXTURES
 
 TINY = FIXTURES / "tiny"
 PACK = TINY / "pack"
 VOICE = TINY / "voice.safetensors"
 TINY_ARGS = ("--model-dir", str(PACK), "--voice-file", str(VOICE), "--runtime", "onnx")
-SCRIPT = shutil.which("pockettts") or "pockettts"
 
 
 class Stderr(threading.Thread):
@@ -99,3 +100,8 @@ def one_line(stderr: bytes) -> str:
     lines = stderr.decode().strip().splitlines()
     assert len(lines) == 1, lines
     return lines[0]
+
+
+def run_async(coro: Coroutine[Any, Any, Any], deadline: float = 120) -> Any:
+    """Runs a client's coroutine to its end, failing after ``deadline`` seconds."""
+    return asyncio.run(asyncio.wait_for(coro, deadline))

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 
 from pocketcli.serve.backend import Backend, load_backend
-from pocketcli.serve.limits import ServeSettings
+from pocketcli.serve.limits import Limits, ServeSettings
 from pocketcli.serve.server import bind, build
 from tests.support.paths import FIXTURES
 
@@ -77,7 +77,9 @@ def serving(
     load: Callable[[], Backend] | None = None, settings: ServeSettings | None = None
 ) -> Iterator[tuple[str, LogRecords]]:
     """The app under uvicorn on 127.0.0.1:<free port>, ready (model loaded) when yielded."""
-    settings = settings or ServeSettings()
+    # One request spoken at a time unless a test says otherwise: the queue's tests count
+    # on it (the server's own default is defaults.MAX_STREAMS).
+    settings = settings or ServeSettings(limits=Limits(max_streams=1))
     sock = bind("127.0.0.1", 0)
     server = build(load or tiny_loader(), settings, sock)
     records = LogRecords()

@@ -7,7 +7,7 @@ how text is read.
 
 from __future__ import annotations
 
-from pocketcli.errors import UserError
+from pocketcli.errors import UnknownLanguageError
 from pocketcli.normalize.languages import (
     dutch,
     english,
@@ -26,10 +26,6 @@ LANGUAGES: dict[str, Language] = {
     for module in (english, french, german, italian, portuguese, spanish, dutch)
 }
 SUPPORTED_LANGUAGES: tuple[str, ...] = tuple(LANGUAGES)
-
-
-class UnknownLanguageError(UserError, ValueError):
-    """The language id has no normaliser; the message lists the supported ones."""
 
 
 def resolve(language: str) -> Language:

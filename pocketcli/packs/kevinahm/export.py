@@ -60,21 +60,12 @@ def _save(model: onnx.ModelProto, path: Path) -> None:
 
 def quantise_like_kevinahm(src: Path, dst: Path) -> None:
     """``quantize_dynamic`` with the options of KevinAHM's scripts/quantize.py."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from pocketcli.packs.quantize import _quiet_root_logger, float_matmuls
+    from pocketcli.packs.quantize import float_matmuls, int8_matmuls
 
     model = onnx.load(str(src))
     keep_float = float_matmuls(model.graph, lambda name: name.startswith(_FLOAT_PREFIXES))
-    with _quiet_root_logger():
-        quantize_dynamic(
-            str(src),
-            str(dst),
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=keep_float,
-            extra_options={"ForceQuantizeNoType": True, "DefaultTensorType": 1},
-        )
+    extra = {"ForceQuantizeNoType": True, "DefaultTensorType": 1}
+    int8_matmuls(src, dst, keep_float, extra_options=extra)
 
 
 def export_bundle(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pocketcli import defaults
 from pocketcli.config import MimiConfig, ModelConfig, SEANetConfig
 
 BUNDLE_FILE = "bundle.json"
@@ -25,7 +26,7 @@ TOKENIZER_FILE = "tokenizer.model"
 # The exporter's constants: positions of every attention cache, tokens per text chunk,
 # and the voice names of its vendored pocket-tts (the same list for every language).
 CACHE_POSITIONS = 1000
-MAX_TOKENS_PER_CHUNK = 50
+MAX_TOKENS_PER_CHUNK = defaults.MAX_TOKENS
 PREDEFINED_VOICES = ("alba", "azelma", "cosette", "eponine", "fantine", "javert", "jean", "marius")
 FILLS = ("nan", "zeros", "ones", "empty")
 DTYPES = ("float32", "int64", "bool")

@@ -6,8 +6,7 @@ without importing the runtime and numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pocketcli import lazy
 
 _EXPORTS = {
     "CoreMLPredictor": "predictor",
@@ -33,13 +32,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pocketcli.runtimes.coreml' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"pocketcli.runtimes.coreml.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)

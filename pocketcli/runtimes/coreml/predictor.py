@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from pocketcli.errors import ModelMissing as ModelMissing  # defined there; re-exported
 from pocketcli.errors import UserError
 from pocketcli.packs.manifest import PackError
 
@@ -103,10 +104,6 @@ class DescribedModel:
     @property
     def outputs(self) -> tuple[TensorDesc, ...]:
         return self._outputs
-
-
-class ModelMissing(PackError):
-    """No file for a model in a pack (optional models are looked for this way)."""
 
 
 def model_file(directory: Path, name: str, suffixes: tuple[str, ...]) -> Path:

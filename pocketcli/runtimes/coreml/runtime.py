@@ -32,9 +32,9 @@ import numpy as np
 
 import pocketcli
 from pocketcli.config import ModelConfig
-from pocketcli.errors import UserError
+from pocketcli.errors import BackendError, UserError
+from pocketcli.errors import CoreMLUnavailable as CoreMLUnavailable  # defined there; re-exported
 from pocketcli.packs.manifest import PackError
-from pocketcli.runtimes.base import RuntimeError_
 from pocketcli.runtimes.coreml import contract as c
 from pocketcli.runtimes.coreml.constants import PackConstants
 from pocketcli.runtimes.coreml.discovery import LayerKeys
@@ -47,6 +47,9 @@ from pocketcli.runtimes.coreml.predictor import (
     coreml_unavailable_reason,
 )
 from pocketcli.runtimes.coreml.units import (
+    DEFAULT_PLACEMENT,
+    DEFAULT_PRECISION,
+    DEFAULT_PRESET,
     canonical_placement,
     canonical_precision,
     stage_compute_units,
@@ -56,10 +59,6 @@ from pocketcli.voices.state import VoiceState
 
 CONFIGS_DIR = Path(pocketcli.__file__).parent / "data" / "configs"
 log = logging.getLogger(__name__)
-
-
-class CoreMLUnavailable(UserError):
-    """Core ML cannot run on this system (the message says why, in one line)."""
 
 
 @dataclass
@@ -103,9 +102,9 @@ class CoreMLRuntime:
     def __init__(
         self,
         pack_dir: str | Path,
-        precision: str = "fp16",
-        placement: str = "gpu",
-        compute_units: str = "default",
+        precision: str = DEFAULT_PRECISION,
+        placement: str = DEFAULT_PLACEMENT,
+        compute_units: str = DEFAULT_PRESET,
         predictor_factory: PredictorFactory | None = None,
         *,
         config: ModelConfig | None = None,
@@ -258,7 +257,7 @@ class CoreMLRuntime:
                 seq.feeds[f"cache{i}"] = np.asarray(outs[cache], np.float32)
             pos = np.asarray(outs[position], np.float32).reshape(1)
             if pos[0] != seq.length:
-                raise RuntimeError_(
+                raise BackendError(
                     f"{model.label}: layer {i} position is {pos[0]:g} after"
                     f" {seq.length} positions (outputs mis-assigned?)"
                 )

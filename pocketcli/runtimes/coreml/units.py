@@ -23,6 +23,8 @@ from pocketcli.errors import UserError
 STAGES = ("conditioner", "flowlm", "flow_decoder", "mimi_decoder", "mimi_encoder")
 PLACEMENTS = ("gpu", "ane")
 PRECISIONS = ("fp16", "int8")
+DEFAULT_PLACEMENT, DEFAULT_PRECISION = PLACEMENTS[0], PRECISIONS[0]
+DEFAULT_PRESET = "default"  # FluidAudio's per-stage defaults (DEFAULT_UNITS)
 # coremltools.ComputeUnit member names.
 UNITS = ("ALL", "CPU_AND_GPU", "CPU_AND_NE", "CPU_ONLY")
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 import sys
 
 import pytest
 
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE")
 
@@ -30,15 +29,8 @@ def test_a_full_disk_stops_with_the_summary_and_the_manifest_path(pack_dir, tmp_
     def full_disk() -> None:  # Python ignores SIGXFSZ: a write past the limit fails (EFBIG)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
-    r = subprocess.run(
-        [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
-        + ["--model-dir", str(pack_dir), "--seed", "1", "-q"],
-        capture_output=True,
-        env=env,
-        preexec_fn=full_disk,
-        timeout=120,
-    )
+    r = run("tts", "--input-file", lines, "--output-dir", out, "--model-dir", pack_dir,
+            "--seed", "1", "-q", preexec_fn=full_disk)  # fmt: skip
     assert r.returncode == 1, r.stderr
     assert r.stderr.splitlines() == [
         b"batch: 0 written, 0 already done, 0 failed; 0.000 h of audio in "

@@ -9,7 +9,7 @@ from pathlib import Path
 from pocketcli.batch import parse_batch
 from pocketcli.batch.parse import MAX_LINE_BYTES
 from tests.cli.batch.test_run import batch, records
-from tests.cli.test_tts import run
+from tests.support.cli import run
 
 
 def test_a_byte_order_mark_is_dropped_from_the_first_line() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_tts import SCRIPT, run
+from tests.support.cli import SCRIPT, cli_env, run
 
 LINES = (
     b"a|The first line.\n"
@@ -187,7 +187,7 @@ def test_edited_lines_and_changed_settings_are_made_again(pack_dir, tmp_path) ->
 
 
 def _start(pack_dir, lines: Path, out: Path, *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    env = cli_env()
     return subprocess.Popen(
         [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
         + ["--model-dir", str(pack_dir), "--seed", "3", *extra],
@@ -376,7 +376,7 @@ def test_lines_refused_for_their_text_have_a_failed_record(pack_dir, tmp_path) -
 
 def _start_jobs_batch_in_own_group(lines: Path, out: Path, pack_dir: Path) -> subprocess.Popen:
     """A `--jobs 2` batch in a process group of its own, so a test can signal the group."""
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    env = cli_env()
     return subprocess.Popen(
         [SCRIPT, "tts", "--input-file", str(lines), "--output-dir", str(out)]
         + ["--model-dir", str(pack_dir), "--seed", "3", "--jobs", "2"],

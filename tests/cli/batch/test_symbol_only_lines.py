@@ -4,22 +4,16 @@ never spoken as glued symbol names (real console script, tiny pack)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
-SCRIPT = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
+from tests.support.cli import run
 
 
 def test_a_line_of_symbol_runs_is_refused_and_the_next_spoken(pack_dir, tmp_path) -> None:
     lines = tmp_path / "in.txt"
     lines.write_text("@@@ ###\nHello.\n", encoding="utf-8")
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
     args = ["tts", "--input-file", lines, "--output-dir", out, "--model-dir", pack_dir, "-q"]
-    r = subprocess.run([SCRIPT, *map(str, args)], capture_output=True, env=env, timeout=120)
+    r = run(*args)
     assert r.returncode == 1, r.stderr
     assert b"line 1: nothing to say" in r.stderr and b"Traceback" not in r.stderr
     rows = [json.loads(row) for row in (out / "manifest.jsonl").read_text().splitlines()]

@@ -22,7 +22,7 @@ from pocketcli import PocketTTS
 from pocketcli.audio.playback import JitterBuffer
 from pocketcli.options import SpeakOptions
 from pocketcli.session import play_session
-from tests.cli.test_tts import SCRIPT, run
+from tests.support.cli import run
 from tests.support.fakesink import RecordingSink
 
 NULL_ALSA = """pcm.!default {
@@ -132,17 +132,13 @@ def null_device(tmp_path) -> dict[str, str]:
     return env
 
 
-def _run(*args: str, env: dict[str, str], stdin: bytes | None = None):
-    return subprocess.run([SCRIPT, *args], input=stdin, capture_output=True, env=env, timeout=120)
-
-
 def test_play_to_a_real_device_and_still_write_the_file(
     null_device, pack_dir, voice_path, tmp_path
 ) -> None:
     common = ["--model-dir", str(pack_dir), "--voice-file", str(voice_path), "--seed", "3"]
     played, plain = tmp_path / "played.wav", tmp_path / "plain.wav"
     metrics = ["--metrics", str(tmp_path / "metrics.json")]
-    r = _run("tts", "Out loud.", "--play", "-o", str(played), *metrics, *common, env=null_device)
+    r = run("tts", "Out loud.", "--play", "-o", str(played), *metrics, *common, env=null_device)
     assert r.returncode == 0, r.stderr
     assert b"speakers" in r.stderr
     figures = json.loads((tmp_path / "metrics.json").read_text())
@@ -155,28 +151,23 @@ def test_play_to_a_real_device_and_still_write_the_file(
 def test_play_alone_writes_no_file_and_a_device_can_be_named(
     null_device, pack_dir, tmp_path
 ) -> None:
-    r = subprocess.run(
-        [
-            SCRIPT,
-            "tts",
-            "Only sound.",
-            "--play",
-            "--device",
-            "default",
-            "--model-dir",
-            str(pack_dir),
-        ],
-        capture_output=True,
+    r = run(
+        "tts",
+        "Only sound.",
+        "--play",
+        "--device",
+        "default",
+        "--model-dir",
+        str(pack_dir),
         env=null_device,
         cwd=tmp_path,
-        timeout=120,
     )
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "output.wav").exists()
 
 
 def test_an_unknown_device_is_one_line(null_device, pack_dir) -> None:
-    r = _run(
+    r = run(
         "tts",
         "x",
         "--play",
@@ -196,7 +187,7 @@ def test_no_output_device_is_one_line(pack_dir, tmp_path) -> None:
     found = _probe(env)
     if found != "none":
         pytest.skip(f"this machine has {found!r}, not PortAudio without devices")
-    r = _run("tts", "x", "--play", "--model-dir", str(pack_dir), env=env)
+    r = run("tts", "x", "--play", "--model-dir", str(pack_dir), env=env)
     assert r.returncode == 1
     lines = r.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "no sound output device" in lines[0] and "-o" in lines[0]
@@ -209,7 +200,7 @@ def test_no_portaudio_says_what_to_install(pack_dir, tmp_path) -> None:
     (shadow / "sounddevice.py").write_text("raise OSError('PortAudio library not found')\n")
     env = _portaudio_env(tmp_path, None)
     env["PYTHONPATH"] = os.pathsep.join([str(shadow), env.get("PYTHONPATH", "")])
-    r = _run("tts", "x", "--play", "--model-dir", str(pack_dir), env=env)
+    r = run("tts", "x", "--play", "--model-dir", str(pack_dir), env=env)
     assert r.returncode == 1
     lines = r.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "libportaudio2" in lines[0] and "pockettts[play]" in lines[0]
@@ -218,7 +209,7 @@ def test_no_portaudio_says_what_to_install(pack_dir, tmp_path) -> None:
 def test_follow_plays_each_line(null_device, pack_dir, tmp_path) -> None:
     kept = tmp_path / "kept.wav"
     args = ["--follow", "--play", "-o", str(kept), "--model-dir", str(pack_dir), "--seed", "1"]
-    r = _run("tts", *args, env=null_device, stdin=b"First line.\nSecond line.\n")
+    r = run("tts", *args, env=null_device, stdin=b"First line.\nSecond line.\n")
     assert r.returncode == 0, r.stderr
     assert b"speakers and " in r.stderr
     one = tmp_path / "one.wav"

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.cli.test_tts import run
+from tests.support.cli import run
 
 RATE = 24_000
 UNKNOWN = 0xFFFFFFFF  # a streamed header cannot know its sizes: "until the end of the stream"

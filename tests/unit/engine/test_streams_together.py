@@ -21,7 +21,7 @@ from pocketcli.engine.generator import ChunkTrace, Frame, generate_frames
 from pocketcli.engine.scheduler import Scheduler
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
-from pocketcli.packs.manifest import BATCH_GRAPHS, PackManifest
+from pocketcli.packs.manifest import BATCH_GRAPHS, MIMI_BATCH_GRAPH, PackManifest
 from pocketcli.runtimes.base import batching
 
 TEXTS = (
@@ -119,9 +119,9 @@ def _pack_without_batched_graphs(pack_dir: Path, out: Path) -> Path:
     shutil.copytree(pack_dir, out)
     data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
     for graphs in data["graphs"].values():
-        for name in BATCH_GRAPHS:
-            file = graphs.pop(name)
-            for gone in (file, f"{file}.data"):
+        for name in (*BATCH_GRAPHS, MIMI_BATCH_GRAPH):
+            file = graphs.pop(name, None)
+            for gone in (file, f"{file}.data") if file else ():
                 if (out / gone).exists():
                     (out / gone).unlink()
                 data["files"].pop(gone, None)

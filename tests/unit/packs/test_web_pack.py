@@ -23,8 +23,8 @@ from pocketcli.engine.noise import GaussianNoise
 from pocketcli.options import SpeakOptions
 from pocketcli.packs import web
 from pocketcli.runtimes.web import WebRuntime
-from tests.cli.test_tts import SCRIPT
 from tests.support.bundlehelp import TINY_CONFIG, TINY_MODEL, TINY_TOKENIZER
+from tests.support.cli import run
 from tests.support.paths import SUPPORT, TINY
 from tests.support.snr import snr_db
 from tests.support.webhelp import JS_MAX_ABS, driver_job, npm_package, tiny_web_pack
@@ -199,11 +199,6 @@ def test_one_call_per_frame_draws_the_noise_of_step_then_sample(models, voice_pa
 
 
 # -- command line -----------------------------------------------------------------------
-def run(*args: str, tmp_path: Path, timeout: float = 300):
-    env = {**os.environ, "POCKETTTS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=timeout, env=env)
-
-
 def _one_line_error(r, code: int, *words: str) -> None:
     err = r.stderr.decode()
     assert r.returncode == code, err
@@ -219,23 +214,23 @@ def test_export_then_inspect_and_speak(tmp_path) -> None:
     (tmp_path / "my_model.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "web" / "mine"
     r = run("export", "--format", "web", str(out), "--config", str(tmp_path / "my_model.yaml"),
-            "--voice-clip", str(CLIP), "-q", tmp_path=tmp_path)  # fmt: skip
+            "--voice-clip", str(CLIP), "-q", cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()
     assert web.is_web_pack(out)
     assert not [n for n in os.listdir(out.parent) if n.startswith(".")]  # no leftovers
-    r = run("inspect", str(out), tmp_path=tmp_path)
+    r = run("inspect", str(out), cache=tmp_path / "cache")
     assert r.returncode == 0, r.stderr.decode()
     assert "layout: web" in r.stdout.decode() and "voice cloning: no" in r.stdout.decode()
     wav = tmp_path / "a.wav"
     r = run("tts", "Hello there.", "--model-dir", str(out), "--seed", "1", "-o", str(wav),
-            tmp_path=tmp_path)  # fmt: skip
+            cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()
     assert wav.stat().st_size > 1000
 
 
 def test_export_web_without_a_voice_clip_is_a_usage_error(tmp_path) -> None:
     r = run("export", "--format", "web", str(tmp_path / "o"), "--config", str(TINY_CONFIG),
-            tmp_path=tmp_path)  # fmt: skip
+            cache=tmp_path / "cache")  # fmt: skip
     _one_line_error(r, 2, "--voice-clip")
     assert not (tmp_path / "o").exists()
 
@@ -248,7 +243,7 @@ def test_a_truncated_graph_is_one_line_naming_it(tmp_path) -> None:
     data = graph.read_bytes()
     graph.write_bytes(data[: len(data) // 2])
     r = run("tts", "Hello.", "--model-dir", str(pack), "-o", str(tmp_path / "x.wav"),
-            tmp_path=tmp_path)  # fmt: skip
+            cache=tmp_path / "cache")  # fmt: skip
     _one_line_error(r, 1, "flow_lm.onnx")
     assert not (tmp_path / "x.wav").exists()
 

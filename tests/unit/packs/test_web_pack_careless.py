@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from onnx import numpy_helper
 from pocketcli.api import PocketTTS
 from pocketcli.packs import web
 from pocketcli.runtimes.web import WebPackError
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
+from tests.support.paths import TINY
 from tests.support.webhelp import tiny_web_pack
 
 
@@ -73,12 +73,20 @@ def test_the_command_line_says_it_in_one_line(tmp_path) -> None:
     _drop_a_state(pack)
     wav = tmp_path / "a.wav"
     env = {**os.environ, "POCKETTTS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run(
-        [SCRIPT, "tts", "Hello there.", "--model-dir", str(pack), "-o", str(wav)],
-        capture_output=True, timeout=300, env=env,
-    )  # fmt: skip
+    r = run("tts", "Hello there.", "--model-dir", str(pack), "-o", str(wav), env=env)
     err = r.stderr.decode()
     assert r.returncode == 1, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert str(pack / web.MIMI_DECODER) in err and "mimi_state" in err, err
     assert not wav.exists()
+
+
+def test_export_web_with_a_precision_is_a_usage_error(tmp_path) -> None:
+    """The layout fixes the browser pack's precision: a --precision would be ignored."""
+    out = tmp_path / "web"
+    r = run("export", "--format", "web", out, "--precision", "fp32",
+            "--voice-clip", TINY / "clone_prompt_24k.wav", cache=tmp_path / "cache")  # fmt: skip
+    err = r.stderr.decode()
+    assert r.returncode == 2, err
+    assert "Traceback" not in err and "--precision fp32" in err and "fixed" in err, err
+    assert not out.exists()

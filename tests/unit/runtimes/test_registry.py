@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import soundfile as sf
 
 from pocketcli.errors import UnknownNameError
 from pocketcli.runtimes import registry
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 from tests.support.paths import PACKAGE
 
 FAKE_SPEC = '''
@@ -109,13 +108,9 @@ def plugin(tmp_path, pack_dir, voice_path) -> dict[str, str]:
 
 def test_a_plugin_runtime_speaks_through_the_cli(plugin, tmp_path) -> None:
     out = tmp_path / "fake.wav"
-    r = subprocess.run(
-        [SCRIPT, "tts", "Spoken by a plug-in.", "--runtime", "FAKE", "--precision", "int8",
-         "--placement", "there", "-v", "alba", "--seed", "1", "-o", str(out), "-q"],
-        capture_output=True,
-        env=plugin,
-        timeout=120,
-    )  # fmt: skip
+    r = run("tts", "Spoken by a plug-in.", "--runtime", "FAKE", "--precision", "int8",
+            "--placement", "there", "-v", "alba", "--seed", "1", "-o", str(out), "-q",
+            env=plugin)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert sf.info(out).frames > 0
     calls = json.loads(Path(plugin["FAKE_RUNTIME_LOG"]).read_text(encoding="utf-8"))
@@ -123,21 +118,14 @@ def test_a_plugin_runtime_speaks_through_the_cli(plugin, tmp_path) -> None:
 
 
 def test_a_plugin_runtimes_values_are_validated_listed_and_completed(plugin) -> None:
-    r = subprocess.run(
-        [SCRIPT, "tts", "Hi.", "--runtime", "fake", "--placement", "nowhere"],
-        capture_output=True,
-        env=plugin,
-        timeout=60,
-    )
+    r = run("tts", "Hi.", "--runtime", "fake", "--placement", "nowhere", env=plugin)
     assert r.returncode == 2 and b"here, there" in r.stderr
     env = dict(plugin, _POCKETTTS_COMPLETE="complete_bash", COMP_CWORD="3")
     for words, expected in (
         ("pockettts tts --runtime ", "fake"),
         ("pockettts tts --placement ", "there"),
     ):
-        done = subprocess.run(
-            [SCRIPT], env=dict(env, COMP_WORDS=words), capture_output=True, timeout=60
-        )
+        done = run(env=dict(env, COMP_WORDS=words))
         assert expected in done.stdout.decode().split()
 
 

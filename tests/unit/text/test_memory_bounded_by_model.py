@@ -4,7 +4,6 @@ a long hostile text runs under a memory limit."""
 
 from __future__ import annotations
 
-import os
 import resource
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 
 from pocketcli import PocketTTS
 from pocketcli.normalize import Pause
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import SCRIPT, cli_env
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABC éü-'"
 
@@ -111,7 +110,7 @@ def _peak_rss_mb(args: list[str], stdin: bytes, limit_bytes: int) -> tuple[int, 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
-    env = {k: v for k, v in os.environ.items() if k != "POCKETTTS_DEBUG"}
+    env = cli_env()
     proc = subprocess.Popen(
         [SCRIPT, *args],
         stdin=subprocess.PIPE,

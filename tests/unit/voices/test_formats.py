@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import subprocess
+from functools import partial
 
 import numpy as np
 import pytest
@@ -22,8 +22,7 @@ from pocketcli import PocketTTS
 from pocketcli.voices.formats import identify
 from pocketcli.voices.prompt import VoiceWarning
 from pocketcli.voices.state import VoiceError
-from tests.cli.test_tts import SCRIPT
-from tests.support import tensorfiles
+from tests.support import cli, tensorfiles
 from tests.support.tensorfiles import REAL_VOICES
 
 WIDTH = 64  # the tiny fixture model's d_model
@@ -165,7 +164,7 @@ def test_unknown_tensors_next_to_known_ones_are_ignored_with_a_notice(tts, tmp_p
         (lambda p: save_file({"weight": np.zeros(3, np.float32)}, str(p)),
          "a safetensors file, but no voice \\(its tensors: weight\\); accepted voice files:"),
         (lambda p: p.write_bytes(b"RIFF" + b"\0" * 60),
-         "looks like an audio recording.*--clone-voice"),
+         "looks like an audio recording.*with clone_voice"),  # the field (CLI: --clone-voice)
         (lambda p: p.write_bytes(b"abc"), "matches no voice format; accepted voice files:"),
         (lambda p: save_file({"audio_prompt": np.zeros((2, 3, 64), np.float32)}, str(p)),
          "audio_prompt has shape \\[2, 3, 64\\], expected \\[1, T, D\\] or \\[T, D\\]"),
@@ -223,8 +222,8 @@ def test_a_corrupted_voices_bin_is_a_clean_error_or_a_voice(tts, tmp_path_factor
 # --------------------------------------------------------------------------- the CLI
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=120)
+# The CLI's output, read as text.
+run = partial(cli.run, text=True)
 
 
 def test_tts_picks_a_voice_of_a_voices_bin_with_v(pack_dir, tmp_path) -> None:
@@ -236,7 +235,7 @@ def test_tts_picks_a_voice_of_a_voices_bin_with_v(pack_dir, tmp_path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert out.stat().st_size > 44
     cases = (
-        ([], "holds 2 voices (cosette, marius): choose one with -v NAME"),
+        ([], "holds 2 voices (cosette, marius): choose one with --voice NAME"),
         (["-v", "alba"], "no voice 'alba'; its voices: cosette, marius"),
     )
     for extra, fragment in cases:

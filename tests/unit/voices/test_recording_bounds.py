@@ -14,7 +14,8 @@ import pytest
 import soundfile as sf
 
 from pocketcli.audio.read import MAX_CHANNELS, MAX_SAMPLE_RATE, AudioReadError, read_audio
-from tests.cli.test_clone import _one_line_error, run
+from tests.cli.test_clone import _one_line_error
+from tests.support.cli import run
 
 
 def _claim_frames(flac: Path, frames: int) -> None:

@@ -6,7 +6,6 @@ clear line naming the file and the field, through the library and through the CL
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from pocketcli.voices.state import VoiceError, load_voice_state
-from tests.cli.test_tts import SCRIPT
+from tests.support.cli import run
 
 LAYER = "transformer.layers.{}.self_attn/{}"
 Tensors = dict[str, np.ndarray]
@@ -87,12 +86,8 @@ def test_a_shorter_offset_keeps_that_prefix_keys_then_values(tmp_path, good: Ten
 def test_the_cli_refuses_a_batched_voice_in_one_line(tmp_path, good, pack_dir) -> None:
     path = _write(tmp_path, good, _batched)
     out = tmp_path / "o.wav"
-    r = subprocess.run(
-        [SCRIPT, "tts", "Hello.", "--model-dir", str(pack_dir), "--voice-file", str(path)]
-        + ["-o", str(out), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    r = run(
+        "tts", "Hello.", "--model-dir", pack_dir, "--voice-file", path, "-o", out, "-q", text=True
     )
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
     assert str(path) in r.stderr and "[2, 2, 27, 4, 16]" in r.stderr
