@@ -515,8 +515,8 @@ class PocketTTS:
         ``max_streams`` at a time.
 
         ``voices`` and ``options`` are one for all texts or one per text. Each result
-        equals what ``synthesize`` gives for its text alone (fp32 within 1e-5; int8 and
-        int4 bit for bit).
+        equals what ``synthesize`` gives for its text alone, bit for bit in fp32, int8 and
+        int4 alike (no row's result depends on its neighbours).
         """
         n = len(texts)
         voice_list = list(voices) if isinstance(voices, list | tuple) else [voices] * n
