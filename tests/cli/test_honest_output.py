@@ -326,8 +326,10 @@ def test_an_old_pack_without_checksums_still_loads_and_bad_audio_is_caught(
     assert "files" not in json.loads((pack / "pack.json").read_text()) or not json.loads(
         (pack / "pack.json").read_text()
     ).get("files")
-    data = pack / "mimi_decoder.onnx.data"
-    data.write_bytes(np.random.default_rng(2).bytes(data.stat().st_size))
+    # Both fp32 decoders: frames go through the batched one when the pack has it.
+    for name in ("mimi_decoder.onnx.data", "mimi_decoder_batch.onnx.data"):
+        data = pack / name
+        data.write_bytes(np.random.default_rng(2).bytes(data.stat().st_size))
     r = tts(pack, "Broken decoder.", "-o", str(tmp_path / "x.wav"))
     assert r.returncode == 1 and "the model" in one_line_error(r)
     assert not (tmp_path / "x.wav").exists()
