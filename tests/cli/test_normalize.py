@@ -61,7 +61,7 @@ def test_capped_pause_warns() -> None:
         (["<speak><p>x</speak>"], None, b"line 1, column 14"),
         (["[pause:later]"], None, b"line 1, column 1"),
         ([], b"   ", b"empty"),
-        ([], b"\xff\xfe", b"not UTF-8"),
+        ([], b"caf\xe9 noir", b"not UTF-8"),  # Latin-1, no byte order mark
         (["--bogus"], None, b"No such option"),
     ],
 )
