@@ -79,7 +79,7 @@ def test_text_from_stdin_and_default_output(pack_dir, tmp_path) -> None:
         ),
         (["tts", "   ", "--model-dir", "{pack}"], None, 2, b"the text is empty"),
         (["tts", "--model-dir", "{pack}"], b"", 2, b"the text is empty"),
-        (["tts", "--model-dir", "{pack}"], b"\xff\xfe\x00", 2, b"not UTF-8"),
+        (["tts", "--model-dir", "{pack}"], b"caf\xe9\x00", 2, b"not UTF-8"),
         (["tts", "Hi.", "--model-dir", "{pack}", "--bogus"], None, 2, b"No such option"),
         (["tts", "Hi.", "--model-dir", "{pack}", "--precision", "fp16"], None, 2, b"fp32, int8"),
         (["tts", "Hi.", "--model-dir", "{pack}", "--temperature", "-1"], None, 2, b"temperature"),

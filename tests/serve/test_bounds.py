@@ -20,6 +20,7 @@ import pytest
 import soundfile as sf
 
 from pocketcli.serve.limits import Limits, ServeSettings
+from tests.support.cli import SCRIPT
 from tests.support.servehelp import TINY, serving
 
 DEADLINE = 60.0
@@ -193,7 +194,7 @@ def test_every_bound_has_a_maximum(flag) -> None:
     import subprocess
 
     proc = subprocess.run(
-        ["pockettts", "serve", flag, "10000000000"], capture_output=True, text=True, timeout=120
+        [SCRIPT, "serve", flag, "10000000000"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2, proc.stderr
     assert flag in proc.stderr and "less than or equal" in proc.stderr

@@ -27,6 +27,7 @@ from wyoming.tts import (  # noqa: E402
     SynthesizeVoice,
 )
 
+from tests.support.cli import SCRIPT  # noqa: E402
 from tests.support.protohelp import TINY_ARGS, VOICE, one_line, run_async, spawn, without_module  # noqa: E402
 
 FRAME = 1920  # samples per frame of the model (80 ms at 24 kHz)
@@ -250,12 +251,12 @@ def test_flags_and_uri_are_checked_before_loading(tmp_path) -> None:
         ("tcp://127.0.0.1", "needs a host and a port"),
     ):
         r = subprocess.run(
-            ["pockettts", "wyoming", "--uri", uri, *TINY_ARGS], capture_output=True, timeout=60
+            [SCRIPT, "wyoming", "--uri", uri, *TINY_ARGS], capture_output=True, timeout=60
         )
         assert r.returncode == 2, r.stderr
         assert fragment in r.stderr.decode() and b"Traceback" not in r.stderr
     r = subprocess.run(
-        ["pockettts", "wyoming", "--voice-dir", str(tmp_path / "none")],
+        [SCRIPT, "wyoming", "--voice-dir", str(tmp_path / "none")],
         capture_output=True,
         timeout=60,
     )

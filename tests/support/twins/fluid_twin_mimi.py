@@ -43,6 +43,10 @@ class _FluidStates:
 
     def __init__(self, g: GraphBuilder) -> None:
         self.g = g
+        # One stream, time-major: the unbatched layout of mimi_graphs' holder.
+        self.batched = False
+        self.t = 0
+        self.rows: list[int] = []
         self.inputs: dict[str, tuple[int, ...]] = {}
         self.updates: dict[str, str] = {}  # FluidAudio name -> new value tensor
         self._ratio = -1
