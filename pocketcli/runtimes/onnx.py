@@ -165,7 +165,16 @@ class OnnxRuntime:
         self._embed = _session(pack_dir / files["text_embedding"], 1)
         self._step = _session(pack_dir / files["flowlm_step"], threads)
         self._head = _session(pack_dir / files["flow_head"], 1)
-        self._mimi = _session(pack_dir / files["mimi_decoder"], threads)
+        # Every Mimi call goes through the batched decoder when the pack has one (one row
+        # when alone, the same bytes alone and together); the one-stream graph then
+        # stays unloaded.
+        mimi_batch = files.get(MIMI_BATCH_GRAPH)
+        self._mimi_batch = _session(pack_dir / mimi_batch, threads) if mimi_batch else None
+        self._mimi = (
+            None
+            if self._mimi_batch is not None
+            else _session(pack_dir / files["mimi_decoder"], threads)
+        )
         self.constants = load_file(str(pack_dir / self.manifest.constants_file))
 
         t = self.config.flow_lm.transformer
@@ -175,7 +184,9 @@ class OnnxRuntime:
         self._latent_dim = self.config.flow_lm.latent_dim
         self._head_times = [i.name for i in self._head.get_inputs() if i.name in ("s", "t")]
         self._step_outputs = [o.name for o in self._step.get_outputs()]
-        self._mimi_outputs = [o.name for o in self._mimi.get_outputs()]
+        mimi = self._mimi_batch if self._mimi_batch is not None else self._mimi
+        assert mimi is not None
+        self._mimi_outputs = [o.name for o in mimi.get_outputs()]
         self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._threads = threads
@@ -193,12 +204,6 @@ class OnnxRuntime:
         if self._frames_batched:  # loaded now: every frame uses them, the first one too
             self._batch_graphs()
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
-        # Likewise every Mimi call goes through the batched decoder when the pack has one.
-        mimi_batch = files.get(MIMI_BATCH_GRAPH)
-        self._mimi_batch = _session(pack_dir / mimi_batch, threads) if mimi_batch else None
-        self._mimi_batch_outputs = (
-            [o.name for o in self._mimi_batch.get_outputs()] if self._mimi_batch else []
-        )
         seanet = self.config.mimi.decoder_seanet
         self._mimi_frame_bytes = self.config.mimi.samples_per_frame * seanet.n_filters * 4
 
@@ -464,7 +469,7 @@ class OnnxRuntime:
         )
 
     def decode(self, state: OnnxDecoderState, latents: np.ndarray) -> np.ndarray:
-        if self._mimi_batch is not None:
+        if self._mimi is None:  # the pack's batched decoder, one row
             return self.decode_batch([state], np.asarray(latents, np.float32)[None])[0]
         lat = np.asarray(latents, np.float32).reshape(1, -1, self._latent_dim)
         outs = self._mimi.run(None, {"latents": lat, **state.feeds})
@@ -510,7 +515,7 @@ class OnnxRuntime:
         outs = self._mimi_batch.run(None, {"latents": lat, **feeds})
         audio = None
         stacked: dict[str, np.ndarray] = {}
-        for name, value in zip(self._mimi_batch_outputs, outs, strict=True):
+        for name, value in zip(self._mimi_outputs, outs, strict=True):
             if name == "audio":
                 audio = value
             else:

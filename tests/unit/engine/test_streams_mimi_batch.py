@@ -76,7 +76,7 @@ def test_mimi_decodes_many_streams_in_one_call_with_the_bytes_of_each_alone(
         assert a.shape == t.shape and np.array_equal(a, t)
 
 
-def test_stacked_rows_are_each_decoded_as_alone(pack_dir) -> None:
+def test_stacked_rows_are_each_decoded_as_alone(pack_dir, tmp_path) -> None:
     """decode_batch on streams at different points (one joins late, one leaves) against
     each stream's own one-row calls: bit for bit, and the row graph within 1e-5."""
     runtime = OnnxRuntime(pack_dir)
@@ -85,7 +85,7 @@ def test_stacked_rows_are_each_decoded_as_alone(pack_dir) -> None:
     calls = [rng.standard_normal((3, 2, dim)).astype(np.float32) for _ in range(4)]
     together = [runtime.start_decoder() for _ in range(3)]
     alone = [runtime.start_decoder() for _ in range(3)]
-    rows_graph = _row_graph_runtime(pack_dir)
+    rows_graph = _row_graph_runtime(pack_dir, tmp_path)
     by_rows = [rows_graph.start_decoder() for _ in range(3)]
     # Call c decodes the streams in `members[c]` (stream 2 joins at call 1, 0 leaves after 2).
     members = [(0, 1), (0, 1, 2), (2, 0, 1), (1, 2)]
@@ -98,9 +98,9 @@ def test_stacked_rows_are_each_decoded_as_alone(pack_dir) -> None:
             assert np.abs(rows_graph.decode(by_rows[r], latents[i]) - own).max() < 1e-5
 
 
-def _row_graph_runtime(pack_dir: Path) -> OnnxRuntime:
-    runtime = OnnxRuntime(pack_dir)
-    runtime._mimi_batch = None  # the pack's one-stream decoder, as a pack without the graph
+def _row_graph_runtime(pack_dir: Path, tmp_path: Path) -> OnnxRuntime:
+    # The pack's one-stream decoder: the same pack without the batched graph.
+    runtime = OnnxRuntime(_pack_without_batched_mimi(pack_dir, tmp_path / "rows"))
     assert decode_batching(runtime) is None
     return runtime
 
