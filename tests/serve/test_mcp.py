@@ -132,7 +132,8 @@ def test_speak_plays_on_the_device_in_turn_and_stops(tmp_path) -> None:
     if found == "no-portaudio":
         pytest.skip("no PortAudio library (apt-get install libportaudio2)")
     assert found == "output", "sounddevice does not see ALSA's null device"
-    long_text = "This sentence keeps the speakers busy for a while. " * 6
+    # Long enough that it cannot end before the status poll sees it, on a loaded machine too.
+    long_text = "This sentence keeps the speakers busy for a while. " * 40
 
     async def steps(session: ClientSession):
         first = await session.call_tool("speak", {"text": long_text})
