@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from hypothesis import HealthCheck, settings
 
 from tests.support.paths import FIXTURES, PACKAGE
@@ -41,8 +42,46 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     script in a fresh process; where PYTHONDONTWRITEBYTECODE is set (this machine sets
     it) each of those compiled every pocketcli module from source again (~0.1 CPU s a
     run). compileall writes the caches whatever that variable says; Python reads them
-    either way and recompiles any whose source changed."""
-    compileall.compile_dir(str(PACKAGE), quiet=1)
+    either way and recompiles any whose source changed. Under pytest-xdist the
+    controller does it once, before its workers start (``workerinput`` marks a worker)."""
+    if not hasattr(session.config, "workerinput"):
+        compileall.compile_dir(str(PACKAGE), quiet=1)
+
+
+# Tests that must not overlap one another when pytest-xdist spreads the suite over
+# workers (README's test command: `-n 2`): a test whose node id starts with a key here
+# holds that group's lock while it runs, so no two of a group ever run at once, while the
+# other worker goes on with the rest. (xdist's own `xdist_group` only steers the
+# scheduler, and with pytest 9.2 it no longer does: its node id suffix is ignored.)
+EXCLUSIVE = {
+    # The machine as a whole: a local Ray instance sized to both cores, a batch pinned
+    # to one core by CPU affinity, and the signal-sequence stress (thirty runs racing
+    # their own signals) each assume no second such test competes with them.
+    "tests/cli/batch/test_ray.py": "machine",
+    "tests/cli/batch/test_run.py::test_jobs_auto_on_one_core": "machine",
+    "tests/cli/test_signal_sequences.py": "machine",
+    # One headless Chromium at a time (each is a few hundred MB and several processes).
+    "tests/serve/test_browser_page.py": "browser",
+    "tests/unit/packs/test_web_pack_in_chromium.py": "browser",
+    # ALSA's null device through PortAudio: one process opens it at a time.
+    "tests/unit/audio/test_playback.py": "audio-device",
+}
+
+
+def exclusive_group(nodeid: str) -> str | None:
+    return next((g for prefix, g in EXCLUSIVE.items() if nodeid.startswith(prefix)), None)
+
+
+@pytest.fixture(autouse=True)
+def _exclusive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Holds the test's group lock (see ``EXCLUSIVE``) under xdist; the workers of one
+    run share their base temporary folder's parent, so the lock is per run."""
+    group = exclusive_group(request.node.nodeid)
+    if group is None or "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    with FileLock(tmp_path_factory.getbasetemp().parent / f"exclusive-{group}.lock"):
+        yield
 
 
 @pytest.fixture(scope="session")
