@@ -1,9 +1,11 @@
-"""Weight quantisation of built graphs: dynamic int8 and 4- or 8-bit blocks (MatMulNBits).
+"""Weight quantisation of built graphs: dynamic int8, per-row int8 and 4-bit blocks.
 
 Only MatMuls whose second input is a weight are quantised; attention
 products between activations stay in float. int8 quantises activations on
-the fly (MatMulInteger); int4 keeps activations in float and stores weights
-as 4-bit blocks (MatMulNBits with accuracy level 4, the fast kernel on CPUs).
+the fly (MatMulInteger), one scale per call; the batched graphs' int8 scales
+each row on its own (``quantise_rows_int8``); int4 keeps activations in float
+and stores weights as 4-bit blocks (MatMulNBits with accuracy level 4, the
+fast kernel on CPUs).
 """
 
 from __future__ import annotations
@@ -138,8 +140,8 @@ def quantise_rows_int8(src: Path, dst: Path) -> None:
 
     with ``Wq`` each weight column rounded to +-63 by its own scale ``ws``: without VNNI
     (AVX2) ONNX Runtime's u8 x s8 kernel adds pairs of products in int16, which
-    saturates with +-127 weights (255 x 63 x 2 fits; 255 x 127 x 2 does not), and a
-    saturated sum would differ with the kernel's path, so with the batch size. MatMuls
+    saturates with +-127 weights (255 x 63 x 2 fits; 255 x 127 x 2 does not): sums
+    then drift from the exact integer ones (0.2 off on a 1024 x 4096 product). MatMuls
     reading one tensor share its quantisation. Plain ONNX ops at the graph's own opset,
     so any runtime that runs ``quantise_int8``'s graphs runs these.
     """
