@@ -26,7 +26,9 @@ split into FlowLM (prefills and steps), flow head and Mimi (Mimi runs on its
 own thread beside the FlowLM, so the parts can add up to more than the tick).
 The tiny test pack by default (a quick check that it works); ``--full`` for
 the full-size English architecture with random weights (built once into
-``--work``), or ``--model-dir``/``--voice-file``. ``--mimi-rows 1,auto,8`` runs
+``--work``), or ``--model-dir``/``--voice-file`` (``--model-dir A,B``: several packs,
+e.g. before and after a builder change, run in turn for each count so they see the
+same load; ``--rounds R`` repeats the whole sweep). ``--mimi-rows 1,auto,8`` runs
 each count once per value: the most streams one Mimi call may decode (1: a call
 per stream; auto: what the runtime chooses, ``OnnxRuntime.decode_rows``); the
 ``per call`` column is the streams a Mimi call decoded on average.
@@ -155,43 +157,48 @@ class TimedRuntime:
 
 def streams_main(args) -> None:
     if args.model_dir is not None:
-        pack, voice_file = Path(args.model_dir), Path(args.voice_file)
+        packs = [Path(p) for p in args.model_dir.split(",")]
+        voice_file = Path(args.voice_file)
     elif args.full:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from random_pack import cached_random_pack
 
         pack, voice_file = cached_random_pack(Path(args.work), args.precision)
+        packs = [pack]
     else:
-        pack = ROOT / "tests" / "fixtures" / "tiny" / "pack"
+        packs = [ROOT / "tests" / "fixtures" / "tiny" / "pack"]
         voice_file = ROOT / "tests" / "fixtures" / "tiny" / "voice.safetensors"
-    tts = PocketTTS.load(pack, precision=args.precision)
-    voice = tts.load_voice(voice_file)
+    models = [PocketTTS.load(pack, precision=args.precision) for pack in packs]
+    voices = [tts.load_voice(voice_file) for tts in models]
     mimi_rows = args.mimi_rows.split(",")
     load = os.getloadavg()
+    for i, pack in enumerate(packs):
+        print(f"pack {i}: {pack} ({args.precision})")
     print(
-        f"pack {pack} ({args.precision}), cores {os.cpu_count()},"
-        f" load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
+        f"cores {os.cpu_count()}, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
         flush=True,
     )
     counts = [int(n) for n in args.streams.split(",")]
     print(
-        f"{'streams':>7} {'agg RTFx':>9} {'slowest RTFx':>13} {'first audio':>12}"
+        f"{'pack':>4} {'streams':>7} {'agg RTFx':>9} {'slowest RTFx':>13} {'first audio':>12}"
         f" {'ms/tick':>8} {'FlowLM':>7} {'flow head':>10} {'Mimi':>6} {'rows/tick':>10}"
         f" {'Mimi rows':>9} {'per call':>8}"
     )
     runs = [(counts[0], mimi_rows[0])]  # the first run twice: it warms up
-    runs += [(n, rows) for n in counts for rows in mimi_rows]
+    runs += [(n, rows) for _ in range(args.rounds) for n in counts for rows in mimi_rows]
     for n, rows in runs:
-        timed = TimedRuntime(tts.runtime, rows)
-        r = run_streams(tts, timed, voice, n)
-        print(
-            f"{n:>7} {r['aggregate']:>9.2f} {r['slowest']:>13.2f}"
-            f" {r['first_ms']:>10.0f}ms {r['tick_ms']:>8.1f}"
-            f" {r['flowlm']:>7.1f} {r['flow head']:>10.1f}"
-            f" {r['mimi']:>6.1f} {r['rows']:>10.1f}"
-            f" {rows:>9} {timed.mimi_streams / max(timed.mimi_calls, 1):>8.1f}",
-            flush=True,
-        )
+        for i, (tts, voice) in enumerate(zip(models, voices, strict=True)):
+            timed = TimedRuntime(tts.runtime, rows)
+            r = run_streams(tts, timed, voice, n)
+            print(
+                f"{i:>4} {n:>7} {r['aggregate']:>9.2f} {r['slowest']:>13.2f}"
+                f" {r['first_ms']:>10.0f}ms {r['tick_ms']:>8.1f}"
+                f" {r['flowlm']:>7.1f} {r['flow head']:>10.1f}"
+                f" {r['mimi']:>6.1f} {r['rows']:>10.1f}"
+                f" {rows:>9} {timed.mimi_streams / max(timed.mimi_calls, 1):>8.1f}",
+                flush=True,
+            )
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 def run_streams(tts, timed: TimedRuntime, voice, n: int) -> dict:
@@ -252,7 +259,8 @@ def main() -> None:
     )
     parser.add_argument("--full", action="store_true", help="with --streams: english size")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "pockettts-bench"))
-    parser.add_argument("--model-dir", help="with --streams: this pack")
+    parser.add_argument("--model-dir", help="with --streams: this pack (A,B: each in turn)")
+    parser.add_argument("--rounds", type=int, default=1, help="with --streams: sweeps")
     parser.add_argument("--voice-file", help="with --model-dir")
     args = parser.parse_args()
     if args.streams:

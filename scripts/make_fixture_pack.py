@@ -68,7 +68,10 @@ def main() -> None:
     parser.add_argument(
         "--batch-graphs",
         action="store_true",
-        help="only add the scheduler's batched graphs to the existing pack (nothing else moves)",
+        help=(
+            "only (re)write the scheduler's batched graphs in the existing pack, as the"
+            " builder writes them now (nothing else moves)"
+        ),
     )
     parser.add_argument("--loud-out", type=Path, default=ROOT / "tests" / "fixtures" / "loud")
     parser.add_argument("--only", choices=("tiny", "loud"), help="build one fixture only")
@@ -134,24 +137,24 @@ def _tiny_fixture(out: Path) -> None:
 
 
 def add_batch_graphs(pack: Path, checkpoint: Path) -> None:
-    """Adds the batched graphs the pack lacks: its other files (batched graphs it already
-    has included) and the oracle's reference audio stay exactly as they are."""
+    """Writes the batched graphs as the builder writes them now: the ones the pack lacks
+    are added, the ones it has are replaced where their bytes differ (a new quantiser);
+    its other files and the oracle's reference audio stay exactly as they are."""
     manifest = PackManifest.read(pack)
     weights = read_checkpoint(checkpoint)
     with tempfile.TemporaryDirectory() as tmp:
         built = write_batch_graphs(weights, manifest.config, Path(tmp), manifest.precisions)
-        added = {
-            p: {name: file for name, file in g.items() if name not in manifest.graphs[p]}
-            for p, g in built.items()
-        }
-        for file in {f for g in added.values() for f in g.values()}:
+        changed = []
+        for file in sorted({f for g in built.values() for f in g.values()}):
             for part in (file, f"{file}.data"):
-                if (Path(tmp) / part).exists():
-                    shutil.copyfile(Path(tmp) / part, pack / part)
-    graphs = {p: {**g, **added.get(p, {})} for p, g in manifest.graphs.items()}
+                new, old = Path(tmp) / part, pack / part
+                if new.exists() and (not old.exists() or new.read_bytes() != old.read_bytes()):
+                    shutil.copyfile(new, old)
+                    changed.append(part)
+    graphs = {p: {**g, **built.get(p, {})} for p, g in manifest.graphs.items()}
     replace_manifest = type(manifest)(**{**manifest.__dict__, "graphs": graphs})
     replace_manifest.write(pack)
-    print(f"added {sorted({f for g in added.values() for f in g.values()})} to {pack}")
+    print(f"wrote {changed or 'nothing new'} in {pack}")
 
 
 def _clone_fixture(ref, out: Path) -> dict:

@@ -49,8 +49,8 @@ _QUANTISED = ("flowlm_step", "flow_head", "mimi_decoder")
 # 5.9 ms per frame) and further from fp32 (27 against 40 dB SNR) on the full-size decoder.
 _INT4_TAKES_INT8 = ("mimi_decoder",)
 CONSTANTS_FILE = "constants.safetensors"
-# The batched graphs' int8 is weight-only (MatMulNBits, bits=8) so that a row never
-# depends on the other rows of its batch.
+# The batched graphs' int8 is per-row dynamic int8 (a scale per row, sums in integers) so
+# that a row never depends on the other rows of its batch.
 _BATCH_QUANTISERS = {"int8": quantise_rows_int8, "int4": quantise_int4}
 
 Progress = Callable[[str], None]
@@ -99,8 +99,10 @@ def write_batch_graphs(
     The batched Mimi decoder is fp32's only: its row-independent int8 forms were slower
     per frame than one dynamic-int8 call per stream at every batch size measured
     (full-size decoder, CPU ms per frame at 1/2/4/8 rows: weight-only 8-bit blocks
-    19.5/21.3/17.4/18.9, fp32 12.2/11.8/14.1/16.4, per stream 7.2), so int8 and int4
-    packs decode each stream on its own, which no other stream can change.
+    19.5/21.3/17.4/18.9, fp32 12.2/11.8/14.1/16.4, per stream 7.2; again with per-row
+    dynamic int8, ms per tick of all rows, load average 5: per-row 15.2/25.2/53.6/119.5,
+    one call per stream 12.1/21.9/47.2/99.0), so int8 and int4 packs decode each stream
+    on its own, which no other stream can change.
     """
     fl = config.flow_lm
     fp32 = {name: f"{name}.onnx" for name in BATCH_GRAPHS}

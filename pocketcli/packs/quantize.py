@@ -1,9 +1,11 @@
-"""Weight quantisation of built graphs: dynamic int8 and 4- or 8-bit blocks (MatMulNBits).
+"""Weight quantisation of built graphs: dynamic int8, per-row int8 and 4-bit blocks.
 
 Only MatMuls whose second input is a weight are quantised; attention
 products between activations stay in float. int8 quantises activations on
-the fly (MatMulInteger); int4 keeps activations in float and stores weights
-as 4-bit blocks (MatMulNBits with accuracy level 4, the fast kernel on CPUs).
+the fly (MatMulInteger), one scale per call; the batched graphs' int8 scales
+each row on its own (``quantise_rows_int8``); int4 keeps activations in float
+and stores weights as 4-bit blocks (MatMulNBits with accuracy level 4, the
+fast kernel on CPUs).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
+from onnx import helper, numpy_helper
 
 from pocketcli.errors import UserError
 from pocketcli.packs.graph_files import save_graph
@@ -123,11 +127,107 @@ def quantise_int4(
 
 
 def quantise_rows_int8(src: Path, dst: Path) -> None:
-    """8-bit weight blocks (MatMulNBits, bits=8) for the scheduler's batched graphs.
+    """Per-row dynamic int8 for the scheduler's batched graphs.
 
     ``quantise_int8`` scales the activations of a whole call by one number, so in a
-    batch a row's result would depend on the other rows' values. MatMulNBits keeps
-    activations in float (at accuracy level 4 it quantises them per row and per
-    block of 32), so every row of a batch is computed as if it were alone.
+    batch a row's result would depend on the other rows' values. Here each row (the
+    last axis of a MatMul's input) gets its own scale, and the products are summed in
+    integers, so a row's result is the same bits alone and in any batch:
+
+        s  = max(max(|x|, axis=-1) / 127, eps)
+        xu = uint8(clip(round(x / s) + 128, 0, 255))
+        y  = float(MatMulInteger(xu, Wq, 128)) * s * ws
+
+    with ``Wq`` each weight column rounded to +-63 by its own scale ``ws``: without VNNI
+    (AVX2) ONNX Runtime's u8 x s8 kernel adds pairs of products in int16, which
+    saturates with +-127 weights (255 x 63 x 2 fits; 255 x 127 x 2 does not): sums
+    then drift from the exact integer ones (0.2 off on a 1024 x 4096 product). MatMuls
+    reading one tensor share its quantisation. Plain ONNX ops at the graph's own opset,
+    so any runtime that runs ``quantise_int8``'s graphs runs these.
     """
-    quantise_int4(src, dst, bits=8)
+    model = onnx.load(str(src))
+    _rows_int8(model.graph, set(_float_nodes(src)))
+    save_graph(model, dst)
+
+
+def _rows_int8(graph: onnx.GraphProto, keep_float: set[str]) -> None:
+    """Rewrites ``graph``'s weight MatMuls (but ``keep_float``) into the per-row form."""
+    weights = {t.name: t for t in graph.initializer}
+    readers: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers[name] = readers.get(name, 0) + 1
+
+    def const(name: str, value: np.ndarray) -> str:
+        if name not in weights:
+            weights[name] = numpy_helper.from_array(value, name)
+            graph.initializer.append(weights[name])
+        return name
+
+    def node(op: str, inputs: list[str], out: str, **attrs: Any) -> onnx.NodeProto:
+        return helper.make_node(op, inputs, [out], name=out, **attrs)
+
+    quantised: dict[str, tuple[str, str]] = {}  # activation -> (its uint8 form, row scales)
+    nodes: list[onnx.NodeProto] = []
+    dropped: set[str] = set()
+    for n in graph.node:
+        w = weights.get(n.input[1]) if n.op_type == "MatMul" else None
+        if w is None or n.name in keep_float or len(w.dims) != 2:
+            nodes.append(n)
+            continue
+        x = n.input[0]
+        if x not in quantised:
+            p = f"{x}.rowq"
+            nodes += [
+                node("Abs", [x], f"{p}.abs"),
+                node("ReduceMax", [f"{p}.abs", const("rowq.last_axis", _LAST_AXIS)], f"{p}.max"),
+                node("Mul", [f"{p}.max", const("rowq.inv127", _INV_127)], f"{p}.s0"),
+                node("Max", [f"{p}.s0", const("rowq.eps", _EPS)], f"{p}.scale"),
+                node("Div", [x, f"{p}.scale"], f"{p}.div"),
+                node("Round", [f"{p}.div"], f"{p}.round"),
+                node("Add", [f"{p}.round", const("rowq.f128", _F128)], f"{p}.shift"),
+                node(
+                    "Clip",
+                    [f"{p}.shift", const("rowq.zero", _ZERO), const("rowq.f255", _F255)],
+                    f"{p}.clip",
+                ),
+                node("Cast", [f"{p}.clip"], f"{p}.u8", to=onnx.TensorProto.UINT8),
+            ]
+            quantised[x] = (f"{p}.u8", f"{p}.scale")
+        xu, scale = quantised[x]
+        wq, ws = _column_int8(numpy_helper.to_array(w))
+        p = f"{n.name}.rowq"
+        wq_name = const(f"{w.name}.rowq_int8", wq)
+        ws_name = const(f"{w.name}.rowq_scale", ws)
+        nodes += [
+            node("MatMulInteger", [xu, wq_name, const("rowq.zp128", _U8_128)], f"{p}.int"),
+            node("Cast", [f"{p}.int"], f"{p}.float", to=onnx.TensorProto.FLOAT),
+            node("Mul", [f"{p}.float", scale], f"{p}.rows"),
+            node("Mul", [f"{p}.rows", ws_name], n.output[0]),
+        ]
+        readers[w.name] -= 1
+        if readers[w.name] == 0:
+            dropped.add(w.name)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    kept = [t for t in graph.initializer if t.name not in dropped]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+
+
+_LAST_AXIS = np.array([-1], np.int64)
+_INV_127 = np.array(1 / 127, np.float32)
+_EPS = np.array(1e-30, np.float32)
+_F128 = np.array(128, np.float32)
+_ZERO = np.array(0, np.float32)
+_F255 = np.array(255, np.float32)
+_U8_128 = np.array(128, np.uint8)
+ROW_WEIGHT_MAX = 63
+
+
+def _column_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``w [K, N]`` as int8 within +-ROW_WEIGHT_MAX and one float scale per column."""
+    peak = np.abs(w).max(axis=0)
+    scale = np.where(peak > 0, peak / ROW_WEIGHT_MAX, 1.0).astype(np.float32)
+    q = np.clip(np.round(w / scale), -ROW_WEIGHT_MAX, ROW_WEIGHT_MAX).astype(np.int8)
+    return q, scale

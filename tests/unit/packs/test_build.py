@@ -44,6 +44,13 @@ def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice
     a = ours.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
     b = committed.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
     assert np.array_equal(a, b)
+    # int8 too: a quantiser change must come with the fixture rebuilt
+    # (scripts/make_fixture_pack.py --batch-graphs for the batched graphs).
+    ours8 = PocketTTS.load(out, precision="int8")
+    committed8 = PocketTTS.load(fixture_dir / "pack", precision="int8")
+    a = ours8.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
+    b = committed8.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
+    assert np.array_equal(a, b)
 
 
 def test_int8_graphs_use_integer_matmuls(pack_dir) -> None:
