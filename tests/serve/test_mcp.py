@@ -133,7 +133,7 @@ def test_speak_plays_on_the_device_in_turn_and_stops(tmp_path) -> None:
         pytest.skip("no PortAudio library (apt-get install libportaudio2)")
     assert found == "output", "sounddevice does not see ALSA's null device"
     # Long enough that it cannot end before the status poll sees it, on a loaded machine too.
-    long_text = "This sentence keeps the speakers busy for a while. " * 40
+    long_text = "This sentence keeps the speakers busy for a while. " * 80  # under MAX_CHARS
 
     async def steps(session: ClientSession):
         first = await session.call_tool("speak", {"text": long_text})
@@ -141,7 +141,10 @@ def test_speak_plays_on_the_device_in_turn_and_stops(tmp_path) -> None:
         playing = await _wait_status(session, lambda s: s["speaking"])
         stopped = await session.call_tool("stop_speaking", {})
         idle = await _wait_status(session, lambda s: not s["speaking"])
-        await session.call_tool("speak", {"text": "Hello."})
+        # The text cut must still be playing when the interrupt comes (a short one can end
+        # first on a loaded machine): the long one, once the status shows it playing.
+        await session.call_tool("speak", {"text": long_text})
+        await _wait_status(session, lambda s: s["speaking"])
         cut = await session.call_tool("speak", {"text": "Right now.", "interrupt": True})
         done = await _wait_status(session, lambda s: s["spoken"] >= 1 and not s["speaking"])
         return first, second, playing, stopped, idle, cut, done
