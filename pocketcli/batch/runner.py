@@ -54,7 +54,8 @@ class InProcess:
             for job in jobs:
                 yield self.worker.make(job)
             return
-        with ThreadPoolExecutor(self.streams, thread_name_prefix="line") as pool:
+        pool = ThreadPoolExecutor(self.streams, thread_name_prefix="line")
+        try:
             running: set[Future[LineResult]] = set()
             for job in jobs:
                 running.add(pool.submit(self.worker.make, job, None, True))
@@ -63,6 +64,8 @@ class InProcess:
                     yield from (f.result() for f in done)
             for future in as_completed(running):
                 yield future.result()
+        finally:  # also when the run stops early: the lines in flight end before we return
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         pass
@@ -243,10 +246,15 @@ def _run(
             progress.line_done(0.0, made=False)
         if todo:
             executor = start(len(todo), progress.note)
+            results = executor.run(iter(todo))
             try:
-                results = executor.run(iter(todo))
                 _collect(results, settings, output_dir, manifest, report, progress, quiet)
             finally:
+                # A run stopped early (the manifest cannot be written): the lines still in
+                # flight finish before their temporary files are cleaned up, not after.
+                close = getattr(results, "close", None)
+                if close is not None:
+                    close()
                 executor.close()
                 _clean_parts(output_dir)
 

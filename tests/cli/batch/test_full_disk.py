@@ -41,3 +41,28 @@ def test_a_full_disk_stops_with_the_summary_and_the_manifest_path(pack_dir, tmp_
     assert r.stderr.splitlines()[0].endswith(b"; stopped")
     assert (out / "manifest.jsonl").read_bytes() == filler  # no torn record left behind
     assert not list(out.glob(".*.part"))
+
+
+def test_a_stop_leaves_no_temporary_file_of_the_lines_in_flight(pack_dir, tmp_path) -> None:
+    """Two lines in flight (``--streams 2``); the first's record cannot be written while the
+    second is still being made: that line ends before its temporary file is cleaned up, so
+    the run leaves none behind (it used to finish after the clean-up, on a loaded machine)."""
+    import resource
+
+    lines, out = tmp_path / "lines.txt", tmp_path / "out"
+    long = " ".join(f"Sentence {i} keeps this line in flight for a while." for i in range(60))
+    lines.write_text(f"a|One.\nb|{long}\n", encoding="utf-8")
+    out.mkdir()
+    filler = (b" " * 1023 + b"\n") * 2048
+    (out / "manifest.jsonl").write_bytes(filler)
+    limit = len(filler) + 100  # room for one short WAV, none for a record
+
+    def full_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    r = run("tts", "--input-file", lines, "--output-dir", out, "--model-dir", pack_dir,
+            "--seed", "1", "-q", "--streams", "2", preexec_fn=full_disk)  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert b"cannot write the manifest" in r.stderr, r.stderr
+    assert not list(out.glob(".*.part")), sorted(p.name for p in out.iterdir())
+    assert (out / "manifest.jsonl").read_bytes() == filler
