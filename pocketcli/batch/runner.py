@@ -48,27 +48,29 @@ class InProcess:
     def __init__(self, worker: LineWorker, streams: int = 1) -> None:
         self.worker = worker
         self.streams = streams
+        self._pool: ThreadPoolExecutor | None = None
 
     def run(self, jobs: Iterator[Job]) -> Iterator[LineResult]:
         if self.streams <= 1:
             for job in jobs:
                 yield self.worker.make(job)
             return
-        pool = ThreadPoolExecutor(self.streams, thread_name_prefix="line")
-        try:
-            running: set[Future[LineResult]] = set()
-            for job in jobs:
-                running.add(pool.submit(self.worker.make, job, None, True))
-                if len(running) >= self.streams:
-                    done, running = wait(running, return_when=FIRST_COMPLETED)
-                    yield from (f.result() for f in done)
-            for future in as_completed(running):
-                yield future.result()
-        finally:  # also when the run stops early: the lines in flight end before we return
-            pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = pool = ThreadPoolExecutor(self.streams, thread_name_prefix="line")
+        running: set[Future[LineResult]] = set()
+        for job in jobs:
+            running.add(pool.submit(self.worker.make, job, None, True))
+            if len(running) >= self.streams:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                yield from (f.result() for f in done)
+        for future in as_completed(running):
+            yield future.result()
+        self.close()
 
     def close(self) -> None:
-        pass
+        """Also when the run stopped early (the manifest cannot be written): the lines in
+        flight end (queued ones are dropped) before the caller cleans up temporary files."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _existing_regular(target: Path) -> os.stat_result | None:
@@ -246,15 +248,10 @@ def _run(
             progress.line_done(0.0, made=False)
         if todo:
             executor = start(len(todo), progress.note)
-            results = executor.run(iter(todo))
             try:
+                results = executor.run(iter(todo))
                 _collect(results, settings, output_dir, manifest, report, progress, quiet)
             finally:
-                # A run stopped early (the manifest cannot be written): the lines still in
-                # flight finish before their temporary files are cleaned up, not after.
-                close = getattr(results, "close", None)
-                if close is not None:
-                    close()
                 executor.close()
                 _clean_parts(output_dir)
 
