@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
-import signal
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -33,7 +33,6 @@ from pathlib import Path
 from pocketcli.errors import UserError
 from pocketcli.filekind import describe_mode
 from pocketcli.interrupts import (
-    STOP_SIGNALS,
     raise_if_stopped,
     register_temporary,
     unregister_temporary,
@@ -133,20 +132,32 @@ def _copy_into(tmp: str, target: str) -> None:
         shutil.copyfileobj(src, out, 1 << 20)
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait (are blocked) inside; on platforms or threads where they
-    cannot be blocked this does nothing."""
-    held = set(STOP_SIGNALS)  # SIGINT, SIGTERM and the others that end a run
-    try:
-        before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (AttributeError, OSError, ValueError):  # no pthread_sigmask (Windows)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+def _registered_temporary(folder: Path, name: str) -> str:
+    """Creates ``folder/.name.XXXXXXXX.part`` (private, new) with its name registered for
+    removal before the file exists: a stop signal landing anywhere in between, whichever
+    thread the kernel gave it to, finds it registered (``hard_exit`` removes it)."""
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
+        register_temporary(tmp)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
+        except FileExistsError:
+            unregister_temporary(tmp)
+            continue
+        except OSError:  # not created
+            unregister_temporary(tmp)
+            raise
+        except BaseException:  # a stop's exception, maybe once the file existed
+            with suppress(OSError):
+                os.unlink(tmp)
+            unregister_temporary(tmp)
+            raise
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+_O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 
 
 @contextmanager
@@ -160,16 +171,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     # or FIFO is opened by the name given (/dev/stdout resolves to "pipe:[...]").
     target = os.path.realpath(path) if kind == "file" else os.fspath(path)
     folder = Path(target).parent if kind == "file" else Path(tempfile.gettempdir())
-    # Ctrl-C or SIGTERM held while the temporary file is made and registered: a signal
-    # landing in between used to leave it behind (the stop handler only removes the
-    # registered ones). A held signal is handled on the next line, once it is registered.
-    with _signals_held():
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{shown.name}.", suffix=".part", dir=folder)
-        except OSError as exc:
-            raise UserError(f"cannot write {shown}: {creation_reason(folder, exc)}") from None
-        register_temporary(tmp)
-    os.close(fd)
+    try:
+        tmp = _registered_temporary(folder, shown.name)
+    except OSError as exc:
+        raise UserError(f"cannot write {shown}: {creation_reason(folder, exc)}") from None
     try:
         yield Path(tmp)
         raise_if_stopped()  # never publish an output after Ctrl-C or SIGTERM
