@@ -132,7 +132,7 @@ def _copy_into(tmp: str, target: str) -> None:
         shutil.copyfileobj(src, out, 1 << 20)
 
 
-def _registered_temporary(folder: Path, name: str) -> str:
+def registered_temporary(folder: Path, name: str) -> str:
     """Creates ``folder/.name.XXXXXXXX.part`` (private, new) with its name registered for
     removal before the file exists: a stop signal landing anywhere in between, whichever
     thread the kernel gave it to, finds it registered (``hard_exit`` removes it)."""
@@ -172,7 +172,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     target = os.path.realpath(path) if kind == "file" else os.fspath(path)
     folder = Path(target).parent if kind == "file" else Path(tempfile.gettempdir())
     try:
-        tmp = _registered_temporary(folder, shown.name)
+        tmp = registered_temporary(folder, shown.name)
     except OSError as exc:
         raise UserError(f"cannot write {shown}: {creation_reason(folder, exc)}") from None
     try:

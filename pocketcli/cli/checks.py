@@ -94,14 +94,15 @@ def _new_file_fits(folder: Path, what: str, path: Path | str) -> None:
 def _refused(folder: Path) -> str | None:
     """Why a new file cannot be made in ``folder`` (tried: permissions do not tell
     for root, /proc or a read-only mount), or None."""
-    import tempfile
+    from pocketcli.atomic import registered_temporary
+    from pocketcli.interrupts import unregister_temporary
 
-    try:
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".pockettts-check-")
+    try:  # registered: a stop signal meanwhile removes it too
+        probe = registered_temporary(folder, "pockettts-check")
     except OSError as exc:
         return f"{folder} takes no new files ({exc.strerror or exc})"
-    os.close(fd)
     os.unlink(probe)
+    unregister_temporary(probe)
     return None
 
 
