@@ -25,12 +25,13 @@ takes effect at the next tick.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import queue
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,8 @@ MAX_AHEAD_FRAMES = 32
 # KV caches (measured: 4.3 stacks alive at 8 streams) and queueing a joining stream's
 # first frame behind seconds of other streams' audio.
 MAX_MIMI_TICKS = 2
+# How long the exit of a process waits for a scheduler still running to stop.
+EXIT_WAIT_SECONDS = 5.0
 
 _END = object()
 
@@ -146,6 +149,32 @@ class SchedulerStats:
     batched_decodes: int = 0  # Mimi calls that decoded several streams at once
 
 
+class _MimiThread:
+    """The one thread that runs a scheduler's Mimi work, in the order it was handed over.
+
+    Not a ``ThreadPoolExecutor``: that refuses new work once the interpreter begins
+    to exit, and the scheduler must still be able to end its streams then.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="pockettts-mimi", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., None], *args: object) -> None:
+        self._jobs.put(lambda: fn(*args))
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Runs what was handed over, then stops."""
+        self._jobs.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()  # never raises: a job reports its errors to its streams (``_decode_job``)
+
+
 class Scheduler:
     """Advances every submitted stream of one runtime, one frame per tick, in one thread."""
 
@@ -166,7 +195,7 @@ class Scheduler:
         self._decodes: list[tuple[_Stream, ChunkRun, np.ndarray]] = []
         self._mimi_ticks = 0  # decode jobs handed to the Mimi thread, not yet done
         self._threaded = threaded_decoder
-        self._mimi = ThreadPoolExecutor(1, thread_name_prefix="mimi") if threaded_decoder else None
+        self._mimi = _MimiThread() if threaded_decoder else None
         self._cond = threading.Condition()
         self._streams: dict[int, _Stream] = {}
         self._ids = itertools.count()
@@ -174,6 +203,7 @@ class Scheduler:
         self._closed = False
         self.stats = SchedulerStats()
         self._latent_dim = runtime.config.flow_lm.latent_dim
+        _LIVE.add(self)
 
     @property
     def batches(self) -> bool:
@@ -208,8 +238,9 @@ class Scheduler:
             self._cond.notify_all()
         return handle
 
-    def close(self) -> None:
-        """Cancels every stream and stops the scheduler's threads."""
+    def close(self, timeout: float | None = None) -> None:
+        """Cancels every stream and stops the scheduler's threads (waiting at most
+        ``timeout`` seconds for each, None: until they stop)."""
         with self._cond:
             self._closed = True
             streams = list(self._streams.values())
@@ -217,9 +248,9 @@ class Scheduler:
         for s in streams:
             s.handle.cancel()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
+            self._thread.join(timeout)
         if self._mimi is not None:
-            self._mimi.shutdown(wait=True)
+            self._mimi.stop(timeout)
 
     # -- bookkeeping ------------------------------------------------------
     def _wake(self) -> None:
@@ -250,20 +281,32 @@ class Scheduler:
     # -- the loop ---------------------------------------------------------
     def _loop(self) -> None:
         while True:
-            with self._cond:
-                while True:
-                    if self._closed:
-                        return
-                    for s in [s for s in self._streams.values() if s.handle.cancelled]:
-                        self._streams.pop(s.handle.id, None)
-                    runnable = [s for s in self._streams.values() if s.unread < self.max_ahead]
-                    if runnable and self._mimi_ticks < MAX_MIMI_TICKS:
-                        break
-                    self._cond.wait()
-            rows = self._rows(runnable)
-            if rows:
-                self._tick(rows)
-            self._submit_decodes()
+            try:
+                if not self._turn():
+                    return
+            except Exception as exc:  # a fault of the loop itself: its streams hear it
+                with self._cond:
+                    streams = list(self._streams.values())
+                for s in streams:
+                    self._fail(s, exc)
+
+    def _turn(self) -> bool:
+        """One tick (False once the scheduler is closed)."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return False
+                for s in [s for s in self._streams.values() if s.handle.cancelled]:
+                    self._streams.pop(s.handle.id, None)
+                runnable = [s for s in self._streams.values() if s.unread < self.max_ahead]
+                if runnable and self._mimi_ticks < MAX_MIMI_TICKS:
+                    break
+                self._cond.wait()
+        rows = self._rows(runnable)
+        if rows:
+            self._tick(rows)
+        self._submit_decodes()
+        return True
 
     def _rows(self, runnable: list[_Stream]) -> list[_Stream]:
         """The streams that make a frame this tick (at most one of them starts a chunk)."""
@@ -341,6 +384,10 @@ class Scheduler:
     def _decode_job(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
         try:
             self._decode_now(items)
+        except Exception as exc:  # not one call's failure (those fail their own streams)
+            for s, _, _ in items:
+                s.failed = True
+                s.handle._put(exc)
         finally:
             with self._cond:
                 self._mimi_ticks -= 1
@@ -459,3 +506,15 @@ class Scheduler:
                 self.stats.frames += 1
             except Exception as exc:
                 self._fail(s, exc)
+
+
+# Schedulers not yet closed. When the process exits, each is closed (its streams
+# cancelled, its threads stopped) before the interpreter is torn down, so no thread is
+# left inside ONNX Runtime or printing a traceback at exit.
+_LIVE: weakref.WeakSet[Scheduler] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for scheduler in list(_LIVE):
+        scheduler.close(EXIT_WAIT_SECONDS)
