@@ -8,8 +8,9 @@ decodes them while the next tick's FlowLM runs: in one batched call for the
 streams with as many latents (states stacked along the batch) when the runtime
 has one (``pocketcli.runtimes.base.decode_batching``), up to the rows it says a
 call should take, else one call per stream. A joining stream's text
-prefill rides on its first frame, as alone; at most one prefill enters a tick,
-so a join stalls the others by about one prefill.
+prefill rides on its first frame, as alone; the prefills entering a tick hold at
+most one full chunk's tokens between them (or are one prefill), so a join stalls
+the others by about one prefill.
 
 A runtime without batched calls (``pocketcli.runtimes.base.batching``) is
 driven by the same ticks one row at a time, round-robin per frame, so first
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pocketcli.defaults import MAX_TOKENS
 from pocketcli.engine.generator import (
     ChunkRun,
     ChunkTrace,
@@ -57,6 +59,9 @@ MAX_AHEAD_FRAMES = 32
 # KV caches (measured: 4.3 stacks alive at 8 streams) and queueing a joining stream's
 # first frame behind seconds of other streams' audio.
 MAX_MIMI_TICKS = 2
+# Text tokens whose prefills may share a tick: one full chunk's (a prefill's cost grows
+# with its tokens), so several short texts joining at once start in the same tick.
+PREFILL_TOKENS_PER_TICK = MAX_TOKENS
 # How long the exit of a process waits for a scheduler still running to stop.
 EXIT_WAIT_SECONDS = 5.0
 
@@ -309,17 +314,21 @@ class Scheduler:
         return True
 
     def _rows(self, runnable: list[_Stream]) -> list[_Stream]:
-        """The streams that make a frame this tick (at most one of them starts a chunk)."""
+        """The streams that make a frame this tick. Chunks start (their text prefills
+        run) while their tokens together fit ``PREFILL_TOKENS_PER_TICK``, and at least
+        one does: a tick stalls the running streams by about one full chunk's prefill
+        at most, and streams that join at once with short texts start together."""
         rows: list[_Stream] = []
-        started = False
+        prefill_tokens = 0
         for s in runnable:
             if not self._ready(s):
                 continue
             assert s.run is not None
             if s.run.first:
-                if started:
+                tokens = s.run.plan.n_tokens
+                if prefill_tokens and prefill_tokens + tokens > PREFILL_TOKENS_PER_TICK:
                     continue  # its prefill waits for the next tick
-                started = True
+                prefill_tokens += tokens
             rows.append(s)
         return rows
 

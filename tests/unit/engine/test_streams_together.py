@@ -18,7 +18,7 @@ import pytest
 
 from pocketcli import PocketTTS
 from pocketcli.engine.generator import ChunkTrace, Frame, generate_frames
-from pocketcli.engine.scheduler import Scheduler
+from pocketcli.engine.scheduler import PREFILL_TOKENS_PER_TICK, Scheduler
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
 from pocketcli.packs.manifest import BATCH_GRAPHS, MIMI_BATCH_GRAPH, PackManifest
@@ -225,12 +225,12 @@ def test_pauses_keep_their_place_in_a_stream(fp32, fixture_dir) -> None:
 
 
 class _CallLog:
-    """The runtime, with the order of its FlowLM calls written down."""
+    """The runtime, with its FlowLM calls written down: ``(name, text tokens)``."""
 
     def __init__(self, runtime) -> None:
         self._runtime = runtime
         self.config = runtime.config
-        self.calls: list[str] = []
+        self.calls: list[tuple[str, int]] = []
 
     def __getattr__(self, name: str):
         attr = getattr(self._runtime, name)
@@ -238,28 +238,50 @@ class _CallLog:
             return attr
 
         def logged(*args, **kwargs):
-            self.calls.append(name)
+            tokens = args[1].shape[0] if name == "prefill_then_step" else 0
+            self.calls.append((name, tokens))
             return attr(*args, **kwargs)
 
         return logged
 
 
-def test_at_most_one_prefill_joins_a_tick(fp32, fixture_dir) -> None:
+def _prefills_per_tick(calls: list[tuple[str, int]]) -> list[list[int]]:
+    """The text tokens of the prefills between two batched steps of the running streams."""
+    ticks: list[list[int]] = [[]]
+    for name, tokens in calls:
+        if name == "step_batch":
+            ticks.append([])
+        elif name == "prefill_then_step":
+            ticks[-1].append(tokens)
+    return [t for t in ticks if t]
+
+
+@pytest.mark.parametrize(("max_tokens", "together"), [(12, True), (50, False)])
+def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
+    fp32, fixture_dir, max_tokens, together
+) -> None:
+    """Short texts joining at once start in one tick; long ones one tick after another,
+    so a join stalls the running streams by about one full chunk's prefill at most."""
     log = _CallLog(fp32.runtime)
     assert batching(log) is not None
-    jobs = _jobs(fp32, fixture_dir) + _jobs(fp32, fixture_dir)  # six streams at once
+    long = " ".join(["Every stream here speaks a long sentence of many words."] * 3)
+    texts = (TEXTS + TEXTS) if together else (long, long, long)
+    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
     scheduler = Scheduler(log)
     try:
-        handles = [scheduler.submit(*job) for job in jobs]
+        scripts, handles = [], []
+        for seed, text in enumerate(texts):
+            opts = SpeakOptions(seed=seed, max_tokens=max_tokens)
+            scripts.append(fp32.script_for(text, opts))
+            job = (scripts[-1], voice, fp32.noise_for(opts), fp32.settings_for(opts))
+            handles.append(scheduler.submit(*job))
         for handle in handles:
             list(handle)
     finally:
         scheduler.close()
-    # Between two batched steps of the running streams, at most one stream starts a chunk.
-    ticks = "".join(
-        "B" if c == "step_batch" else "P" if c.startswith("prefill") else "s" for c in log.calls
-    )
-    assert "B" in ticks and "PP" not in ticks.replace("s", "")
-    assert ticks.count("P") == sum(
-        sum(1 for item in job[0] if not isinstance(item, Pause)) for job in jobs
-    )
+    ticks = _prefills_per_tick(log.calls)
+    assert all(len(t) == 1 or sum(t) <= PREFILL_TOKENS_PER_TICK for t in ticks), ticks
+    assert any(len(t) > 1 for t in ticks) == together, ticks
+    assert any(name == "step_batch" for name, _ in log.calls)
+    chunks = sum(1 for script in scripts for item in script if not isinstance(item, Pause))
+    assert sum(map(len, ticks)) == chunks  # every chunk's prefill, once
