@@ -18,7 +18,9 @@ audio stays fair. A stream alone in its tick takes the row calls too: alone,
 it gives exactly the samples of ``generate_frames``.
 
 Each stream's frames come out in order, through its ``StreamHandle``, as soon
-as they are decoded. A stream whose reader falls ``max_ahead`` frames behind
+as they are decoded. A stream with nothing unread (its first frame, or a reader
+that has caught up) has its latents decoded ahead of the others' work of the
+same tick, so a joining listener waits for no one else's audio. A stream whose reader falls ``max_ahead`` frames behind
 sits out ticks until it reads (memory stays bounded by the model). ``cancel``
 takes effect at the next tick.
 """
@@ -31,7 +33,7 @@ import itertools
 import queue
 import threading
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -162,21 +164,36 @@ class _MimiThread:
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._jobs: deque[Callable[[], None] | None] = deque()
+        self._ready = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="pockettts-mimi", daemon=True)
         self._thread.start()
 
-    def submit(self, fn: Callable[..., None], *args: object) -> None:
-        self._jobs.put(lambda: fn(*args))
+    def submit(self, fn: Callable[..., None], *args: object, first: bool = False) -> None:
+        """Queues ``fn(*args)``; with ``first``, ahead of the work already queued."""
+        with self._ready:
+            if first:
+                self._jobs.appendleft(lambda: fn(*args))
+            else:
+                self._jobs.append(lambda: fn(*args))
+            self._ready.notify()
 
     def stop(self, timeout: float | None = None) -> None:
         """Runs what was handed over, then stops."""
-        self._jobs.put(None)
+        with self._ready:
+            self._jobs.append(None)
+            self._ready.notify()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
+        while True:
+            with self._ready:
+                while not self._jobs:
+                    self._ready.wait()
+                job = self._jobs.popleft()
+            if job is None:
+                return
             job()  # never raises: a job reports its errors to its streams (``_decode_job``)
 
 
@@ -196,8 +213,11 @@ class Scheduler:
         self._batched = batching(runtime) if batched else None
         self._batch = self._batched.start_batch() if self._batched is not None else None
         self._decoder = decode_batching(runtime) if batched else None
-        # This tick's Mimi work, handed to the Mimi thread as one piece.
+        # This tick's Mimi work, handed to the Mimi thread as one piece; ``_waited`` is
+        # the latents of streams with nothing unread (a first frame, a reader waiting),
+        # handed over ahead of the work already queued.
         self._decodes: list[tuple[_Stream, ChunkRun, np.ndarray]] = []
+        self._waited: list[tuple[_Stream, ChunkRun, np.ndarray]] = []
         self._mimi_ticks = 0  # decode jobs handed to the Mimi thread, not yet done
         self._threaded = threaded_decoder
         self._mimi = _MimiThread() if threaded_decoder else None
@@ -375,20 +395,25 @@ class Scheduler:
         if latents is None:
             return
         with self._cond:
+            # Nothing unread: nothing of this stream is on its way either, so its
+            # latents may overtake the other streams' queued work.
+            waited = s.unread == 0
             s.unread += latents.shape[0]
-        self._decodes.append((s, run, latents))
+        (self._waited if waited else self._decodes).append((s, run, latents))
 
     def _submit_decodes(self) -> None:
-        """Hands the latents queued since the last call to the Mimi thread, as one job."""
-        if not self._decodes:
-            return
-        items, self._decodes = self._decodes, []
-        if self._mimi is None:
-            self._decode_now(items)
-            return
-        with self._cond:
-            self._mimi_ticks += 1
-        self._mimi.submit(self._decode_job, items)
+        """Hands the latents queued since the last call to the Mimi thread: those of
+        streams with nothing unread ahead of the queued work, the rest behind it."""
+        for items, first in ((self._waited, True), (self._decodes, False)):
+            if not items:
+                continue
+            if self._mimi is None:
+                self._decode_now(items)
+                continue
+            with self._cond:
+                self._mimi_ticks += 1
+            self._mimi.submit(self._decode_job, items, first=first)
+        self._waited, self._decodes = [], []
 
     def _decode_job(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
         try:

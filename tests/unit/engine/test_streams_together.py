@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from pocketcli import PocketTTS
-from pocketcli.engine.generator import ChunkTrace, Frame, generate_frames
+from pocketcli.engine.generator import DECODE_BATCH, ChunkTrace, Frame, generate_frames
 from pocketcli.engine.scheduler import PREFILL_TOKENS_PER_TICK, Scheduler
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
@@ -285,3 +286,69 @@ def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
     assert any(name == "step_batch" for name, _ in log.calls)
     chunks = sum(1 for script in scripts for item in script if not isinstance(item, Pause))
     assert sum(map(len, ticks)) == chunks  # every chunk's prefill, once
+
+
+class _SteppedRuntime:
+    """The runtime, with each FlowLM call held until the test lets it run, and the
+    stream (by the order its decoder was made) of every Mimi call written down."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.entered = threading.Semaphore(0)  # released as each FlowLM call starts
+        self.gate = threading.Semaphore(0)
+        self.free = threading.Event()  # set: calls no longer wait for the gate
+        self.decoders: list[object] = []
+        self.decoded: list[int] = []
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._runtime, name)
+        if name not in ("prefill_then_step", "step"):
+            return attr
+
+        def held(*args, **kwargs):
+            self.entered.release()
+            if not self.free.is_set():
+                assert self.gate.acquire(timeout=120), "the test never let this call run"
+            return attr(*args, **kwargs)
+
+        return held
+
+    def start_decoder(self):
+        decoder = self._runtime.start_decoder()
+        self.decoders.append(decoder)
+        return decoder
+
+    def decode(self, decoder, latents):
+        self.decoded.append(next(i for i, d in enumerate(self.decoders) if d is decoder))
+        return self._runtime.decode(decoder, latents)
+
+
+def test_a_stream_with_nothing_to_play_is_decoded_first(fp32, fixture_dir) -> None:
+    """B joins in the tick where A hands Mimi a pair of frames: B's first frame (its
+    listener has nothing yet) is decoded before A's pair (A has a frame unread)."""
+    stepped = _SteppedRuntime(fp32.runtime)
+    scheduler = Scheduler(stepped, batched=False, threaded_decoder=False)
+    opts = SpeakOptions(seed=1, max_tokens=50, eos_threshold=1e9)
+    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+
+    def submit(text: str):
+        job = (fp32.script_for(text, opts), voice, fp32.noise_for(opts), fp32.settings_for(opts))
+        assert sum(not isinstance(item, Pause) for item in job[0]) == 1  # one chunk each
+        return scheduler.submit(*job)
+
+    try:
+        a = submit("A first stream, one chunk of a few words.")
+        assert stepped.entered.acquire(timeout=120)  # tick 1: A's prefill and first frame
+        stepped.gate.release()
+        assert stepped.entered.acquire(timeout=120)  # tick 2: A's second frame (held)
+        b = submit("Then B.")  # joins tick 3, where A's second and third frames go to Mimi
+        stepped.free.set()
+        stepped.gate.release()
+        frames = [list(b), list(a)]  # A unread meanwhile (it sits out at max_ahead)
+    finally:
+        stepped.free.set()
+        stepped.gate.release()
+        scheduler.close()
+    assert all(frames) and DECODE_BATCH == 2
+    assert stepped.decoded[:3] == [0, 1, 0], stepped.decoded
