@@ -55,7 +55,8 @@ from pocketcli.voices.state import VoiceState
 
 # Frames a stream may have made but not yet had read before it sits out (about 2.5 s).
 MAX_AHEAD_FRAMES = 32
-# Ticks of Mimi work queued (the one being decoded included) before the next tick waits.
+# Ticks of Mimi work queued (the one being decoded included) before the next tick waits
+# (unless a stream is yet to start: it does not wait for the others' audio).
 # Where Mimi is slower than the FlowLM (many full-size streams on two cores), running
 # ahead only piled frames up until streams sat out by turns, each turn restacking the
 # KV caches (measured: 4.3 stacks alive at 8 streams) and queueing a joining stream's
@@ -143,6 +144,7 @@ class _Stream:
     chunk_index: int = 0
     unread: int = 0  # frames handed to Mimi or the queue, not yet read
     failed: bool = False
+    started: bool = False  # a frame of it (speech or pause) is on its way
 
 
 @dataclass
@@ -324,7 +326,12 @@ class Scheduler:
                 for s in [s for s in self._streams.values() if s.handle.cancelled]:
                     self._streams.pop(s.handle.id, None)
                 runnable = [s for s in self._streams.values() if s.unread < self.max_ahead]
-                if runnable and self._mimi_ticks < MAX_MIMI_TICKS:
+                # A stream yet to start does not wait for Mimi to catch up: its first
+                # frame overtakes the queued work (``_decode``), so the wait would only
+                # delay its first audio by the other streams' audio.
+                if runnable and (
+                    self._mimi_ticks < MAX_MIMI_TICKS or any(not s.started for s in runnable)
+                ):
                     break
                 self._cond.wait()
         rows = self._rows(runnable)
@@ -340,13 +347,15 @@ class Scheduler:
         at most, and streams that join at once with short texts start together."""
         rows: list[_Stream] = []
         prefill_tokens = 0
+        # With no stream under way, a prefill holds no one up: they all start now.
+        budget = PREFILL_TOKENS_PER_TICK if any(s.started for s in runnable) else None
         for s in runnable:
             if not self._ready(s):
                 continue
             assert s.run is not None
             if s.run.first:
                 tokens = s.run.plan.n_tokens
-                if prefill_tokens and prefill_tokens + tokens > PREFILL_TOKENS_PER_TICK:
+                if budget is not None and prefill_tokens and prefill_tokens + tokens > budget:
                     continue  # its prefill waits for the next tick
                 prefill_tokens += tokens
             rows.append(s)
@@ -387,6 +396,7 @@ class Scheduler:
         self._leave(s, exc)
 
     def _emit(self, s: _Stream, frame: Frame) -> None:
+        s.started = True
         with self._cond:
             s.unread += 1
         self._after_decodes(lambda: s.handle._put(frame))
@@ -394,6 +404,7 @@ class Scheduler:
     def _decode(self, s: _Stream, run: ChunkRun, latents: np.ndarray | None) -> None:
         if latents is None:
             return
+        s.started = True
         with self._cond:
             # Nothing unread: nothing of this stream is on its way either, so its
             # latents may overtake the other streams' queued work.
@@ -410,12 +421,15 @@ class Scheduler:
             if self._mimi is None:
                 self._decode_now(items)
                 continue
-            with self._cond:
-                self._mimi_ticks += 1
-            self._mimi.submit(self._decode_job, items, first=first)
+            # The waited frames (a frame or two a stream) do not count as a tick of Mimi
+            # work: counted, they made the FlowLM wait behind them while streams joined.
+            if not first:
+                with self._cond:
+                    self._mimi_ticks += 1
+            self._mimi.submit(self._decode_job, items, not first, first=first)
         self._waited, self._decodes = [], []
 
-    def _decode_job(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
+    def _decode_job(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]], counted: bool) -> None:
         try:
             self._decode_now(items)
         except Exception as exc:  # not one call's failure (those fail their own streams)
@@ -423,9 +437,10 @@ class Scheduler:
                 s.failed = True
                 s.handle._put(exc)
         finally:
-            with self._cond:
-                self._mimi_ticks -= 1
-                self._cond.notify_all()
+            if counted:
+                with self._cond:
+                    self._mimi_ticks -= 1
+                    self._cond.notify_all()
 
     def _decode_now(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
         """Decodes in rounds (a stream's second piece, e.g. the next chunk's first frame,

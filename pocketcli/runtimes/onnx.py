@@ -33,6 +33,8 @@ from pocketcli.voices.state import VoiceState
 _ONE = np.ones((1, 1), np.float32)
 # KV cache growth step, in positions (a chunk's text plus about 5 s of frames).
 CACHE_STEP = 64
+# Rows of a batch stack, in whole steps (streams join without moving the others).
+ROW_STEP = 8
 # Mimi is bound by arithmetic and cache, not by its weights: a call's cost per frame grows
 # once its largest activation (frames x samples per frame x SEANet filters, float32)
 # leaves the core's cache. Measured on the full-size decoder (64 filters, CPU ms per frame,
@@ -53,20 +55,38 @@ def kv_zeros(shape: tuple[int, ...]) -> np.ndarray:
 @dataclass
 class OnnxBatch:
     """The scheduler's rows stacked for ``flowlm_step_batch``: per layer keys
-    ``[B, Hkv, Dh, C]`` and values ``[B, Hkv, C, Dh]``.
+    ``[R, Hkv, Dh, C]`` and values ``[R, Hkv, C, Dh]``, of which a call feeds the first
+    rows (one per member, in any order: a row's result does not depend on its place).
 
     Each member sequence's buffers are views of its row, so a step writes its new
-    key in place and the next tick reads it without a copy. The stack is rebuilt
-    (one copy of each row) only when the members change or a row needs more room.
+    key in place and the next tick reads it without a copy. A stream that joins is
+    copied into a free row (the others stay where they are), and one whose row lies
+    past the rows fed is moved down; the whole stack is rebuilt (one copy of each
+    row) only when a row needs more room or the rows run out. Spare rows are untouched
+    zero pages of an anonymous mapping: they cost address space, not memory.
     """
 
-    members: tuple[int, ...] = ()
+    row_step: int = ROW_STEP  # rows allocated in steps of this many (a solo stack: 1)
+    rows: dict[int, int] = field(default_factory=dict)  # id(sequence) -> its row
     keys: list[np.ndarray] = field(default_factory=list)
     values: list[np.ndarray] = field(default_factory=list)
+    written: list[int] = field(default_factory=list)  # per row: positions written so far
 
     @property
     def capacity(self) -> int:
         return self.keys[0].shape[3] if self.keys else 0
+
+    @property
+    def size(self) -> int:
+        return self.keys[0].shape[0] if self.keys else 0
+
+    def row_of(self, seq: OnnxSequence) -> int | None:
+        """``seq``'s row, if its buffers are still that row of this stack (a row call may
+        have moved it out, into buffers of its own)."""
+        row = self.rows.get(id(seq))
+        if row is None or seq.keys[0].base is not self.keys[0]:
+            return None
+        return row
 
 
 @dataclass
@@ -292,7 +312,7 @@ class OnnxRuntime:
 
     def step(self, seq: OnnxSequence, latent: np.ndarray) -> tuple[np.ndarray, float]:
         if self._frames_batched:
-            seq.solo = seq.solo or self.start_batch()
+            seq.solo = seq.solo or OnnxBatch(row_step=1)
             z, eos = self.step_batch(seq.solo, [seq], np.asarray(latent, np.float32)[None])
             return z[0], float(eos[0])
         lat = np.asarray(latent, np.float32).reshape(1, 1, self._latent_dim)
@@ -354,18 +374,43 @@ class OnnxRuntime:
         return OnnxBatch()
 
     def _restack(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], capacity: int) -> None:
-        shape_k = (len(seqs), self._kv_heads, self._head_dim, capacity)
-        shape_v = (len(seqs), self._kv_heads, capacity, self._head_dim)
+        rows = -(-len(seqs) // batch.row_step) * batch.row_step
+        shape_k = (rows, self._kv_heads, self._head_dim, capacity)
+        shape_v = (rows, self._kv_heads, capacity, self._head_dim)
         batch.keys = [kv_zeros(shape_k) for _ in range(self._layers)]
         batch.values = [kv_zeros(shape_v) for _ in range(self._layers)]
+        batch.rows, batch.written = {}, [0] * rows
         for row, seq in enumerate(seqs):
-            n = seq.length
-            for i in range(self._layers):
-                batch.keys[i][row, :, :, :n] = seq.keys[i][:, :, :n]
-                batch.values[i][row, :, :n] = seq.values[i][:, :n]
-                seq.keys[i] = batch.keys[i][row]
-                seq.values[i] = batch.values[i][row]
-        batch.members = tuple(id(seq) for seq in seqs)
+            self._into_row(batch, seq, row)
+
+    def _into_row(self, batch: OnnxBatch, seq: OnnxSequence, row: int) -> None:
+        """Copies ``seq``'s cache into ``row`` (clearing what a former member wrote past
+        its length) and makes its buffers views of that row."""
+        n, end = seq.length, batch.written[row]
+        for i in range(self._layers):
+            batch.keys[i][row, :, :, :n] = seq.keys[i][:, :, :n]
+            batch.values[i][row, :, :n] = seq.values[i][:, :n]
+            if end > n:
+                batch.keys[i][row, :, :, n:end] = 0.0
+                batch.values[i][row, :, n:end] = 0.0
+            seq.keys[i] = batch.keys[i][row]
+            seq.values[i] = batch.values[i][row]
+        batch.rows[id(seq)] = row
+        batch.written[row] = n
+
+    def _place(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence]) -> list[int]:
+        """Every sequence in one of the first ``len(seqs)`` rows: their rows, in order."""
+        k = len(seqs)
+        rows = [batch.row_of(seq) for seq in seqs]
+        kept = {row for row in rows if row is not None and row < k}
+        free = [row for row in range(k) if row not in kept]
+        for i, seq in enumerate(seqs):
+            row = rows[i]
+            if row is None or row >= k:
+                row = rows[i] = free.pop()
+                self._into_row(batch, seq, row)
+        batch.rows = {id(seq): row for seq, row in zip(seqs, rows, strict=True)}
+        return rows  # type: ignore[return-value]  # every entry is set now
 
     def step_batch(
         self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], latents: np.ndarray
@@ -375,35 +420,31 @@ class OnnxRuntime:
             if seq.length + 1 > seq.limit:
                 raise ValueError(f"KV cache full: {seq.length} + 1 positions exceed {seq.limit}")
         needed = max(seq.length for seq in seqs) + 1
-        stacked = (
-            batch.members == tuple(id(seq) for seq in seqs)
-            and needed <= batch.capacity
-            and all(
-                seq.keys[0].base is batch.keys[0] for seq in seqs
-            )  # a row call may have moved a sequence out (growing its own cache)
-        )
-        if not stacked:  # capacity in whole steps: the same shapes alone and in a batch
+        k = len(seqs)
+        if needed > batch.capacity or k > batch.size:
+            # Capacity in whole steps: the same shapes alone and in a batch. No further
+            # than a row may go (its limit, in whole steps): a full-size stack of 8 rows
+            # costs 8 x 48 KB per position.
             steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
-            # No further than a row may go (its limit, in whole steps): a full-size stack
-            # of 8 rows costs 8 x 48 KB per position.
             most = -(-max(seq.limit for seq in seqs) // CACHE_STEP)
             self._restack(batch, seqs, min(steps, most) * CACHE_STEP)
-        positions = np.array([seq.length for seq in seqs], np.int64)
-        feeds: dict[str, np.ndarray] = {
-            "latents": np.asarray(latents, np.float32).reshape(len(seqs), 1, self._latent_dim),
-            "positions": positions,
-        }
+        rows = self._place(batch, seqs)
+        fed = np.empty((k, 1, self._latent_dim), np.float32)
+        fed[rows] = np.asarray(latents, np.float32).reshape(k, 1, self._latent_dim)
+        positions = np.empty(k, np.int64)
+        positions[rows] = [seq.length for seq in seqs]
+        feeds: dict[str, np.ndarray] = {"latents": fed, "positions": positions}
         for i in range(self._layers):
-            feeds[f"key_cache_{i}"] = batch.keys[i]
-            feeds[f"value_cache_{i}"] = batch.values[i]
+            feeds[f"key_cache_{i}"] = batch.keys[i][:k]
+            feeds[f"value_cache_{i}"] = batch.values[i][:k]
         out = dict(zip(self._step_outputs, step.run(None, feeds), strict=True))
-        for row, seq in enumerate(seqs):
+        for seq, row in zip(seqs, rows, strict=True):
             pos = seq.length
             for i in range(self._layers):
                 batch.keys[i][row, :, :, pos] = out[f"new_keys_{i}"][row, :, :, 0]
                 batch.values[i][row, :, pos] = out[f"new_values_{i}"][row, :, 0]
-            seq.length = pos + 1
-        return out["z"], out["eos_logit"][:, 0]
+            seq.length = batch.written[row] = pos + 1
+        return out["z"][rows], out["eos_logit"][rows, 0]
 
     def sample_latent_batch(
         self, z: np.ndarray, noise: np.ndarray, decode_steps: int

@@ -11,6 +11,7 @@ import asyncio
 import json
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from pocketcli import PocketTTS
 from pocketcli.engine.generator import DECODE_BATCH, ChunkTrace, Frame, generate_frames
-from pocketcli.engine.scheduler import PREFILL_TOKENS_PER_TICK, Scheduler
+from pocketcli.engine.scheduler import MAX_MIMI_TICKS, PREFILL_TOKENS_PER_TICK, Scheduler
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
 from pocketcli.packs.manifest import BATCH_GRAPHS, MIMI_BATCH_GRAPH, PackManifest
@@ -352,3 +353,59 @@ def test_a_stream_with_nothing_to_play_is_decoded_first(fp32, fixture_dir) -> No
         scheduler.close()
     assert all(frames) and DECODE_BATCH == 2
     assert stepped.decoded[:3] == [0, 1, 0], stepped.decoded
+
+
+class _HeldMimi:
+    """The runtime, with every Mimi call held until ``go`` is set, and each text
+    prefill counted (``prefills``, ``second_prefill``)."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.go = threading.Event()
+        self.decoding = threading.Event()  # a Mimi call is held
+        self.second_prefill = threading.Event()
+        self.prefills = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._runtime, name)
+
+    def prefill_then_step(self, *args):
+        self.prefills += 1
+        if self.prefills == 2:
+            self.second_prefill.set()
+        return self._runtime.prefill_then_step(*args)
+
+    def decode(self, decoder, latents):
+        self.decoding.set()
+        assert self.go.wait(120), "the test never let Mimi run"
+        return self._runtime.decode(decoder, latents)
+
+
+def test_a_joining_stream_does_not_wait_for_mimi_to_catch_up(fp32, fixture_dir) -> None:
+    """With Mimi behind by as many ticks as the FlowLM may run ahead (the FlowLM waits),
+    a stream that joins still gets its prefill and first frame at once."""
+    held = _HeldMimi(fp32.runtime)
+    scheduler = Scheduler(held, batched=False)
+    opts = SpeakOptions(seed=1, eos_threshold=1e9)
+    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+
+    def submit(text: str):
+        job = (fp32.script_for(text, opts), voice, fp32.noise_for(opts), fp32.settings_for(opts))
+        return scheduler.submit(*job)
+
+    deadline = time.monotonic() + 120
+    try:
+        a = submit("A first stream, long enough to fill the queue of Mimi work.")
+        assert held.decoding.wait(120)
+        while scheduler._mimi_ticks < MAX_MIMI_TICKS:  # the FlowLM now waits for Mimi
+            assert time.monotonic() < deadline, "the FlowLM never got ahead of Mimi"
+            time.sleep(0.005)
+        b = submit("Then B.")
+        assert held.second_prefill.wait(60), "B waited for Mimi to catch up"
+        held.go.set()
+        frames = [list(b), list(a)]
+    finally:
+        held.go.set()
+        scheduler.close()
+    assert all(frames)
