@@ -248,43 +248,61 @@ class _CallLog:
 
 
 def _prefills_per_tick(calls: list[tuple[str, int]]) -> list[list[int]]:
-    """The text tokens of the prefills between two batched steps of the running streams."""
+    """The text tokens of each tick's prefills (a tick's step of the running streams,
+    batched or alone, comes before its prefills)."""
     ticks: list[list[int]] = [[]]
     for name, tokens in calls:
-        if name == "step_batch":
+        if name in ("step_batch", "step"):
             ticks.append([])
-        elif name == "prefill_then_step":
+        else:
             ticks[-1].append(tokens)
     return [t for t in ticks if t]
 
 
-@pytest.mark.parametrize(("max_tokens", "together"), [(12, True), (50, False)])
+LONG = " ".join(["Every stream here speaks a long sentence of many words."] * 3)
+
+
+@pytest.mark.parametrize(
+    ("first", "texts", "max_tokens", "expected"),
+    [
+        (None, (LONG, LONG, LONG), 50, [3]),  # nobody under way: all start at once
+        (LONG, (LONG, LONG), 50, [1, 1, 1]),  # under way: one long prefill a tick
+        ("Under way.", TEXTS + TEXTS, 12, [1, 6]),  # short ones share a tick
+    ],
+    ids=["at-once", "long-joins", "short-joins"],
+)
 def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
-    fp32, fixture_dir, max_tokens, together
+    fp32, fixture_dir, first, texts, max_tokens, expected
 ) -> None:
-    """Short texts joining at once start in one tick; long ones one tick after another,
-    so a join stalls the running streams by about one full chunk's prefill at most."""
+    """Streams that join running ones start while their prefills fit one full chunk's
+    tokens (so a join stalls the running streams by about one prefill at most); with
+    no stream under way, all start in the first tick."""
     log = _CallLog(fp32.runtime)
     assert batching(log) is not None
-    long = " ".join(["Every stream here speaks a long sentence of many words."] * 3)
-    texts = (TEXTS + TEXTS) if together else (long, long, long)
     voice = fp32.load_voice(fixture_dir / "voice.safetensors")
     scheduler = Scheduler(log)
+    scripts, handles = [], []
+
+    def submit(seed: int, text: str) -> None:
+        opts = SpeakOptions(seed=seed, max_tokens=max_tokens)
+        scripts.append(fp32.script_for(text, opts))
+        job = (scripts[-1], voice, fp32.noise_for(opts), fp32.settings_for(opts))
+        handles.append(scheduler.submit(*job))
+
     try:
-        scripts, handles = [], []
-        for seed, text in enumerate(texts):
-            opts = SpeakOptions(seed=seed, max_tokens=max_tokens)
-            scripts.append(fp32.script_for(text, opts))
-            job = (scripts[-1], voice, fp32.noise_for(opts), fp32.settings_for(opts))
-            handles.append(scheduler.submit(*job))
+        if first is not None:
+            submit(99, first)
+            next(iter(handles[0]))  # under way
+        with scheduler._cond:  # the scheduler sees them all at once
+            for seed, text in enumerate(texts):
+                submit(seed, text)
         for handle in handles:
             list(handle)
     finally:
         scheduler.close()
     ticks = _prefills_per_tick(log.calls)
-    assert all(len(t) == 1 or sum(t) <= PREFILL_TOKENS_PER_TICK for t in ticks), ticks
-    assert any(len(t) > 1 for t in ticks) == together, ticks
-    assert any(name == "step_batch" for name, _ in log.calls)
+    assert all(len(t) == 1 or sum(t) <= PREFILL_TOKENS_PER_TICK for t in ticks[1:]), ticks
+    assert [len(t) for t in ticks[: len(expected)]] == expected, ticks
     chunks = sum(1 for script in scripts for item in script if not isinstance(item, Pause))
     assert sum(map(len, ticks)) == chunks  # every chunk's prefill, once
 
