@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,16 +62,18 @@ class OnnxBatch:
     Each member sequence's buffers are views of its row, so a step writes its new
     key in place and the next tick reads it without a copy. A stream that joins is
     copied into a free row (the others stay where they are), and one whose row lies
-    past the rows fed is moved down; the whole stack is rebuilt (one copy of each
-    row) only when a row needs more room or the rows run out. Spare rows are untouched
-    zero pages of an anonymous mapping: they cost address space, not memory.
+    past the rows fed is moved down. A row is free only when no live sequence holds it:
+    a stream that sits out a tick (its reader behind) keeps its row. The whole stack is
+    rebuilt (one copy of each member's row; sequences that sit out keep the old stack)
+    only when a row needs more room or no row is free. Spare rows are untouched zero
+    pages of an anonymous mapping: they cost address space, not memory.
     """
 
     row_step: int = ROW_STEP  # rows allocated in steps of this many (a solo stack: 1)
-    rows: dict[int, int] = field(default_factory=dict)  # id(sequence) -> its row
     keys: list[np.ndarray] = field(default_factory=list)
     values: list[np.ndarray] = field(default_factory=list)
     written: list[int] = field(default_factory=list)  # per row: positions written so far
+    holders: list[weakref.ref[OnnxSequence] | None] = field(default_factory=list)
 
     @property
     def capacity(self) -> int:
@@ -80,13 +83,17 @@ class OnnxBatch:
     def size(self) -> int:
         return self.keys[0].shape[0] if self.keys else 0
 
-    def row_of(self, seq: OnnxSequence) -> int | None:
-        """``seq``'s row, if its buffers are still that row of this stack (a row call may
-        have moved it out, into buffers of its own)."""
-        row = self.rows.get(id(seq))
-        if row is None or seq.keys[0].base is not self.keys[0]:
+    def holder(self, row: int) -> OnnxSequence | None:
+        """The live sequence whose buffers are ``row`` of this stack, if any (a row call
+        may have moved one out, into buffers of its own)."""
+        ref = self.holders[row]
+        seq = ref() if ref is not None else None
+        if seq is None or seq.keys[0].base is not self.keys[0]:
             return None
-        return row
+        return seq
+
+    def row_of(self, seq: OnnxSequence) -> int | None:
+        return next((r for r in range(self.size) if self.holder(r) is seq), None)
 
 
 @dataclass
@@ -379,13 +386,16 @@ class OnnxRuntime:
         shape_v = (rows, self._kv_heads, capacity, self._head_dim)
         batch.keys = [kv_zeros(shape_k) for _ in range(self._layers)]
         batch.values = [kv_zeros(shape_v) for _ in range(self._layers)]
-        batch.rows, batch.written = {}, [0] * rows
+        batch.written, batch.holders = [0] * rows, [None] * rows
         for row, seq in enumerate(seqs):
             self._into_row(batch, seq, row)
 
     def _into_row(self, batch: OnnxBatch, seq: OnnxSequence, row: int) -> None:
         """Copies ``seq``'s cache into ``row`` (clearing what a former member wrote past
         its length) and makes its buffers views of that row."""
+        for r, ref in enumerate(batch.holders):  # a move within the stack frees its row
+            if ref is not None and ref() is seq:
+                batch.holders[r] = None
         n, end = seq.length, batch.written[row]
         for i in range(self._layers):
             batch.keys[i][row, :, :, :n] = seq.keys[i][:, :, :n]
@@ -395,22 +405,24 @@ class OnnxRuntime:
                 batch.values[i][row, :, n:end] = 0.0
             seq.keys[i] = batch.keys[i][row]
             seq.values[i] = batch.values[i][row]
-        batch.rows[id(seq)] = row
+        batch.holders[row] = weakref.ref(seq)
         batch.written[row] = n
 
-    def _place(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence]) -> list[int]:
-        """Every sequence in one of the first ``len(seqs)`` rows: their rows, in order."""
+    def _place(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence]) -> list[int] | None:
+        """Every sequence in one of the first ``len(seqs)`` rows: their rows, in order;
+        None when too few of those rows are free (held by no live sequence)."""
         k = len(seqs)
-        rows = [batch.row_of(seq) for seq in seqs]
-        kept = {row for row in rows if row is not None and row < k}
-        free = [row for row in range(k) if row not in kept]
-        for i, seq in enumerate(seqs):
-            row = rows[i]
-            if row is None or row >= k:
-                row = rows[i] = free.pop()
-                self._into_row(batch, seq, row)
-        batch.rows = {id(seq): row for seq, row in zip(seqs, rows, strict=True)}
-        return rows  # type: ignore[return-value]  # every entry is set now
+        found = [batch.row_of(seq) for seq in seqs]
+        kept = {row for row in found if row is not None and row < k}
+        free = [row for row in range(k) if row not in kept and batch.holder(row) is None]
+        moving = [i for i, row in enumerate(found) if row is None or row >= k]
+        if len(moving) > len(free):
+            return None
+        rows = [row if row is not None and row < k else -1 for row in found]
+        for i, row in zip(moving, free, strict=False):
+            self._into_row(batch, seqs[i], row)
+            rows[i] = row
+        return rows
 
     def step_batch(
         self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], latents: np.ndarray
@@ -421,14 +433,16 @@ class OnnxRuntime:
                 raise ValueError(f"KV cache full: {seq.length} + 1 positions exceed {seq.limit}")
         needed = max(seq.length for seq in seqs) + 1
         k = len(seqs)
-        if needed > batch.capacity or k > batch.size:
+        placed = self._place(batch, seqs) if needed <= batch.capacity and k <= batch.size else None
+        if placed is None:
             # Capacity in whole steps: the same shapes alone and in a batch. No further
             # than a row may go (its limit, in whole steps): a full-size stack of 8 rows
             # costs 8 x 48 KB per position.
             steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
             most = -(-max(seq.limit for seq in seqs) // CACHE_STEP)
             self._restack(batch, seqs, min(steps, most) * CACHE_STEP)
-        rows = self._place(batch, seqs)
+            placed = list(range(k))
+        rows = placed
         fed = np.empty((k, 1, self._latent_dim), np.float32)
         fed[rows] = np.asarray(latents, np.float32).reshape(k, 1, self._latent_dim)
         positions = np.empty(k, np.int64)

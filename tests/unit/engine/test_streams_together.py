@@ -427,3 +427,46 @@ def test_a_joining_stream_does_not_wait_for_mimi_to_catch_up(fp32, fixture_dir) 
         held.go.set()
         scheduler.close()
     assert all(frames)
+
+
+def test_streams_that_sit_out_keep_their_caches_while_others_join(fp32, fixture_dir) -> None:
+    """The last two streams are read while the first two sit out (their readers wait,
+    ``max_ahead`` 2), and new chunks of the read ones join the batch meanwhile: every
+    stream still gives its audio alone, bit for bit (a joining row must not take a row
+    that a stream sitting out still holds)."""
+    texts = (
+        "The first stream, which waits. It has two sentences in it at least.",
+        "The second one waits as well, until the last two are done speaking.",
+        "One, two, three. Four, five, six. Seven, eight, nine. Ten, eleven, twelve.",
+        "Alpha, beta, gamma. Delta, epsilon, zeta. Eta, theta, iota. Kappa, lambda.",
+    )
+    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+
+    def jobs():
+        out = []
+        for seed, text in enumerate(texts):
+            opts = SpeakOptions(seed=seed, max_tokens=12)
+            out.append(
+                (fp32.script_for(text, opts), voice, fp32.noise_for(opts), fp32.settings_for(opts))
+            )
+        return out
+
+    alone = [list(generate_frames(fp32.runtime, *job)) for job in jobs()]
+    scheduler = Scheduler(fp32.runtime, max_ahead=2)
+    try:
+        handles = [scheduler.submit(*job) for job in jobs()]
+        got: list[list[Frame]] = [[] for _ in texts]
+        readers = [threading.Thread(target=got[i].extend, args=(handles[i],)) for i in (2, 3)]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(300)
+        assert not any(reader.is_alive() for reader in readers)
+        for i in (0, 1):
+            got[i].extend(handles[i])
+        assert scheduler.stats.batched_calls > 0
+    finally:
+        scheduler.close()
+    assert all(len(alone[i]) > 2 * len([c for c in jobs()[i][0]]) for i in (0, 1))
+    for ours, theirs in zip(got, alone, strict=True):
+        assert _max_diff(ours, theirs) == 0.0

@@ -22,30 +22,42 @@ def _sequences(tts: PocketTTS, voice, n: int):
     return seqs
 
 
-def test_a_join_leaves_the_running_rows_in_place_with_the_same_results(
+def test_joins_leave_running_rows_in_place_and_a_stream_that_sits_out_keeps_its_row(
     pack_dir, fixture_dir
 ) -> None:
     tts = PocketTTS.load(pack_dir)
     runtime, voice = tts.runtime, tts.load_voice(fixture_dir / "voice.safetensors")
     rng = np.random.default_rng(0)
-    latents = rng.standard_normal((6, 3, runtime.config.flow_lm.latent_dim)).astype(np.float32)
+    dim = runtime.config.flow_lm.latent_dim
+    # Which sequences step together at each call (a, b, c, d), in the order given.
+    calls = ["ab", "bac", "ca", "bca", "dca"]  # c joins; b sits out, comes back; b leaves
+    fed = {name: [] for name in "abcd"}
+    for call in calls:
+        for name in call:
+            fed[name].append(rng.standard_normal(dim).astype(np.float32))
 
-    # Alone, one row at a time, each sequence with the latents it gets in the batch below.
-    fed = {0: [latents[0, 0], latents[1, 0], latents[2, 0]], 1: [latents[0, 1], latents[1, 1]]}
-    fed[2] = [latents[1, 2], latents[2, 2]]
-    seqs = _sequences(tts, voice, 3)
-    alone = [[runtime.step(seqs[i], lat)[0] for lat in fed[i]] for i in range(3)]
+    # Alone, one row at a time, each sequence with the latents it gets in the batch.
+    alone_seqs = dict(zip("abcd", _sequences(tts, voice, 4), strict=True))
+    alone = {n: [runtime.step(alone_seqs[n], lat)[0] for lat in fed[n]] for n in "abcd"}
 
-    a, b, c = _sequences(tts, voice, 3)
+    seqs = dict(zip("abcd", _sequences(tts, voice, 4), strict=True))
     batch = runtime.start_batch()
-    z0, _ = runtime.step_batch(batch, [a, b], latents[0, :2])
-    stack = batch.keys[0]
-    assert stack.shape[0] == ROW_STEP  # spare rows, for streams that join
-    z1, _ = runtime.step_batch(batch, [b, a, c], latents[1, [1, 0, 2]])  # c joins, order changes
-    assert batch.keys[0] is stack, "a join restacked the running rows"
-    z2, _ = runtime.step_batch(batch, [c, a], latents[2, [2, 0]])  # b leaves
-    assert batch.keys[0] is stack
-
-    got = [[z0[0], z1[1], z2[1]], [z0[1], z1[0]], [z1[2], z2[0]]]  # a, b, c
-    for ours, theirs in zip(got, alone, strict=True):
-        assert all(np.array_equal(x, y) for x, y in zip(ours, theirs, strict=True))
+    got: dict[str, list[np.ndarray]] = {name: [] for name in "abcd"}
+    taken = {name: 0 for name in "abcd"}
+    stacks = []
+    for call in calls:
+        if call == "dca":
+            del seqs["b"]  # b's chunk ended: its row is free again
+        latents = []
+        for name in call:
+            latents.append(fed[name][taken[name]])
+            taken[name] += 1
+        z, _ = runtime.step_batch(batch, [seqs[n] for n in call], np.stack(latents))
+        for name, row in zip(call, z, strict=True):
+            got[name].append(row)
+        stacks.append(batch.keys[0])
+    assert stacks[0].shape[0] == ROW_STEP  # spare rows, for streams that join
+    assert stacks[1] is stacks[0], "a join restacked the running rows"
+    assert stacks[4] is stacks[3], "a join into a freed row restacked the running rows"
+    for name in "abcd":
+        assert all(np.array_equal(x, y) for x, y in zip(got[name], alone[name], strict=True))
