@@ -83,17 +83,16 @@ class OnnxBatch:
     def size(self) -> int:
         return self.keys[0].shape[0] if self.keys else 0
 
-    def holder(self, row: int) -> OnnxSequence | None:
-        """The live sequence whose buffers are ``row`` of this stack, if any (a row call
-        may have moved one out, into buffers of its own)."""
+    def row_of(self, seq: OnnxSequence) -> int | None:
+        """``seq``'s row, if its buffers are still views of this stack (a row call may
+        have moved them out, into buffers of their own or another stack)."""
+        return seq.row if seq.keys[0].base is self.keys[0] else None
+
+    def held(self, row: int) -> bool:
+        """Whether a live sequence's buffers are ``row`` of this stack."""
         ref = self.holders[row]
         seq = ref() if ref is not None else None
-        if seq is None or seq.keys[0].base is not self.keys[0]:
-            return None
-        return seq
-
-    def row_of(self, seq: OnnxSequence) -> int | None:
-        return next((r for r in range(self.size) if self.holder(r) is seq), None)
+        return seq is not None and self.row_of(seq) == row
 
 
 @dataclass
@@ -111,6 +110,7 @@ class OnnxSequence:
     length: int = 0
     limit: int = 0
     solo: OnnxBatch | None = None  # its own one-row stack, where frames use the batched graph
+    row: int = -1  # its row in the stack its buffers are views of (``OnnxBatch``), if any
 
     @property
     def capacity(self) -> int:
@@ -391,11 +391,9 @@ class OnnxRuntime:
             self._into_row(batch, seq, row)
 
     def _into_row(self, batch: OnnxBatch, seq: OnnxSequence, row: int) -> None:
-        """Copies ``seq``'s cache into ``row`` (clearing what a former member wrote past
-        its length) and makes its buffers views of that row."""
-        for r, ref in enumerate(batch.holders):  # a move within the stack frees its row
-            if ref is not None and ref() is seq:
-                batch.holders[r] = None
+        """Copies ``seq``'s cache into ``row`` and makes its buffers views of that row.
+        What a former holder wrote past ``seq``'s length is cleared: masked positions are
+        multiplied by exact zeros, which a NaN left by a failed stream would survive."""
         n, end = seq.length, batch.written[row]
         for i in range(self._layers):
             batch.keys[i][row, :, :, :n] = seq.keys[i][:, :, :n]
@@ -405,6 +403,7 @@ class OnnxRuntime:
                 batch.values[i][row, :, n:end] = 0.0
             seq.keys[i] = batch.keys[i][row]
             seq.values[i] = batch.values[i][row]
+        seq.row = row
         batch.holders[row] = weakref.ref(seq)
         batch.written[row] = n
 
@@ -412,13 +411,12 @@ class OnnxRuntime:
         """Every sequence in one of the first ``len(seqs)`` rows: their rows, in order;
         None when too few of those rows are free (held by no live sequence)."""
         k = len(seqs)
-        found = [batch.row_of(seq) for seq in seqs]
-        kept = {row for row in found if row is not None and row < k}
-        free = [row for row in range(k) if row not in kept and batch.holder(row) is None]
-        moving = [i for i, row in enumerate(found) if row is None or row >= k]
+        rows = [batch.row_of(seq) for seq in seqs]
+        rows = [-1 if row is None or row >= k else row for row in rows]
+        moving = [i for i, row in enumerate(rows) if row < 0]
+        free = [row for row in range(k) if row not in rows and not batch.held(row)]
         if len(moving) > len(free):
             return None
-        rows = [row if row is not None and row < k else -1 for row in found]
         for i, row in zip(moving, free, strict=False):
             self._into_row(batch, seqs[i], row)
             rows[i] = row
