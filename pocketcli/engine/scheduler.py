@@ -109,6 +109,7 @@ class StreamHandle:
             return None
         if isinstance(item, BaseException):
             self._done = True
+            self.cancel()  # a stream failed by its Mimi work still has to leave the ticks
             raise item
         self._scheduler._frame_read(self.id)
         assert isinstance(item, Frame)
@@ -145,6 +146,10 @@ class _Stream:
     unread: int = 0  # frames handed to Mimi or the queue, not yet read
     failed: bool = False
     started: bool = False  # a frame of it (speech or pause) is on its way
+
+
+# A stream's latents on their way to Mimi, with the chunk that made them.
+_Decode = tuple[_Stream, ChunkRun, np.ndarray]
 
 
 @dataclass
@@ -218,8 +223,8 @@ class Scheduler:
         # This tick's Mimi work, handed to the Mimi thread as one piece; ``_waited`` is
         # the latents of streams with nothing unread (a first frame, a reader waiting),
         # handed over ahead of the work already queued.
-        self._decodes: list[tuple[_Stream, ChunkRun, np.ndarray]] = []
-        self._waited: list[tuple[_Stream, ChunkRun, np.ndarray]] = []
+        self._decodes: list[_Decode] = []
+        self._waited: list[_Decode] = []
         self._mimi_ticks = 0  # decode jobs handed to the Mimi thread, not yet done
         self._threaded = threaded_decoder
         self._mimi = _MimiThread() if threaded_decoder else None
@@ -413,39 +418,46 @@ class Scheduler:
         (self._waited if waited else self._decodes).append((s, run, latents))
 
     def _submit_decodes(self) -> None:
-        """Hands the latents queued since the last call to the Mimi thread: those of
-        streams with nothing unread ahead of the queued work, the rest behind it."""
-        for items, first in ((self._waited, True), (self._decodes, False)):
-            if not items:
-                continue
-            if self._mimi is None:
-                self._decode_now(items)
-                continue
-            # The waited frames (a frame or two a stream) do not count as a tick of Mimi
-            # work: counted, they made the FlowLM wait behind them while streams joined.
-            if not first:
-                with self._cond:
-                    self._mimi_ticks += 1
-            self._mimi.submit(self._decode_job, items, not first, first=first)
+        """Hands this tick's latents to the Mimi thread: those of streams with nothing
+        unread as a job ahead of the queued work, the rest as a job behind it. The tick
+        counts once (``MAX_MIMI_TICKS``), when its last job is done."""
+        jobs = [(items, first) for items, first in ((self._waited, True), (self._decodes, False))]
+        jobs = [(items, first) for items, first in jobs if items]
         self._waited, self._decodes = [], []
+        if not jobs:
+            return
+        if self._mimi is None:
+            for items, _ in jobs:
+                self._decode_now(items)
+            return
+        with self._cond:
+            self._mimi_ticks += 1
+        for n, (items, first) in enumerate(jobs):
+            self._mimi.submit(self._decode_job, items, n == len(jobs) - 1, first=first)
 
-    def _decode_job(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]], counted: bool) -> None:
+    def _decode_job(self, items: list[_Decode], ends_tick: bool) -> None:
         try:
             self._decode_now(items)
         except Exception as exc:  # not one call's failure (those fail their own streams)
-            for s, _, _ in items:
-                s.failed = True
-                s.handle._put(exc)
+            self._report(items, exc)
         finally:
-            if counted:
+            if ends_tick:
                 with self._cond:
                     self._mimi_ticks -= 1
                     self._cond.notify_all()
 
-    def _decode_now(self, items: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
+    @staticmethod
+    def _report(items: list[_Decode], exc: Exception) -> None:
+        """Fails the streams of some Mimi work, from the Mimi thread: their readers get
+        ``exc``, and reading it cancels the stream (``StreamHandle``)."""
+        for s, _, _ in items:
+            s.failed = True
+            s.handle._put(exc)
+
+    def _decode_now(self, items: list[_Decode]) -> None:
         """Decodes in rounds (a stream's second piece, e.g. the next chunk's first frame,
         after its first), each round in calls of streams with as many latents."""
-        rounds: list[dict[int, list[tuple[_Stream, ChunkRun, np.ndarray]]]] = []
+        rounds: list[dict[int, list[_Decode]]] = []
         seen: Counter[int] = Counter()
         for item in items:
             s = item[0]
@@ -461,7 +473,7 @@ class Scheduler:
                 for start in range(0, len(live), size):
                     self._decode_call(live[start : start + size])
 
-    def _decode_call(self, part: list[tuple[_Stream, ChunkRun, np.ndarray]]) -> None:
+    def _decode_call(self, part: list[_Decode]) -> None:
         try:
             if len(part) == 1:
                 _, run, latents = part[0]
@@ -475,9 +487,7 @@ class Scheduler:
                 )
                 self.stats.batched_decodes += 1
         except Exception as exc:  # one call failed: every stream in it fails
-            for s, _, _ in part:
-                s.failed = True
-                s.handle._put(exc)
+            self._report(part, exc)
             return
         for (s, run, _), samples in zip(part, audio, strict=True):
             for frame in run.frames(samples):

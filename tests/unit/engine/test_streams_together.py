@@ -227,12 +227,15 @@ def test_pauses_keep_their_place_in_a_stream(fp32, fixture_dir) -> None:
 
 
 class _CallLog:
-    """The runtime, with its FlowLM calls written down: ``(name, text tokens)``."""
+    """The runtime, with its FlowLM calls written down: ``(name, text tokens)``. A row
+    ``step`` waits while ``steps`` is clear."""
 
     def __init__(self, runtime) -> None:
         self._runtime = runtime
         self.config = runtime.config
         self.calls: list[tuple[str, int]] = []
+        self.steps = threading.Event()
+        self.steps.set()
 
     def __getattr__(self, name: str):
         attr = getattr(self._runtime, name)
@@ -240,6 +243,8 @@ class _CallLog:
             return attr
 
         def logged(*args, **kwargs):
+            if name == "step":
+                assert self.steps.wait(120), "the test never let the step run"
             tokens = args[1].shape[0] if name == "prefill_then_step" else 0
             self.calls.append((name, tokens))
             return attr(*args, **kwargs)
@@ -291,14 +296,17 @@ def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
 
     try:
         if first is not None:
+            log.steps.clear()  # its second frame waits: it is still under way as they join
             submit(99, first)
-            next(iter(handles[0]))  # under way
+            next(iter(handles[0]))
         with scheduler._cond:  # the scheduler sees them all at once
             for seed, text in enumerate(texts):
                 submit(seed, text)
+        log.steps.set()
         for handle in handles:
             list(handle)
     finally:
+        log.steps.set()
         scheduler.close()
     ticks = _prefills_per_tick(log.calls)
     assert all(len(t) == 1 or sum(t) <= PREFILL_TOKENS_PER_TICK for t in ticks[1:]), ticks
@@ -470,3 +478,55 @@ def test_streams_that_sit_out_keep_their_caches_while_others_join(fp32, fixture_
     assert all(len(alone[i]) > 2 * len([c for c in jobs()[i][0]]) for i in (0, 1))
     for ours, theirs in zip(got, alone, strict=True):
         assert _max_diff(ours, theirs) == 0.0
+
+
+class _BrokenMimi:
+    """The runtime, whose Mimi decode fails for the decoders made after ``broken_from``."""
+
+    def __init__(self, runtime, broken_from: int) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self._broken = broken_from
+        self._decoders: list[object] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._runtime, name)
+
+    def start_decoder(self):
+        decoder = self._runtime.start_decoder()
+        self._decoders.append(decoder)
+        return decoder
+
+    def decode(self, decoder, latents):
+        if next(i for i, d in enumerate(self._decoders) if d is decoder) >= self._broken:
+            raise RuntimeError("Mimi failed for this stream")
+        return self._runtime.decode(decoder, latents)
+
+
+def test_a_stream_failed_by_mimi_leaves_the_ticks_once_its_reader_hears(fp32, fixture_dir) -> None:
+    """The error reaches the reader, and the stream stops taking ticks (it used to be
+    stepped on until it sat out for good, unless the reader cancelled it)."""
+    runtime = _BrokenMimi(fp32.runtime, broken_from=1)
+    scheduler = Scheduler(runtime, batched=False)
+    opts = SpeakOptions(seed=1, eos_threshold=1e9)
+    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    job = lambda text: (  # noqa: E731
+        fp32.script_for(text, opts),
+        voice,
+        fp32.noise_for(opts),
+        fp32.settings_for(opts),
+    )
+    try:
+        good = scheduler.submit(*job("The good stream."))
+        next(good)
+        bad = scheduler.submit(*job("The stream whose audio cannot be decoded."))
+        with pytest.raises(RuntimeError, match="Mimi failed"):
+            list(bad)
+        frames = [1, *(1 for _ in good)]
+        deadline = time.monotonic() + 60
+        while scheduler.active_streams:  # the good one is done: the bad one must go too
+            assert time.monotonic() < deadline, "the failed stream still takes ticks"
+            time.sleep(0.005)
+    finally:
+        scheduler.close()
+    assert len(frames) > 1
