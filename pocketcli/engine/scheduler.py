@@ -273,6 +273,7 @@ class Scheduler:
     def close(self, timeout: float | None = None) -> None:
         """Cancels every stream and stops the scheduler's threads (waiting at most
         ``timeout`` seconds for each, None: until they stop)."""
+        _LIVE.discard(self)
         with self._cond:
             self._closed = True
             streams = list(self._streams.values())
