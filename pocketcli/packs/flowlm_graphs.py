@@ -37,7 +37,7 @@ def build_text_embedding(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
 def attention_inputs(
     g: GraphBuilder, w: Weights, t: FlowTransformerConfig, i: int, x: str, cos: str, sin: str
 ) -> tuple[str, str, str]:
-    """Layer ``i``'s pre-norm and projections on ``x [1, T, d]``, RoPE applied.
+    """Layer ``i``'s pre-norm and projections on ``x [1, T, d]`` (or ``[B, T, d]``), RoPE applied.
 
     Returns q ``[T, heads, head_dim]``, k and v ``[T, kv_heads, head_dim]``;
     how they meet the cache is the caller's (each graph keeps its own cache).
@@ -159,22 +159,25 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
 
 
 def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
-    """One frame for each of ``B`` independent sequences: the scheduler's batched step.
+    """``T`` new positions for each of ``B`` independent sequences: every FlowLM call of
+    a pack that has it (the scheduler's batched frames, and a text or voice prefill as
+    one row), so the one-sequence ``flowlm_step`` need not be loaded beside it.
 
-    Row ``b`` appends one latent (NaN = BOS) at its own ``positions[b]`` and
-    attends to its own cache row (positions below ``positions[b]``; the rest of
-    the shared capacity is masked out), so no row sees another's values. Text
-    prefills stay on ``flowlm_step`` (one sequence, many rows). Caches per
-    layer: keys ``[B, Hkv, Dh, C]``, values ``[B, Hkv, C, Dh]``; outputs ``z
-    [B, cond]``, ``eos_logit [B, 1]`` and each row's new key ``[B, Hkv, Dh, 1]``
-    and value ``[B, Hkv, 1, Dh]``.
+    Row ``b`` appends ``[embeddings, input_linear(latents)]`` (NaN latent = BOS) at
+    its own ``positions[b]``: its queries see its own cache row below ``positions[b]``
+    (the rest of the shared capacity is masked out) and its new positions causally, so
+    no row sees another's values. Caches per layer: keys ``[B, Hkv, Dh, C]``, values
+    ``[B, Hkv, C, Dh]``; outputs ``z [B, cond]`` and ``eos_logit [B, 1]`` of each row's
+    last position, and each row's new keys ``[B, Hkv, Dh, T]`` and values
+    ``[B, Hkv, T, Dh]``.
     """
     t = cfg.transformer
     d, heads, kv_heads, head_dim = t.d_model, t.num_heads, t.kv_heads, t.head_dim
     group = heads // kv_heads
     g = GraphBuilder("flowlm_step_batch")
 
-    latents = g.input("latents", np.float32, ["batch", 1, cfg.latent_dim])
+    emb = g.input("embeddings", np.float32, ["batch", "n_embeddings", d])
+    latents = g.input("latents", np.float32, ["batch", "n_latents", cfg.latent_dim])
     positions = g.input("positions", np.int64, ["batch"])
     caches = [
         (
@@ -186,51 +189,69 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
 
     bos = g.weight("bos_emb", w["flow_lm.bos_emb"])
     latents = g.op("Where", [g.op("IsNaN", [latents]), bos, latents])
-    x = g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")  # [B, 1, d]
+    x = g.concat(
+        [emb, g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")], axis=1
+    )  # [B, T, d]
 
-    cos, sin = rope_tables(g, positions, head_dim, t.max_period)  # [B, 1, Dh]
+    rows, n_new = g.shape_dim(x, 0), g.shape_dim(x, 1)
     capacity = g.shape_dim(caches[0][0], 3)
+    new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
+    at = g.op("Add", [g.unsqueeze(positions, [1]), g.unsqueeze(new_index, [0])])  # [B, T]
+    cos, sin = rope_tables(g, g.reshape(at, [-1]), head_dim, t.max_period)  # [B * T, 1, Dh]
     cache_index = g.op(
         "Range", [g.const(0, np.int64), g.squeeze(capacity, [0]), g.const(1, np.int64)]
     )
     cache_visible = g.op("Less", [g.unsqueeze(cache_index, [0]), g.unsqueeze(positions, [1])])
-    ones = g.op(
-        "Expand",
-        [
-            g.const([[True]], np.bool_),
-            g.concat([g.shape_dim(x, 0), g.const([1], np.int64)], axis=0),
-        ],
-    )
-    # The new key comes first: a row's scores then sit at the same places whatever the
+    causal = g.op("LessOrEqual", [g.unsqueeze(new_index, [0]), g.unsqueeze(new_index, [1])])
+    # The new keys come first: a row's scores then sit at the same places whatever the
     # capacity its batch shares (the masked tail only adds exact zeros), so its sums are
     # made in the same order alone and in any batch: the same bits.
-    mask = g.unsqueeze(g.concat([ones, cache_visible], axis=1), [1, 2])  # [B, 1, 1, 1 + C]
-    split_sizes = g.concat([g.const([1], np.int64), capacity], axis=0)
+    mask = g.concat(
+        [
+            g.op("Expand", [g.unsqueeze(causal, [0]), g.concat([rows, n_new, n_new], axis=0)]),
+            g.op(
+                "Expand",
+                [g.unsqueeze(cache_visible, [1]), g.concat([rows, n_new, capacity], axis=0)],
+            ),
+        ],
+        axis=2,
+    )
+    mask = g.unsqueeze(mask, [1, 2])  # [B, 1, 1, T, T + C]
+    split_sizes = g.concat([n_new, capacity], axis=0)
+    q_shape = g.concat([rows, n_new, g.const([kv_heads, group, head_dim], np.int64)], axis=0)
+    kv_shape = g.concat([rows, n_new, g.const([kv_heads, head_dim], np.int64)], axis=0)
     scale = g.const(1.0 / np.sqrt(head_dim))
     minus_inf = g.const(-np.inf)
 
     for i, (key_cache, value_cache) in enumerate(caches):
-        q, k, v = attention_inputs(g, w, t, i, x, cos, sin)  # q [B, H, Dh]; k, v [B, Hkv, Dh]
-        q = g.reshape(q, [-1, kv_heads, group, head_dim])  # [B, Hkv, G, Dh]
-        new_keys = g.unsqueeze(k, [3])  # [B, Hkv, Dh, 1]
-        new_values = g.unsqueeze(v, [2])  # [B, Hkv, 1, Dh]
-        g.output(new_keys, f"new_keys_{i}", np.float32, ["batch", kv_heads, head_dim, 1])
-        g.output(new_values, f"new_values_{i}", np.float32, ["batch", kv_heads, 1, head_dim])
-
+        q, k, v = attention_inputs(g, w, t, i, x, cos, sin)  # [B * T, heads or Hkv, Dh]
+        q = g.transpose(g.op("Reshape", [q, q_shape]), [0, 2, 3, 1, 4])  # [B, Hkv, G, T, Dh]
+        new_keys = g.transpose(g.op("Reshape", [k, kv_shape]), [0, 2, 3, 1])
+        new_values = g.transpose(g.op("Reshape", [v, kv_shape]), [0, 2, 1, 3])
+        g.output(new_keys, f"new_keys_{i}", np.float32, ["batch", kv_heads, head_dim, "n_new"])
+        g.output(new_values, f"new_values_{i}", np.float32, ["batch", kv_heads, "n_new", head_dim])
         scores = g.concat(
-            [g.op("MatMul", [q, new_keys]), g.op("MatMul", [q, key_cache])], axis=3
-        )  # [B, Hkv, G, 1 + C]
+            [
+                g.op("MatMul", [q, g.unsqueeze(new_keys, [2])]),
+                g.op("MatMul", [q, g.unsqueeze(key_cache, [2])]),
+            ],
+            axis=4,
+        )  # [B, Hkv, G, T, T + C]
         scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
         probs = g.op("Softmax", [scores], axis=-1)
-        p_new, p_cache = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
+        p_new, p_cache = g.op_multi("Split", [probs, split_sizes], 2, axis=4)
         attn = g.op(
             "Add",
-            [g.op("MatMul", [p_cache, value_cache]), g.op("MatMul", [p_new, new_values])],
-        )  # [B, Hkv, G, Dh]
-        attn = g.reshape(attn, [-1, 1, heads * head_dim])
+            [
+                g.op("MatMul", [p_cache, g.unsqueeze(value_cache, [2])]),
+                g.op("MatMul", [p_new, g.unsqueeze(new_values, [2])]),
+            ],
+        )  # [B, Hkv, G, T, Dh]
+        attn = g.reshape(g.transpose(attn, [0, 3, 1, 2, 4]), [0, 0, heads * head_dim])
         x = attention_output_and_ffn(g, w, i, x, attn)
 
-    z, eos = output_heads(g, w, cfg, g.reshape(x, [-1, d]))
+    last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [-1, d])
+    z, eos = output_heads(g, w, cfg, last)
     g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
     g.output(eos, "eos_logit", np.float32, ["batch", 1])
     return g.model()

@@ -147,6 +147,10 @@ def default_threads() -> int:
     return threads_override() or bound_threads(2)
 
 
+def _takes(session: ort.InferenceSession, name: str) -> bool:
+    return any(i.name == name for i in session.get_inputs())
+
+
 def _session(
     path: Path, threads: int, config: dict[str, str] | None = None
 ) -> ort.InferenceSession:
@@ -190,8 +194,6 @@ class OnnxRuntime:
         # waking a second thread costs more than it saves (flow head at int8: 0.4 ms on
         # one thread, 0.7 ms on two).
         self._embed = _session(pack_dir / files["text_embedding"], 1)
-        self._step = _session(pack_dir / files["flowlm_step"], threads)
-        self._head = _session(pack_dir / files["flow_head"], 1)
         # Every Mimi call goes through the batched decoder when the pack has one (one row
         # when alone, the same bytes alone and together); the one-stream graph then
         # stays unloaded.
@@ -209,8 +211,6 @@ class OnnxRuntime:
         self._kv_heads, self._head_dim = t.kv_heads, t.head_dim
         self._d_model = t.d_model
         self._latent_dim = self.config.flow_lm.latent_dim
-        self._head_times = [i.name for i in self._head.get_inputs() if i.name in ("s", "t")]
-        self._step_outputs = [o.name for o in self._step.get_outputs()]
         mimi = self._mimi_batch if self._mimi_batch is not None else self._mimi
         assert mimi is not None
         self._mimi_outputs = [o.name for o in mimi.get_outputs()]
@@ -226,13 +226,42 @@ class OnnxRuntime:
         # Frames always go through the batched graphs when the pack has them (one row when
         # alone), so a stream's bytes never depend on what shares its calls: the int8 row
         # graphs scale a call's activations by one number, and even in fp32 the row and
-        # batched graphs round differently (about 1e-7).
+        # batched graphs round differently (about 1e-7). A batched step that takes
+        # embeddings (packs built since 2026-12-02) runs the prefills too, as one row, and
+        # the one-sequence step and head are never loaded: one copy of the weights.
         self._frames_batched = self.batch_unavailable_reason is None
+        step: ort.InferenceSession | None = None
+        head: ort.InferenceSession | None = None
         if self._frames_batched:  # loaded now: every frame uses them, the first one too
-            self._batch_graphs()
+            step, head = self._batch_graphs()
+        self._prefill_batched = step is not None and _takes(step, "embeddings")
+        if not self._prefill_batched:
+            step = _session(pack_dir / files["flowlm_step"], threads)
+        if head is None:
+            head = _session(pack_dir / files["flow_head"], 1)
+        assert step is not None
+        self._step = step  # the prefills' session: the batched step, or the one-sequence one
+        self._head = head if not self._frames_batched else None  # one-sequence head, if used
+        self._head_times = [i.name for i in head.get_inputs() if i.name in ("s", "t")]
+        self._step_outputs = [o.name for o in step.get_outputs()]
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
         seanet = self.config.mimi.decoder_seanet
         self._mimi_frame_bytes = self.config.mimi.samples_per_frame * seanet.n_filters * 4
+
+    @property
+    def loaded_graphs(self) -> tuple[str, ...]:
+        """The pack's graphs this runtime holds a session of (each holds its weights)."""
+        sessions = {
+            "text_embedding": self._embed,
+            "flowlm_step": None if self._prefill_batched else self._step,
+            "flow_head": self._head,
+            "mimi_decoder": self._mimi,
+            MIMI_BATCH_GRAPH: self._mimi_batch,
+            ENCODER_GRAPH: self._encoder,
+        }
+        if self._batch_sessions is not None:
+            sessions.update(zip(BATCH_GRAPHS, self._batch_sessions, strict=True))
+        return tuple(name for name, session in sessions.items() if session is not None)
 
     @property
     def threads(self) -> int:
@@ -297,19 +326,23 @@ class OnnxRuntime:
             raise ValueError(f"KV cache full: {seq.length} + {n_new} positions exceed {seq.limit}")
         if seq.length + n_new > seq.capacity:
             self._grow(seq, seq.length + n_new)
-        feeds = {
-            "embeddings": embeddings,
-            "latents": latents,
-            "position": np.array([seq.length], np.int64),
-        }
-        for i in range(self._layers):
-            feeds[f"key_cache_{i}"] = seq.keys[i]
-            feeds[f"value_cache_{i}"] = seq.values[i]
+        position = np.array([seq.length], np.int64)
+        if self._prefill_batched:  # the batched step, one row: caches as [1, ...] views
+            feeds = {"embeddings": embeddings, "latents": latents, "positions": position}
+            for i in range(self._layers):
+                feeds[f"key_cache_{i}"] = seq.keys[i][None]
+                feeds[f"value_cache_{i}"] = seq.values[i][None]
+        else:
+            feeds = {"embeddings": embeddings, "latents": latents, "position": position}
+            for i in range(self._layers):
+                feeds[f"key_cache_{i}"] = seq.keys[i]
+                feeds[f"value_cache_{i}"] = seq.values[i]
         out = dict(zip(self._step_outputs, self._step.run(None, feeds), strict=True))
+        lead = 0 if self._prefill_batched else slice(None)  # the batched outputs' one row
         start, end = seq.length, seq.length + n_new
         for i in range(self._layers):
-            seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"]
-            seq.values[i][:, start:end] = out[f"new_values_{i}"]
+            seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"][lead]
+            seq.values[i][:, start:end] = out[f"new_values_{i}"][lead]
         seq.length = end
         return out["z"][0], float(out["eos_logit"][0, 0])
 
@@ -345,6 +378,7 @@ class OnnxRuntime:
             feeds = {"z": cond, "x": x.reshape(1, -1)}
             for name, value in zip(self._head_times, times, strict=True):
                 feeds[name] = _ONE * np.float32(value)
+            assert self._head is not None
             return self._head.run(None, feeds)[0][0]
 
         return integrate_flow(
@@ -446,6 +480,8 @@ class OnnxRuntime:
         positions = np.empty(k, np.int64)
         positions[rows] = [seq.length for seq in seqs]
         feeds: dict[str, np.ndarray] = {"latents": fed, "positions": positions}
+        if self._prefill_batched:  # the graph takes embeddings: none in a frame
+            feeds["embeddings"] = np.zeros((k, 0, self._d_model), np.float32)
         for i in range(self._layers):
             feeds[f"key_cache_{i}"] = batch.keys[i][:k]
             feeds[f"value_cache_{i}"] = batch.values[i][:k]

@@ -1,0 +1,79 @@
+"""A pack whose batched FlowLM step takes embeddings runs every FlowLM call through it:
+the text and voice prefills too, as one row, so the one-sequence step and flow head are
+never loaded (one copy of the weights in memory). A pack built before that (its batched
+step takes latents only; ``tests/fixtures/batch-v1`` keeps such a graph) still prefills
+on the one-sequence step. Real ONNX Runtime sessions on the committed tiny pack."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pocketcli import PocketTTS
+from pocketcli.options import SpeakOptions
+
+V1_STEP = Path(__file__).resolve().parents[2] / "fixtures" / "batch-v1" / "flowlm_step_batch.onnx"
+TEXT = "One copy of the weights. Two chunks of text to speak here!"
+
+
+def _pack_with_v1_step(pack_dir: Path, out: Path) -> Path:
+    """The tiny pack with the fp32 batched step of packs built on 2026-12-01 (same
+    weights file, a graph that takes no embeddings)."""
+    shutil.copytree(pack_dir, out)
+    (out / ".pockettts-verified.json").unlink(missing_ok=True)
+    shutil.copyfile(V1_STEP, out / V1_STEP.name)
+    data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
+    data["files"][V1_STEP.name] = hashlib.sha256(V1_STEP.read_bytes()).hexdigest()
+    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_a_pack_with_the_batched_prefill_loads_no_one_sequence_flowlm(pack_dir, precision) -> None:
+    runtime = PocketTTS.load(pack_dir, precision=precision).runtime
+    loaded = runtime.loaded_graphs
+    assert "flowlm_step_batch" in loaded and "flow_head_batch" in loaded
+    assert "flowlm_step" not in loaded and "flow_head" not in loaded
+
+
+def test_the_batched_prefill_equals_the_one_sequence_step(pack_dir, tmp_path, voice_path) -> None:
+    """Text prefill and first frame in one call, through the batched graph (one row) and
+    through the one-sequence graph of the same pack: the same z, EOS logit and cache."""
+    ours = PocketTTS.load(pack_dir).runtime
+    v1 = PocketTTS.load(_pack_with_v1_step(pack_dir, tmp_path / "v1")).runtime
+    assert "flowlm_step" in v1.loaded_graphs  # its prefills' graph
+    voice = PocketTTS.load(pack_dir).load_voice(voice_path)
+    emb = ours.embed_text(np.arange(3, 40, dtype=np.int64))
+    nan = np.full(ours.config.flow_lm.latent_dim, np.nan, np.float32)
+    results = []
+    for runtime in (ours, v1):
+        seq = runtime.start_sequence(voice, 60)
+        z, eos = runtime.prefill_then_step(seq, emb, nan)
+        results.append((z, eos, seq, seq.length))
+    (z_a, eos_a, seq_a, n_a), (z_b, eos_b, seq_b, n_b) = results
+    assert n_a == n_b == voice.length + emb.shape[0] + 1
+    assert np.abs(z_a - z_b).max() < 1e-5
+    assert abs(eos_a - eos_b) < 1e-5
+    for ka, kb in zip(seq_a.keys, seq_b.keys, strict=True):
+        assert np.abs(ka[:, :, :n_a] - kb[:, :, :n_b]).max() < 1e-5
+    assert np.abs(z_a).max() > 0  # not a row of zeros compared with itself
+
+
+def test_a_pack_built_before_the_batched_prefill_still_speaks_the_same_together(
+    pack_dir, tmp_path, voice_path
+) -> None:
+    tts = PocketTTS.load(_pack_with_v1_step(pack_dir, tmp_path / "v1"))
+    assert "flowlm_step" in tts.runtime.loaded_graphs
+    voice = tts.load_voice(voice_path)
+    opts = [SpeakOptions(seed=s, output_chain=False, max_tokens=12) for s in (1, 2)]
+    alone = [tts.synthesize(TEXT, voice, o) for o in opts]
+    together = tts.synthesize_many([TEXT, TEXT[:30]], voice, opts)
+    assert np.array_equal(together[0], alone[0])
+    again = tts.synthesize_many([TEXT, TEXT], voice, opts)
+    assert np.array_equal(again[1], alone[1])
+    assert tts.scheduler.stats.batched_calls > 0
