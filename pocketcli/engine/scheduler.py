@@ -18,7 +18,9 @@ audio stays fair. A stream alone in its tick takes the row calls too: alone,
 it gives exactly the samples of ``generate_frames``.
 
 Each stream's frames come out in order, through its ``StreamHandle``, as soon
-as they are decoded. A stream with nothing unread (its first frame, or a reader
+as they are decoded. A tick of first frames only (no stream under way) waits for
+their audio before the next, as ``generate_frames`` waits for a chunk's first
+frame, so that decode has the cores to itself. A stream with nothing unread (its first frame, or a reader
 that has caught up) has its latents decoded ahead of the others' work of the
 same tick, so a joining listener waits for no one else's audio. A stream whose
 reader falls ``max_ahead`` frames behind sits out ticks until it reads (memory
@@ -341,9 +343,15 @@ class Scheduler:
                     break
                 self._cond.wait()
         rows = self._rows(runnable)
+        starting = bool(rows) and all(s.run is not None and s.run.first for s in rows)
         if rows:
             self._tick(rows)
-        self._submit_decodes()
+        decoded = self._submit_decodes()
+        if starting and decoded is not None:
+            # Only first frames this tick (no stream under way): the next tick waits for
+            # their audio, as ``generate_frames`` does, so the decode has the cores to
+            # itself instead of sharing them with the next FlowLM step.
+            decoded.wait()
         return True
 
     def _rows(self, runnable: list[_Stream]) -> list[_Stream]:
@@ -418,34 +426,41 @@ class Scheduler:
             s.unread += latents.shape[0]
         (self._waited if waited else self._decodes).append((s, run, latents))
 
-    def _submit_decodes(self) -> None:
+    def _submit_decodes(self) -> threading.Event | None:
         """Hands this tick's latents to the Mimi thread: those of streams with nothing
         unread as a job ahead of the queued work, the rest as a job behind it. The tick
-        counts once (``MAX_MIMI_TICKS``), when its last job is done."""
+        counts once (``MAX_MIMI_TICKS``), when its last job is done. Returns an event
+        set once the tick's work is decoded (None: there was none)."""
         jobs = [(items, first) for items, first in ((self._waited, True), (self._decodes, False))]
         jobs = [(items, first) for items, first in jobs if items]
         self._waited, self._decodes = [], []
         if not jobs:
-            return
+            return None
+        done = threading.Event()
         if self._mimi is None:
             for items, _ in jobs:
                 self._decode_now(items)
-            return
+            done.set()
+            return done
         with self._cond:
             self._mimi_ticks += 1
         for n, (items, first) in enumerate(jobs):
-            self._mimi.submit(self._decode_job, items, n == len(jobs) - 1, first=first)
+            last = n == len(jobs) - 1
+            self._mimi.submit(self._decode_job, items, done if last else None, first=first)
+        return done
 
-    def _decode_job(self, items: list[_Decode], ends_tick: bool) -> None:
+    def _decode_job(self, items: list[_Decode], ends_tick: threading.Event | None) -> None:
+        """Decodes ``items``; with ``ends_tick``, the tick's last job: sets it when done."""
         try:
             self._decode_now(items)
         except Exception as exc:  # not one call's failure (those fail their own streams)
             self._report(items, exc)
         finally:
-            if ends_tick:
+            if ends_tick is not None:
                 with self._cond:
                     self._mimi_ticks -= 1
                     self._cond.notify_all()
+                ends_tick.set()
 
     @staticmethod
     def _report(items: list[_Decode], exc: Exception) -> None:

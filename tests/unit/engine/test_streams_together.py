@@ -382,8 +382,9 @@ def test_a_stream_with_nothing_to_play_is_decoded_first(fp32, fixture_dir) -> No
 
 
 class _HeldMimi:
-    """The runtime, with every Mimi call held until ``go`` is set, and each text
-    prefill counted (``prefills``, ``second_prefill``)."""
+    """The runtime, with every Mimi call but the first held until ``go`` is set, and
+    each text prefill counted (``prefills``, ``second_prefill``). The first frame of a
+    lone stream is decoded before its next step (``test_a_lone_first_frame_...``)."""
 
     def __init__(self, runtime) -> None:
         self._runtime = runtime
@@ -392,6 +393,7 @@ class _HeldMimi:
         self.decoding = threading.Event()  # a Mimi call is held
         self.second_prefill = threading.Event()
         self.prefills = 0
+        self.decodes = 0
 
     def __getattr__(self, name: str):
         return getattr(self._runtime, name)
@@ -403,8 +405,10 @@ class _HeldMimi:
         return self._runtime.prefill_then_step(*args)
 
     def decode(self, decoder, latents):
-        self.decoding.set()
-        assert self.go.wait(120), "the test never let Mimi run"
+        self.decodes += 1
+        if self.decodes > 1:
+            self.decoding.set()
+            assert self.go.wait(120), "the test never let Mimi run"
         return self._runtime.decode(decoder, latents)
 
 
@@ -435,6 +439,64 @@ def test_a_joining_stream_does_not_wait_for_mimi_to_catch_up(fp32, fixture_dir) 
         held.go.set()
         scheduler.close()
     assert all(frames)
+
+
+class _OrderLog:
+    """The runtime, with the order of its FlowLM steps and Mimi calls written down
+    (``start``/``end`` of each). The first Mimi call is held until a step begins, or
+    for a second at most: a step that does not wait for it is seen to overlap it."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.events: list[str] = []
+        self.stepping = threading.Event()
+        self._decodes = 0
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._runtime, name)
+        if name not in ("step", "step_batch", "decode", "decode_batch"):
+            return attr
+        kind = "decode" if name.startswith("decode") else "step"
+
+        def logged(*args, **kwargs):
+            self.events.append(f"{kind} start")
+            if kind == "step":
+                self.stepping.set()
+            else:
+                self._decodes += 1
+                if self._decodes == 1:
+                    self.stepping.wait(1.0)  # the pass path takes the whole second
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                self.events.append(f"{kind} end")
+
+        return logged
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "row-calls"])
+def test_a_lone_first_frame_is_decoded_before_the_next_step(fp32, fixture_dir, batched) -> None:
+    """With no stream under way, a first frame's audio is decoded before the FlowLM
+    takes its next step, as ``generate_frames`` does: the decode has the cores to
+    itself, and the listener hears it sooner."""
+    log = _OrderLog(fp32.runtime)
+    scheduler = Scheduler(log, batched=batched)
+    opts = SpeakOptions(seed=3, output_chain=False)
+    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    try:
+        job = (
+            fp32.script_for(TEXTS[0], opts),
+            voice,
+            fp32.noise_for(opts),
+            fp32.settings_for(opts),
+        )
+        frames = list(scheduler.submit(*job))
+    finally:
+        scheduler.close()
+    assert len(frames) > 2
+    first_step = log.events.index("step start")
+    assert log.events.index("decode end") < first_step, log.events[: first_step + 1]
 
 
 def test_streams_that_sit_out_keep_their_caches_while_others_join(fp32, fixture_dir) -> None:
