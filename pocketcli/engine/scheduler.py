@@ -20,9 +20,9 @@ it gives exactly the samples of ``generate_frames``.
 Each stream's frames come out in order, through its ``StreamHandle``, as soon
 as they are decoded. A tick of first frames only (no stream under way) waits for
 their audio before the next, as ``generate_frames`` waits for a chunk's first
-frame, so that decode has the cores to itself. A stream with nothing unread (its first frame, or a reader
-that has caught up) has its latents decoded ahead of the others' work of the
-same tick, so a joining listener waits for no one else's audio. A stream whose
+frame, so that decode has the cores to itself. A stream with nothing unread (its
+first frame, or a reader that has caught up) has its latents decoded ahead of the
+others' work of the same tick, so a joining listener waits for no one else's audio. A stream whose
 reader falls ``max_ahead`` frames behind sits out ticks until it reads (memory
 stays bounded by the model). ``cancel`` takes effect at the next tick.
 """
