@@ -24,6 +24,12 @@ average is printed first; compare figures of one run only.
 
     python benchmarks/bench_batch.py [--lines 200] [--frames-after-eos 30]
     python benchmarks/bench_batch.py --splits      # workers x threads table for --jobs auto
+    python benchmarks/bench_batch.py --streams 1,4 # one process, lines in flight at once
+
+``--streams 1,4``: one process (no workers), once per value of ``--streams`` (lines
+spoken together by the model's scheduler), ``--rounds`` times in turn; prints each
+value's best round, its RTFx against the first value's, and whether every value wrote
+the same files, byte for byte.
 
 Speed is never asserted in tests; this script is where it is measured.
 """
@@ -57,7 +63,18 @@ def batch_file(work: Path, lines: int) -> bytes:
 
 
 def run_mode(
-    label, work, data, pack, voice, precision, options, *, jobs=None, ray=None, threads=None
+    label,
+    work,
+    data,
+    pack,
+    voice,
+    precision,
+    options,
+    *,
+    jobs=None,
+    ray=None,
+    threads=None,
+    streams=None,
 ):
     out = work / "out" / label.replace(" ", "_").replace("-", "")
     shutil.rmtree(out, ignore_errors=True)
@@ -79,6 +96,7 @@ def run_mode(
                 VoiceFlags(None, voice, None, None),
                 jobs=jobs,
                 ray=ray,
+                streams=streams,
                 overwrite=False,
                 quiet=True,
             )
@@ -143,6 +161,26 @@ def same_files(a: Path, b: Path) -> bool:
     )
 
 
+def streams_main(args, common) -> None:
+    """One process per ``--streams`` value, rounds interleaved; the best round of each."""
+    values = args.streams.split(",")
+    best: dict[str, dict] = {}
+    for r in range(args.rounds):
+        for n in values:
+            row = run_mode(f"--streams {n} round {r + 1}", *common, streams=n)
+            show([row], None)
+            if n not in best or row["rtfx"] > best[n]["rtfx"]:
+                best[n] = row
+    rows = [best[n] for n in values]
+    print(f"\nbest of {args.rounds} round(s):")
+    show(rows, None)
+    for n, row in zip(values[1:], rows[1:], strict=True):
+        ratio = row["rtfx"] / rows[0]["rtfx"]
+        print(f"--streams {n} vs --streams {values[0]}: RTFx x{ratio:.2f} (whole run)")
+    identical = all(same_files(rows[0]["out"], r["out"]) for r in rows[1:])
+    print(f"same files, byte for byte, for every --streams: {identical}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -153,7 +191,10 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/pockettts-bench-batch"))
     parser.add_argument("--splits", action="store_true", help="workers x threads for auto")
     parser.add_argument("--skip-ray", action="store_true")
-    parser.add_argument("--rounds", type=int, default=1, help="--splits: interleaved rounds")
+    parser.add_argument("--streams", metavar="N,N", help="one process per --streams value")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="--splits, --streams: interleaved rounds"
+    )
     args = parser.parse_args()
 
     args.work_dir.mkdir(parents=True, exist_ok=True)
@@ -168,6 +209,9 @@ def main() -> None:
         flush=True,
     )
     common = (args.work_dir, data, pack, voice, args.precision, options)
+    if args.streams:
+        streams_main(args, common)
+        return
     if args.splits:
         # Rounds interleave the splits so a neighbour's load hits all of them alike; the
         # best round of each is kept (interference only ever slows a run down).

@@ -22,9 +22,10 @@ as they are decoded. A tick of first frames only (no stream under way) waits for
 their audio before the next, as ``generate_frames`` waits for a chunk's first
 frame, so that decode has the cores to itself. A stream with nothing unread (its
 first frame, or a reader that has caught up) has its latents decoded ahead of the
-others' work of the same tick, so a joining listener waits for no one else's audio. A stream whose
-reader falls ``max_ahead`` frames behind sits out ticks until it reads (memory
-stays bounded by the model). ``cancel`` takes effect at the next tick.
+others' work of the same tick, so a joining listener waits for no one else's
+audio. A stream whose reader falls ``max_ahead`` frames behind sits out ticks
+until it reads (memory stays bounded by the model). ``cancel`` takes effect at
+the next tick.
 """
 
 from __future__ import annotations
