@@ -161,18 +161,25 @@ def same_files(a: Path, b: Path) -> bool:
     )
 
 
+def best_of_rounds(rounds: int, modes: dict[str, dict], common) -> list[dict]:
+    """Each mode (label -> ``run_mode`` options) once a round, the rounds interleaved so a
+    neighbour's load hits all of them alike; the best round of each (interference only
+    ever slows a run down), in the order given."""
+    best: dict[str, dict] = {}
+    for _ in range(rounds):
+        for label, kwargs in modes.items():
+            row = run_mode(label, *common, **kwargs)
+            show([row], None)
+            if label not in best or row["rtfx"] > best[label]["rtfx"]:
+                best[label] = row
+    print(f"\nbest of {rounds} round(s):")
+    return [best[label] for label in modes]
+
+
 def streams_main(args, common) -> None:
     """One process per ``--streams`` value, rounds interleaved; the best round of each."""
     values = args.streams.split(",")
-    best: dict[str, dict] = {}
-    for r in range(args.rounds):
-        for n in values:
-            row = run_mode(f"--streams {n} round {r + 1}", *common, streams=n)
-            show([row], None)
-            if n not in best or row["rtfx"] > best[n]["rtfx"]:
-                best[n] = row
-    rows = [best[n] for n in values]
-    print(f"\nbest of {args.rounds} round(s):")
+    rows = best_of_rounds(args.rounds, {f"--streams {n}": {"streams": n} for n in values}, common)
     show(rows, None)
     for n, row in zip(values[1:], rows[1:], strict=True):
         ratio = row["rtfx"] / rows[0]["rtfx"]
@@ -213,23 +220,9 @@ def main() -> None:
         streams_main(args, common)
         return
     if args.splits:
-        # Rounds interleave the splits so a neighbour's load hits all of them alike; the
-        # best round of each is kept (interference only ever slows a run down).
         splits = [(w, t) for w in range(1, cores + 1) for t in sorted({1, cores // w, cores})]
-        best: dict[tuple[int, int], dict] = {}
-        for _ in range(args.rounds):
-            for workers, threads in splits:
-                row = run_mode(
-                    f"jobs {workers} x {threads} thr",
-                    *common,
-                    jobs=str(workers),
-                    threads=threads,
-                )
-                show([row], None)
-                if (workers, threads) not in best or row["rtfx"] > best[(workers, threads)]["rtfx"]:
-                    best[(workers, threads)] = row
-        rows = [best[split] for split in splits]
-        print(f"\nbest of {args.rounds} round(s):")
+        modes = {f"jobs {w} x {t} thr": {"jobs": str(w), "threads": t} for w, t in splits}
+        rows = best_of_rounds(args.rounds, modes, common)
         show(rows, rows[0])
         return
 

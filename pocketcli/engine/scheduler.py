@@ -347,12 +347,10 @@ class Scheduler:
         starting = bool(rows) and all(s.run is not None and s.run.first for s in rows)
         if rows:
             self._tick(rows)
-        decoded = self._submit_decodes()
-        if starting and decoded is not None:
-            # Only first frames this tick (no stream under way): the next tick waits for
-            # their audio, as ``generate_frames`` does, so the decode has the cores to
-            # itself instead of sharing them with the next FlowLM step.
-            decoded.wait()
+        # Only first frames this tick (no stream under way): the next tick waits for their
+        # audio, as ``generate_frames`` does, so the decode has the cores to itself instead
+        # of sharing them with the next FlowLM step.
+        self._submit_decodes(wait=starting)
         return True
 
     def _rows(self, runnable: list[_Stream]) -> list[_Stream]:
@@ -427,41 +425,44 @@ class Scheduler:
             s.unread += latents.shape[0]
         (self._waited if waited else self._decodes).append((s, run, latents))
 
-    def _submit_decodes(self) -> threading.Event | None:
+    def _submit_decodes(self, wait: bool = False) -> None:
         """Hands this tick's latents to the Mimi thread: those of streams with nothing
         unread as a job ahead of the queued work, the rest as a job behind it. The tick
-        counts once (``MAX_MIMI_TICKS``), when its last job is done. Returns an event
-        set once the tick's work is decoded (None: there was none)."""
+        counts once (``MAX_MIMI_TICKS``), when its last job is done. With ``wait``,
+        returns once that job is done."""
         jobs = [(items, first) for items, first in ((self._waited, True), (self._decodes, False))]
         jobs = [(items, first) for items, first in jobs if items]
         self._waited, self._decodes = [], []
         if not jobs:
-            return None
-        done = threading.Event()
+            return
         if self._mimi is None:
             for items, _ in jobs:
                 self._decode_now(items)
-            done.set()
-            return done
+            return
+        done = threading.Event() if wait else None
         with self._cond:
             self._mimi_ticks += 1
         for n, (items, first) in enumerate(jobs):
             last = n == len(jobs) - 1
-            self._mimi.submit(self._decode_job, items, done if last else None, first=first)
-        return done
+            self._mimi.submit(self._decode_job, items, last, done if last else None, first=first)
+        if done is not None:
+            done.wait()
 
-    def _decode_job(self, items: list[_Decode], ends_tick: threading.Event | None) -> None:
-        """Decodes ``items``; with ``ends_tick``, the tick's last job: sets it when done."""
+    def _decode_job(
+        self, items: list[_Decode], ends_tick: bool, done: threading.Event | None
+    ) -> None:
+        """Decodes ``items``; ``ends_tick``: the tick's last job (``done`` is set then)."""
         try:
             self._decode_now(items)
         except Exception as exc:  # not one call's failure (those fail their own streams)
             self._report(items, exc)
         finally:
-            if ends_tick is not None:
+            if ends_tick:
                 with self._cond:
                     self._mimi_ticks -= 1
                     self._cond.notify_all()
-                ends_tick.set()
+            if done is not None:
+                done.set()
 
     @staticmethod
     def _report(items: list[_Decode], exc: Exception) -> None:

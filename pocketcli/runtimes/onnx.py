@@ -235,20 +235,20 @@ class OnnxRuntime:
         # embeddings (packs built since 2026-12-02) runs the prefills too, as one row, and
         # the one-sequence step and head are never loaded: one copy of the weights.
         self._frames_batched = self.batch_unavailable_reason is None
-        step: ort.InferenceSession | None = None
-        head: ort.InferenceSession | None = None
-        if self._frames_batched:  # loaded now: every frame uses them, the first one too
-            step, head = self._batch_graphs()
-        self._prefill_batched = step is not None and _takes(step, "embeddings")
-        if not self._prefill_batched:
-            step = _session(pack_dir / files["flowlm_step"], threads)
-        if head is None:
-            head = _session(pack_dir / files["flow_head"], 1)
-        assert step is not None
-        self._step = step  # the prefills' session: the batched step, or the one-sequence one
-        self._head = head if not self._frames_batched else None  # one-sequence head, if used
+        # Loaded now when the pack has them: every frame uses them, the first one too.
+        batch_step, batch_head = self._batch_graphs() if self._frames_batched else (None, None)
+        self._prefill_batched = batch_step is not None and _takes(batch_step, "embeddings")
+        # The prefills' session: the batched step, or the one-sequence one.
+        self._step = (
+            batch_step
+            if batch_step is not None and self._prefill_batched
+            else _session(pack_dir / files["flowlm_step"], threads)
+        )
+        self._head = None if batch_head is not None else _session(pack_dir / files["flow_head"], 1)
+        head = batch_head or self._head
+        assert head is not None
         self._head_times = [i.name for i in head.get_inputs() if i.name in ("s", "t")]
-        self._step_outputs = [o.name for o in step.get_outputs()]
+        self._step_outputs = [o.name for o in self._step.get_outputs()]
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
         seanet = self.config.mimi.decoder_seanet
         self._mimi_frame_bytes = self.config.mimi.samples_per_frame * seanet.n_filters * 4
@@ -339,19 +339,18 @@ class OnnxRuntime:
             raise ValueError(f"KV cache full: {seq.length} + {n_new} positions exceed {seq.limit}")
         if seq.length + n_new > seq.capacity:
             self._grow(seq, seq.length + n_new)
-        position = np.array([seq.length], np.int64)
-        if self._prefill_batched:  # the batched step, one row: caches as [1, ...] views
-            feeds = {"embeddings": embeddings, "latents": latents, "positions": position}
-            for i in range(self._layers):
-                feeds[f"key_cache_{i}"] = seq.keys[i][None]
-                feeds[f"value_cache_{i}"] = seq.values[i][None]
-        else:
-            feeds = {"embeddings": embeddings, "latents": latents, "position": position}
-            for i in range(self._layers):
-                feeds[f"key_cache_{i}"] = seq.keys[i]
-                feeds[f"value_cache_{i}"] = seq.values[i]
+        # The batched step takes one row: its caches as [1, ...] views, its outputs' row 0.
+        row = self._prefill_batched
+        lead = 0 if row else slice(None)
+        feeds = {
+            "embeddings": embeddings,
+            "latents": latents,
+            "positions" if row else "position": np.array([seq.length], np.int64),
+        }
+        for i in range(self._layers):
+            feeds[f"key_cache_{i}"] = seq.keys[i][None] if row else seq.keys[i]
+            feeds[f"value_cache_{i}"] = seq.values[i][None] if row else seq.values[i]
         out = dict(zip(self._step_outputs, self._step.run(None, feeds), strict=True))
-        lead = 0 if self._prefill_batched else slice(None)  # the batched outputs' one row
         start, end = seq.length, seq.length + n_new
         for i in range(self._layers):
             seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"][lead]
