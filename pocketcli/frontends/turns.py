@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
     from pocketcli.frontends.backend import Backend
     from pocketcli.session import Session
     from pocketcli.voices.state import VoiceState
+
+
+# Sentences a turn hands its session ahead of the one being spoken (a session takes 64).
+IN_SESSION = 16
 
 
 class TurnError(Exception):
@@ -129,8 +134,10 @@ class SpokenTurn:
         self._backend, self._voice, self._options = backend, voice, options
         self._lock = threading.Lock()  # the text's side (event loop) and the worker's
         self._session: Session | None = None  # opened once the turn is admitted
-        self._waiting: list[str] = []  # sentences said before that
-        self._ended = False
+        self._unsaid: deque[str] = deque()  # sentences not yet handed to the session
+        self._in_session = 0  # sentences handed to it and not yet spoken out
+        self._ended = False  # no more text (``end``)
+        self._finished = False  # the session was told so
         self.job = ModelJob(self._frames, time.monotonic() + seconds, front=front)
         self.job.on_cancel(self._stop)
         runner.submit(self.job)
@@ -159,8 +166,7 @@ class SpokenTurn:
         self._say(rest)
         with self._lock:
             self._ended = True
-            if self._session is not None:
-                self._session.finish()
+            self._feed()
 
     def _markup(self, text: str) -> bool:
         """Whether ``text`` is read as SSML (as the normaliser decides it)."""
@@ -172,37 +178,49 @@ class SpokenTurn:
         with self._lock:
             if self._ended or self.job.cancelled:
                 raise TurnError("this turn is over; start another", "turn_closed")
-            if self._session is None:
-                self._waiting.append(text)
-            else:
-                self._enqueue(self._session, text)
+            self._unsaid.append(text)
+            self._feed()
 
-    def _enqueue(self, session: Session, text: str) -> None:
+    def _feed(self) -> None:
+        """Hands the session what it has room for (under the lock): a sentence each,
+        at most ``IN_SESSION`` unspoken, then its end once the turn's text has ended."""
         from pocketcli.normalize import MarkupError
         from pocketcli.text import EmptyTextError
 
-        try:
-            session.enqueue(text)
-        except (MarkupError, EmptyTextError) as exc:  # this sentence only: the rest goes on
-            self.warnings.append(f"skipped {' '.join(text.split())[:40]!r}: {exc}")
+        session = self._session
+        if session is None:
+            return  # not admitted yet: the sentences wait here (``max_chars`` at most)
+        while self._unsaid and self._in_session < IN_SESSION:
+            text = self._unsaid.popleft()
+            try:
+                if session.enqueue(text) is not None:
+                    self._in_session += 1
+            except (MarkupError, EmptyTextError) as exc:  # this sentence only: the rest goes on
+                self.warnings.append(f"skipped {' '.join(text.split())[:40]!r}: {exc}")
+        if self._ended and not self._unsaid and not self._finished:
+            self._finished = True
+            session.finish()
 
     # -- the admission's worker ---------------------------------------------------
     def _frames(self) -> Iterator[np.ndarray]:
         """The turn's samples, read by the worker once the turn is admitted."""
+        from pocketcli.session import UtteranceEnd
+
         tts = self._backend.tts
         session = tts.session(self._voice, self._options, on_warning=self.warnings.append)
         with self._lock:
             self._session = session
-            waiting, self._waiting = self._waiting, []
-            for text in waiting:
-                self._enqueue(session, text)
-            if self._ended:
-                session.finish()
+            self._feed()
         if self.job.cancelled:  # cancelled while the session opened
             session.cancel()
         try:
-            for frame in session:
-                yield frame.audio
+            for event in session.events():
+                if isinstance(event, UtteranceEnd):  # room for the next sentence
+                    with self._lock:
+                        self._in_session -= 1
+                        self._feed()
+                    continue
+                yield event.audio
         finally:
             session.cancel()  # returns once its thread is done: the slot is free after
 

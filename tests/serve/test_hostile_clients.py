@@ -34,6 +34,8 @@ FRAME_BYTES = 1920 * 2  # one 80 ms frame of 16-bit PCM at 24 kHz
 # Text that is mostly silence (issue 31: pause frames once skipped the reader's bound).
 PAUSES = "Hi. " + "[pause:10s] " * 330 + "Bye."
 LONG = " ".join(f"Sentence number {i} goes on for a while." for i in range(60))
+# More audio than the sockets' buffers take (they hold a few MB: about 1,000 frames).
+HUGE = " ".join([LONG] * 40)
 
 
 @contextmanager
@@ -107,44 +109,71 @@ def test_a_deadline_ends_the_generation_and_the_response_of_a_reader_that_never_
     assert made <= got / FRAME_BYTES + AHEAD + backend.tts.scheduler.max_ahead + 2, (made, got)
 
 
-def test_readers_that_never_read_hold_a_bounded_amount_and_threads_come_back() -> None:
-    """Four HTTP clients (two plain, two SSE) that never read a text of pauses: the
-    engine makes at most the bound per stream, not the text; once they leave, every
-    thread the server started for them is gone."""
-    with hostile_server(max_streams=4) as (url, records, backend):
-        baseline = threading.active_count()
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("VmRSS:")).split()[1]) / 1024
+
+
+# What a stalled stream may hold on the server (frames, socket buffers, the stream's
+# state in the engine): measured about 1 MB on the tiny pack; the text itself would be
+# tens to hundreds of MB.
+PER_STREAM_MB = 25
+
+
+def _never_read(text: str) -> tuple[int, float]:
+    """Four HTTP clients (two plain, two SSE) that never read ``text``: the frames the
+    engine made and the MB the process grew once their streams stalled. They leave;
+    every stream is let go, every thread the server started for them is gone."""
+    with hostile_server(max_streams=4, max_chars=len(HUGE)) as (url, records, backend):
+        baseline, rss = threading.active_count(), rss_mb()
         before = frames(backend)
         clients = [httpx.Client(timeout=DEADLINE) for _ in range(4)]
         responses = []
         for i, client in enumerate(clients):
-            body = {"model": "tts-1", "input": PAUSES, "response_format": "pcm"}
+            body = {"model": "tts-1", "input": text, "response_format": "pcm"}
             if i % 2:
                 body["stream_format"] = "sse"
             request = client.build_request("POST", f"{url}/v1/audio/speech", json=body)
             responses.append(client.send(request, stream=True))
         assert all(r.status_code == 200 for r in responses)
-        # The streams stall on their readers: the engine stops making their frames.
-        seen = [-1, time.monotonic()]
+        seen: list[float] = [-1, 0, time.monotonic()]
 
-        def stalled() -> bool:  # no frame made for half a second, four streams held
-            now = frames(backend)
-            if now != seen[0]:
-                seen[:] = [now, time.monotonic()]
-            return backend.engine_streams() == 4 and time.monotonic() - seen[1] > 0.5
+        def stalled() -> bool:  # no frame made and no MB taken for half a second
+            now = [frames(backend), round(rss_mb())]
+            if now != seen[:2]:
+                seen[:] = [*now, time.monotonic()]
+            return backend.engine_streams() == 4 and time.monotonic() - seen[2] > 0.5
 
         wait_for(stalled, "the four streams to stall on their readers")
-        made = frames(backend) - before
+        made, grown = frames(backend) - before, rss_mb() - rss
+        print(f"made {made} frames, grew {grown:.1f} MB")
         for response, client in zip(responses, clients, strict=True):
             response.close()
             client.close()
         wait_for(lambda: len(records_of(records, "speech")) == 5, "the four log records")
         wait_for(lambda: engine_idle(backend), "the engine to let the streams go")
         wait_for(lambda: threading.active_count() <= baseline, "threads back to the baseline")
-    # Per stream: what the sockets' buffers took, the admission's AHEAD, the engine's
-    # max_ahead. The whole text would be 330 pauses of 125 frames each.
-    assert made <= 4 * 1000, made
-    outcomes = [r["outcome"] for r in records_of(records, "speech")[1:]]
+        outcomes = [r["outcome"] for r in records_of(records, "speech")[1:]]
     assert outcomes == ["disconnected"] * 4
+    return made, grown
+
+
+def test_readers_that_never_read_speech_hold_a_bounded_amount() -> None:
+    made, grown = _never_read(HUGE)  # tens of thousands of frames each, were they all made
+    # Per stream: what the sockets' buffers took, the admission's AHEAD, the engine's
+    # max_ahead, the frame in the making.
+    assert made <= 4 * 3000, made
+    assert grown < 4 * PER_STREAM_MB, grown
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the engine still makes a text's pause frames whatever its reader's max_ahead "
+    "(issue 31 item 4, the engine's half); drop this mark once it does not",
+)
+def test_readers_that_never_read_pauses_hold_a_bounded_amount() -> None:
+    _, grown = _never_read(PAUSES)  # 330 pauses of 125 frames each: 317 MB a stream
+    assert grown < 4 * PER_STREAM_MB, grown
 
 
 # -- the websocket --------------------------------------------------------------------------
@@ -215,8 +244,8 @@ def test_a_flood_of_flushes_is_admitted_within_the_limits_or_refused() -> None:
 
 def test_a_socket_closing_or_cancelling_stops_every_stream_it_started() -> None:
     """Three long turns flushed on one socket, then ``cancel``: none says final, every
-    one is logged cancelled, and the engine stops within a tick; likewise three turns
-    and the socket closed without a word."""
+    one is logged cancelled, and the engine lets them go; likewise three turns and one
+    left open (its session waiting for text), and the socket gone without a word."""
     with hostile_server(max_streams=4, max_queue=4) as (url, records, backend):
         baseline = threading.active_count()
         ws_url = url.replace("http://", "ws://") + "/tts/ws"
@@ -251,16 +280,17 @@ def test_a_socket_closing_or_cancelling_stops_every_stream_it_started() -> None:
         async def closed() -> None:
             ws = await websockets.connect(ws_url)
             await three_turns(ws)
+            await ws.send(_send("text", text="And a turn left open, waiting for more."))
             ws.transport.abort()  # gone, without a close frame
 
         run_async(closed())
-        wait_for(lambda: len(records_of(records, "ws turn")) == 6, "3 more records")
+        wait_for(lambda: len(records_of(records, "ws turn")) == 7, "4 more records")
         wait_for(lambda: engine_idle(backend), "the engine to let the turns go")
         after_close = frames(backend)
         wait_for(lambda: threading.active_count() <= baseline, "threads back to the baseline")
         assert frames(backend) == after_close
         second = records_of(records, "ws turn")[3:]
-    assert [r["outcome"] for r in second] == ["cancelled"] * 3
+    assert [r["outcome"] for r in second] == ["cancelled"] * 4
     assert after_close >= idle
 
 
