@@ -144,7 +144,8 @@ def _usage(exc: click.UsageError, argv: list[str]) -> None:
         names = {c.name for c in app.registered_commands}
         command = " ".join(["pockettts", *[a for a in argv[:1] if a in names]])
     message = " ".join(exc.format_message().split())  # one line, whatever the message
-    if len(message) > MAX_MESSAGE_CHARS:  # it may quote what was typed: unquoted text...
+    # It may quote what was typed (unquoted text...); not a list of valid names (whole).
+    if len(message) > MAX_MESSAGE_CHARS and not getattr(exc, "whole", False):
         shown = message[: MAX_MESSAGE_CHARS - 40].rstrip()
         message = f"{shown} ... ({len(message)} characters; quote a text of several words)"
     sys.stderr.write(f"pockettts: error: {message}\n")

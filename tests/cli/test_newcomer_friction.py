@@ -1,0 +1,38 @@
+"""A newcomer's friction (issue 32 item 7), each case as the newcomer met it: the real
+``pockettts`` console script on the committed tiny pack, its stderr read as a user would."""
+
+from __future__ import annotations
+
+import pytest
+
+from pocketcli.runtimes import registry
+from tests.support.cli import run
+
+
+@pytest.mark.parametrize(
+    "args, meant",
+    [
+        (["tts", "Bonjour.", "--language", "fr", "-o", "x.wav"], "french"),
+        (["voices", "--language", "klingon"], None),
+        (["voices", "--language", "Spanih"], "spanish"),
+    ],
+)
+def test_an_unknown_language_says_the_close_match_and_the_whole_list(tmp_path, args, meant):
+    r = run(*args, cwd=tmp_path, cache=tmp_path / "cache", text=True)
+    assert r.returncode == 2, r.stderr
+    first = r.stderr.splitlines()[0]
+    names = first.split("choose from", 1)[1].strip(" :").split(", ")
+    assert names == list(registry.all_languages())  # the whole list, none cut
+    assert "quote a text" not in r.stderr
+    if meant is not None:
+        assert f"did you mean '{meant}'?" in first
+    else:
+        assert "did you mean" not in first
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_a_long_unknown_name_is_cut_not_the_list(tmp_path) -> None:
+    r = run("voices", "--language", "x" * 5000, cwd=tmp_path, text=True)
+    assert r.returncode == 2
+    first = r.stderr.splitlines()[0]
+    assert len(first) < 1000 and first.endswith(registry.all_languages()[-1])
