@@ -14,6 +14,7 @@ from tests.support.cli import run
     [
         (["tts", "Bonjour.", "--language", "fr", "-o", "x.wav"], "french"),
         (["voices", "--language", "klingon"], None),
+        (["voices", "--language", "nl"], "dutch"),  # a code, no prefix of the name
         (["voices", "--language", "Spanih"], "spanish"),
     ],
 )
