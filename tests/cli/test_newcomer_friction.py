@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pocketcli.runtimes import registry
+from tests.support import paths
 from tests.support.cli import run
 
 
@@ -37,3 +38,25 @@ def test_a_long_unknown_name_is_cut_not_the_list(tmp_path) -> None:
     assert r.returncode == 2
     first = r.stderr.splitlines()[0]
     assert len(first) < 1000 and first.endswith(registry.all_languages()[-1])
+
+
+PACK = paths.TINY / "pack"
+VOICE = paths.TINY / "voice.safetensors"
+
+
+def test_a_batch_line_with_nothing_to_say_is_refused_for_its_text(tmp_path) -> None:
+    """``###`` and a malformed ``<speak>`` can never be spoken as they are: refused for
+    their text, so ``--accept-refused`` passes on the first run and on every re-run."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("Hello there.\n###\n<speak>oops\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["tts", "--input-file", lines, "--output-dir", out, "--model-dir", PACK,
+            "--voice-file", VOICE, "-q"]  # fmt: skip
+    first = run(*args, "--accept-refused", text=True)
+    assert first.returncode == 0, first.stderr
+    assert "2 refused for their text" in first.stderr
+    again = run(*args, "--accept-refused", text=True)
+    assert again.returncode == 0, again.stderr
+    strict = run(*args, text=True)
+    assert strict.returncode == 1 and "2 refused for their text" in strict.stderr
+    assert len(list(out.glob("*.wav"))) == 1
