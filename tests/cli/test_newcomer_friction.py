@@ -60,3 +60,18 @@ def test_a_batch_line_with_nothing_to_say_is_refused_for_its_text(tmp_path) -> N
     strict = run(*args, text=True)
     assert strict.returncode == 1 and "2 refused for their text" in strict.stderr
     assert len(list(out.glob("*.wav"))) == 1
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [("Привет мир", "Cyrillic"), ("你好", "Chinese (CJK)"), ("###", None)],
+)
+def test_text_in_a_script_the_model_cannot_read_names_the_script(tmp_path, text, named):
+    out = tmp_path / "a.wav"
+    r = run("tts", text, "--model-dir", PACK, "--voice-file", VOICE, "-o", out, text=True)
+    assert r.returncode == 2 and not out.exists()
+    first = r.stderr.splitlines()[0]
+    if named is None:
+        assert first.endswith("(only symbols?)"), first
+    else:
+        assert f"cannot read {named} letters" in first and "symbols" not in first, first
