@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pocketcli.runtimes import registry
@@ -75,3 +77,19 @@ def test_text_in_a_script_the_model_cannot_read_names_the_script(tmp_path, text,
         assert first.endswith("(only symbols?)"), first
     else:
         assert f"cannot read {named} letters" in first and "symbols" not in first, first
+
+
+def _packs() -> dict[str, Path]:
+    from tests.support.bundlehelp import tiny_bundle
+    from tests.support.webhelp import tiny_web_pack
+
+    return {"onnx": PACK, "kevinahm": tiny_bundle(), "browser": tiny_web_pack()}
+
+
+@pytest.mark.parametrize("layout", ["onnx", "kevinahm", "browser"])
+def test_an_unknown_voice_is_a_usage_error_on_every_pack(tmp_path, layout) -> None:
+    out = tmp_path / "a.wav"
+    r = run("tts", "Hi.", "--model-dir", _packs()[layout], "-v", "nosuch", "-o", out,
+            text=True, cache=tmp_path / "cache")  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert "nosuch" in r.stderr.splitlines()[0] and not out.exists()
