@@ -93,3 +93,11 @@ def test_an_unknown_voice_is_a_usage_error_on_every_pack(tmp_path, layout) -> No
             text=True, cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 2, r.stderr
     assert "nosuch" in r.stderr.splitlines()[0] and not out.exists()
+
+
+def test_kyutais_generate_points_to_tts(tmp_path) -> None:
+    r = run("generate", "--text", "Hello.", cwd=tmp_path, text=True)
+    assert r.returncode == 2
+    assert "`pockettts tts`" in r.stderr.splitlines()[0], r.stderr
+    other = run("gen", cwd=tmp_path, text=True)  # no pointer for what is not Kyutai's
+    assert other.returncode == 2 and "pockettts tts" not in other.stderr
