@@ -34,7 +34,7 @@ from pocketcli.packs.web_layout import (
 )
 from pocketcli.runtimes.onnx import _session as onnx_session
 from pocketcli.runtimes.onnx import default_threads
-from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
+from pocketcli.voices.cloning import LayoutReason, VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 
 _NP = {"float32": np.float32, "int64": np.int64}
@@ -330,7 +330,7 @@ class WebRuntime:
     # -- voice cloning: a browser pack has no encoder ----------------------
     @property
     def cloning_unavailable_reason(self) -> str | None:
-        return "a browser pack has no Mimi encoder"
+        return LayoutReason("a browser pack has no Mimi encoder")
 
     @property
     def bos_before_voice(self) -> np.ndarray | None:
