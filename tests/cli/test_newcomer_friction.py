@@ -101,3 +101,25 @@ def test_kyutais_generate_points_to_tts(tmp_path) -> None:
     assert "`pockettts tts`" in r.stderr.splitlines()[0], r.stderr
     other = run("gen", cwd=tmp_path, text=True)  # no pointer for what is not Kyutai's
     assert other.returncode == 2 and "pockettts tts" not in other.stderr
+
+
+def test_a_long_clone_to_bin_says_one_frame_count_and_inspect_reads_it(tmp_path) -> None:
+    """``clone a.wav -o a.bin`` of 14.7 s: the warning keeps 125 frames and the summary
+    says 125 (it said 182); ``inspect a.bin --model-dir PACK`` reads the clone just made
+    (the tiny model's width is no published model's)."""
+    import numpy as np
+    import soundfile as sf
+
+    clip, rate = sf.read(paths.TINY / "clone_prompt_24k.wav", dtype="float32")
+    long = tmp_path / "long.wav"
+    sf.write(long, np.tile(clip, 7), rate)
+    voice = tmp_path / "a.bin"
+    r = run("clone", long, "--model-dir", PACK, "-o", voice, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "kept the first 125 of" in r.stderr and "(125 frames)" in r.stderr, r.stderr
+    assert voice.stat().st_size == 125 * 64 * 4
+    seen = run("inspect", voice, "--model-dir", PACK, text=True)
+    assert seen.returncode == 0, seen.stderr
+    assert "125 frames of width 64" in seen.stdout and str(PACK) in seen.stdout
+    alone = run("inspect", voice, text=True)
+    assert alone.returncode == 1 and "--model-dir" in alone.stderr
