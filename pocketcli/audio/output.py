@@ -351,11 +351,19 @@ class ByteCollector:
 
 
 def encode_stream(
-    blocks: Iterable[np.ndarray], fmt: OutputFormat | str, sample_rate: int
+    blocks: Iterable[np.ndarray],
+    fmt: OutputFormat | str,
+    sample_rate: int,
+    *,
+    samples: int | None = None,
 ) -> Iterator[bytes]:
-    """The encoded bytes of ``blocks`` (float samples in [-1, 1]) as they are made."""
+    """The encoded bytes of ``blocks`` (float samples in [-1, 1]) as they are made.
+
+    ``samples``: the total, when the whole audio is made before it is sent (a
+    non-streaming HTTP answer): a WAV header then says its true sizes instead of
+    "until EOF" (0xFFFFFFFF, which ``soxi`` reads as 24 h 51 min)."""
     sink = ByteCollector()
-    encoder = AudioEncoder(sink, fmt, sample_rate)  # type: ignore[arg-type]
+    encoder = AudioEncoder(sink, fmt, sample_rate, samples=samples)  # type: ignore[arg-type]
     for block in blocks:
         check_finite(block)
         encoder.write(block)
