@@ -14,15 +14,11 @@ from pathlib import Path
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 
 
-class WireError(ValueError):
-    """The bytes are not a protobuf message (a truncated or foreign file)."""
-
-
 def _varint(data: memoryview, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if at >= len(data) or shift > 63:
-            raise WireError("truncated varint")
+            raise ValueError("truncated varint")
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
@@ -45,13 +41,13 @@ def fields(data: memoryview) -> list[tuple[int, int | memoryview]]:
         elif kind == _BYTES:
             size, at = _varint(data, at)
             if at + size > len(data):
-                raise WireError("truncated field")
+                raise ValueError("truncated field")
             out.append((number, data[at : at + size]))
             at += size
         elif kind in (_FIXED64, _FIXED32):
             at += 8 if kind == _FIXED64 else 4
         else:
-            raise WireError(f"wire type {kind}")
+            raise ValueError(f"wire type {kind}")
     return out
 
 
@@ -73,7 +69,7 @@ def _dims(tensor: memoryview) -> tuple[list[int], str]:
 
 def gather_table_rows(path: str | Path, index_input: str) -> int | None:
     """Rows of the initializer a Gather* node indexes with ``index_input`` (None: no such
-    node or table). Raises ``WireError`` for a file that is not an ONNX model."""
+    node or table). Raises ``ValueError`` for bytes that are no protobuf message."""
     data = memoryview(Path(path).read_bytes())
     graphs = [v for n, v in fields(data) if n == 7 and not isinstance(v, int)]
     if not graphs:

@@ -22,7 +22,7 @@ import onnxruntime as ort
 from pocketcli.config import ConfigError, ModelConfig
 from pocketcli.errors import WebPackError as WebPackError  # defined there; re-exported
 from pocketcli.packs.manifest import PackError, read_json_file
-from pocketcli.packs.onnx_wire import WireError, gather_table_rows
+from pocketcli.packs.onnx_wire import gather_table_rows
 from pocketcli.packs.web_layout import (
     BOS_FILE,
     CONFIG_FILE,
@@ -64,7 +64,7 @@ def _table_rows(path: Path) -> int | None:
     from the file's protobuf fields (``import onnx`` would cost a second at every start)."""
     try:
         return gather_table_rows(path, "token_ids")
-    except WireError:  # ONNX Runtime has read the file: a reader's limit, not a bad pack
+    except ValueError:  # ONNX Runtime has read the file: a reader's limit, not a bad pack
         return None
 
 

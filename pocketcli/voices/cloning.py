@@ -55,8 +55,8 @@ def unavailable_message(reason: str) -> str:
     if isinstance(reason, LayoutReason):
         return (
             f"this model pack cannot clone voices: {reason}, whatever weights it was made"
-            " from. Clone with an ONNX pack or a bundle that can (pockettts clone AUDIO -o"
-            " voice.safetensors), then speak here with that voice file (--voice-file)"
+            " from. Clone with an ONNX pack or a bundle that can (`pockettts clone`), save"
+            " the voice to a file, then speak here with that voice file"
         )
     return (
         f"this model pack cannot clone voices: {reason or 'it was built without cloning'}."

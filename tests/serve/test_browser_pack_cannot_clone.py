@@ -18,7 +18,7 @@ CLIP = TINY / "clone_prompt_24k.wav"
 def _says_where_to_clone(message: str) -> None:
     assert "browser pack has no Mimi encoder" in message, message
     assert "hf auth login" not in message and "rebuild" not in message, message
-    assert "--voice-file" in message, message
+    assert "pockettts clone" in message and "voice file" in message, message
 
 
 def test_the_cli_says_where_to_clone(tmp_path) -> None:
