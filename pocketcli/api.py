@@ -38,6 +38,7 @@ from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
 from pocketcli.text import ChunkPlan, EmptyTextError, TextRules, load_tokenizer, plan_chunks
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 from pocketcli.text.overlong import split_overlong
+from pocketcli.text.scripts import nothing_to_say
 from pocketcli.voices import cloning
 from pocketcli.voices.files import load_voice_file, save_voice_file
 from pocketcli.voices.prompt import VoiceWarning, load_prompt, prepare_prompt
@@ -427,7 +428,9 @@ class PocketTTS:
                 spoke = True
                 yield part
         if not spoke:
-            raise EmptyTextError("nothing to say once the text is read out (only symbols?)")
+            raise EmptyTextError(
+                nothing_to_say([p.text for p in parts if isinstance(p, Speech)], self.language)
+            )
 
     def stream(
         self,

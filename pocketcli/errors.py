@@ -145,13 +145,57 @@ class UnknownNameError(FieldError):
             text = text.replace("{" + field + "}", names.get(field, field))
         return text
 
+    def shown_value(self) -> str:
+        """The value as quoted in a message: bounded (it may be a whole text typed where a
+        name was expected), so the list of valid names is never cut for it."""
+        value = repr(self.value)
+        return value if len(value) <= MAX_SHOWN_VALUE else value[: MAX_SHOWN_VALUE - 4] + "...'"
+
+    def suggestion(self) -> str:
+        """``did you mean 'french'?`` for a close valid name (a language's code, a prefix,
+        a near spelling), else nothing."""
+        match = close_match(self.value, self.valid)
+        return f" (did you mean {match!r}?)" if match is not None else ""
+
     def named(self, names: Mapping[str, str]) -> str:
         # The value and the hint are the user's text: never searched for fields.
         detail = self.detail_in(names)
         head = "unknown " + self.field  # the kind in words ("unknown voice 'x'")
-        return f"{head} {self.value!r}{' ' + detail if detail else ''}; choose from: " + ", ".join(
-            self.valid
-        )
+        said = f"{head} {self.shown_value()}{' ' + detail if detail else ''}{self.suggestion()}"
+        return f"{said}; choose from: " + ", ".join(self.valid)
+
+
+MAX_SHOWN_VALUE = 60  # characters of a refused name quoted back
+# The codes people type for a language (ISO 639-1 and 639-2), for "did you mean".
+LANGUAGE_CODES = {
+    **dict.fromkeys(("en", "eng"), "english"),
+    **dict.fromkeys(("fr", "fra", "fre"), "french"),
+    **dict.fromkeys(("de", "deu", "ger"), "german"),
+    **dict.fromkeys(("es", "spa"), "spanish"),
+    **dict.fromkeys(("it", "ita"), "italian"),
+    **dict.fromkeys(("pt", "por"), "portuguese"),
+    **dict.fromkeys(("nl", "nld", "dut"), "dutch"),
+}
+
+
+def close_match(value: str, valid: tuple[str, ...]) -> str | None:
+    """The valid name ``value`` most likely meant: the language its code names, the
+    shortest name it starts, or difflib's closest spelling; None when none is close."""
+    import difflib
+
+    key = str(value).strip().lower()
+    if not key or not valid:
+        return None
+    named = LANGUAGE_CODES.get(key.split("-")[0].split("_")[0])
+    if named in valid:
+        return named
+    lowered = {name.lower(): name for name in valid}
+    if key in lowered:
+        return lowered[key]
+    if starts := [name for name in valid if name.lower().startswith(key)]:
+        return min(starts, key=len)
+    close = difflib.get_close_matches(key, list(lowered), n=1, cutoff=0.6)
+    return lowered[close[0]] if close else None
 
 
 class OptionConflict(FieldError):

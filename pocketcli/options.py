@@ -28,6 +28,10 @@ AUTO_RUNTIME = defaults.RUNTIME  # the best runtime that runs here
 # own range of useful values is about 0..1.5.
 MAX_TEMPERATURE = 10.0
 MAX_SEED = 2**64 - 1
+# The seed's bounds as a JSON schema says them (the OpenAPI document): one number everywhere.
+# Exclusive of 2^64, which a double holds exactly (FastAPI writes the bounds as floats, and
+# 2^64-1 as a float would be 2^64: a "maximum" would admit one seed too many).
+SEED_BOUNDS = {"minimum": 0, "exclusiveMaximum": MAX_SEED + 1}
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from typing import BinaryIO
 import numpy as np
 
 from pocketcli.atomic import atomic_path, write_error
+from pocketcli.audio.ogg import OggRestamp
 from pocketcli.audio.postprocess import OutputChain
 from pocketcli.errors import AudioError as AudioError  # defined there; re-exported
 from pocketcli.errors import ModelOutputError
@@ -230,7 +231,9 @@ class AudioEncoder:
         self._sample_rate = sample_rate
         self._flush = flush
         self._sound = None
-        self._sink = _Sink(out)
+        # Ogg pages pass through OggRestamp: a serial from the content, not libsndfile's clock.
+        self._ogg = OggRestamp(out) if self.format.container == "OGG" else None
+        self._sink = _Sink(self._ogg or out)
         self._spool: BinaryIO | None = None
         if self.format.name in _NEEDS_SEEK and not self._sink.seekable:
             # FLAC and MP3 fix their first frame up at the end: encode into a
@@ -304,6 +307,8 @@ class AudioEncoder:
             sound, self._sound = self._sound, None
             sound.close()
             self._raise_sink_error()
+        if self._ogg is not None:
+            self._ogg.close()
         if self.format.name == "wav" and not self._sizes_known and self._patchable:
             # A file we opened can say its length: patch the sizes the header left open.
             header = wav_header(self._sample_rate, self._written)
@@ -346,11 +351,19 @@ class ByteCollector:
 
 
 def encode_stream(
-    blocks: Iterable[np.ndarray], fmt: OutputFormat | str, sample_rate: int
+    blocks: Iterable[np.ndarray],
+    fmt: OutputFormat | str,
+    sample_rate: int,
+    *,
+    samples: int | None = None,
 ) -> Iterator[bytes]:
-    """The encoded bytes of ``blocks`` (float samples in [-1, 1]) as they are made."""
+    """The encoded bytes of ``blocks`` (float samples in [-1, 1]) as they are made.
+
+    ``samples``: the total, when the whole audio is made before it is sent (a
+    non-streaming HTTP answer): a WAV header then says its true sizes instead of
+    "until EOF" (0xFFFFFFFF, which ``soxi`` reads as 24 h 51 min)."""
     sink = ByteCollector()
-    encoder = AudioEncoder(sink, fmt, sample_rate)  # type: ignore[arg-type]
+    encoder = AudioEncoder(sink, fmt, sample_rate, samples=samples)  # type: ignore[arg-type]
     for block in blocks:
         check_finite(block)
         encoder.write(block)

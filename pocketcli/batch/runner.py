@@ -301,6 +301,7 @@ def _collect(
         manifest.append(record)  # counted once recorded: what a re-run will find
         if result.error is not None:
             report.failed += 1
+            report.refused += int(result.refused)
         else:
             report.written += 1
             report.audio += result.duration

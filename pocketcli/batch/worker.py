@@ -59,6 +59,7 @@ class LineResult:
     seconds: float = 0.0
     worker: str = ""
     warnings: list[str] = field(default_factory=list)
+    refused: bool = False  # failed for its text (nothing to say, bad markup): never makeable
 
 
 def describe_error(exc: BaseException) -> str:
@@ -73,6 +74,14 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, UserError | ValueError) and str(exc):
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def refused_for_text(exc: BaseException) -> bool:
+    """Whether a line failed for its text alone (nothing left to say, malformed markup):
+    the same text fails on every run, so ``--accept-refused`` lets it pass."""
+    from pocketcli.errors import EmptyTextError, MarkupError
+
+    return isinstance(exc, EmptyTextError | MarkupError)
 
 
 def worker_name() -> str:
@@ -120,6 +129,7 @@ class LineWorker:
             # Errors name the user's file, never the hidden temporary one.
             shown = Path(job.spool, job.file) if job.spool is not None else Path(job.file)
             result.error = describe_error(exc).replace(str(part), str(shown))
+            result.refused = refused_for_text(exc)
         result.seconds = time.perf_counter() - started
         if result.path is not None:
             result.frames = sum(trace.frames for trace in traces)

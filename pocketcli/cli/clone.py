@@ -51,6 +51,7 @@ def clone_command(
     quiet: bool = flags.quiet(),
 ) -> None:
     from pocketcli.voices.files import check_voice_suffix
+    from pocketcli.voices.formats import BIN_MAX_FRAMES
     from pocketcli.voices.state import VoiceError
 
     try:
@@ -72,6 +73,8 @@ def clone_command(
     tts.save_voice(voice, output, on_warning=_warn)
     if not quiet:
         frames = voice.conditioning.shape[0] if voice.conditioning is not None else 0
+        if output.suffix.lower() == ".bin":  # what the file holds, as the warning said
+            frames = min(frames, BIN_MAX_FRAMES)
         seconds = frames * tts.samples_per_frame / tts.sample_rate
         sys.stderr.write(
             f"wrote {output}: {seconds:.2f} s of voice prompt ({frames} frames),"

@@ -31,9 +31,14 @@ def run() -> None:
     code: object = 0
     try:
         install_signal_handlers()  # armed: from here a signal unwinds through the except
-        from pocketcli.cli.main import run as main
+        if sys.argv[1:] == ["--version"]:  # the commonest probe: no command line to build
+            from pocketcli import __version__
 
-        main()
+            sys.stdout.write(f"pockettts {__version__}\n")
+        else:
+            from pocketcli.cli.main import run as main
+
+            main()
     except SystemExit as exc:
         code = exc.code
     except BaseException:

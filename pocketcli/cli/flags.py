@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from pocketcli import defaults
-from pocketcli.cli.clickcompat import BadParameter
+from pocketcli.cli.clickcompat import BadParameter, UsageError
 from pocketcli.errors import FieldError, UserError
 from pocketcli.options import MAX_TEMPERATURE
 from pocketcli.runtimes import registry
@@ -228,9 +228,22 @@ def temperature() -> Any:
     )
 
 
+def _seed(value: str) -> int:
+    """A whole number, said in our words (not pydantic's); SpeakOptions checks its range."""
+    text = value.strip().replace("_", "")
+    digits = text[1:] if text[:1] in "+-" else text
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 40):
+        raise UsageError(f"--seed must be a whole number from 0 to 2^64-1, not {value!r}")
+    return int(text)
+
+
 def seed() -> Any:
     return typer.Option(
-        None, "--seed", metavar="N", help="Seed for the noise: same seed, same audio."
+        None,
+        "--seed",
+        parser=_seed,
+        metavar="N",
+        help="Seed for the noise, 0 to 2^64-1: same seed, same audio.",
     )
 
 

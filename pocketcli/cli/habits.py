@@ -15,6 +15,8 @@ from pocketcli.cli import clickcompat as click
 from pocketcli.cli.model_options import ModelFlags
 from pocketcli.cli.speak import STDOUT, TtsFlags
 
+# Other tools' commands for speaking, and ours: Kyutai's ``pocket-tts generate``.
+OTHER_COMMANDS = {"generate": "tts"}
 QUANTIZED = "int8"  # what Kyutai's --quantize gives (int8 weights)
 RAW_FORMAT = "s16le"  # piper's --output-raw: 16-bit PCM on stdout
 VOICE_FILE_SUFFIXES = (".safetensors", ".bin", ".npy")

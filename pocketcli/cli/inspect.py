@@ -68,11 +68,13 @@ def _fits_voice(entry, configs) -> list[str]:
     return out
 
 
-def describe_voice_file(path: Path) -> dict[str, Any]:
+def describe_voice_file(path: Path, model: list[tuple[str, Any]] | None = None) -> dict[str, Any]:
+    """``model``: the (name, config) of a ``--model-dir``, checked before the known ones
+    (a raw .bin voice of a custom model has its width)."""
     from pocketcli.voices.formats import identify, raw_bin_widths
 
     vf = identify(path)
-    configs = _configs()
+    configs = [*(model or []), *_configs()]
     if vf.format == "fluidaudio-bin":  # the last guess, taken for any size a multiple of 4
         widths = sorted({cfg.flow_lm.transformer.d_model for _, cfg in configs})
         if not raw_bin_widths(path.stat().st_size, widths):
@@ -82,7 +84,8 @@ def describe_voice_file(path: Path) -> dict[str, Any]:
             raise VoiceError(
                 f"{path} is no file inspect knows: not a recording, a checkpoint or a model"
                 f" folder, and its {path.stat().st_size} bytes fit no known model as"
-                f" FluidAudio's raw .bin; {ACCEPTED}"
+                f" FluidAudio's raw .bin (a model pockettts does not list: give its"
+                f" --model-dir); {ACCEPTED}"
             )
     voices = []
     for entry in vf.voices:
@@ -159,7 +162,7 @@ def describe_recording(path: Path) -> dict[str, Any] | None:
     }
 
 
-def describe(path: Path) -> dict[str, Any]:
+def describe(path: Path, model_dir: Path | None = None) -> dict[str, Any]:
     from pocketcli.cli.checks import readable_file
     from pocketcli.voices.state import VoiceError
 
@@ -169,14 +172,23 @@ def describe(path: Path) -> dict[str, Any]:
         return describe_folder(path)
     readable_file(path, "input")
     try:
-        return _describe_file(path)
+        return _describe_file(path, _model_config(model_dir))
     except OSError as exc:  # /proc/self/mem, a disk error: name the file and the cause
         from pocketcli.atomic import os_reason
 
         raise VoiceError(f"cannot read {path}: {os_reason(exc)}") from None
 
 
-def _describe_file(path: Path) -> dict[str, Any]:
+def _model_config(model_dir: Path | None) -> list[tuple[str, Any]]:
+    """The model of ``--model-dir`` as (name, config), loaded as ``tts`` would load it."""
+    if model_dir is None:
+        return []
+    from pocketcli.api import PocketTTS
+
+    return [(str(model_dir), PocketTTS.load(model_dir).runtime.config)]
+
+
+def _describe_file(path: Path, model: list[tuple[str, Any]]) -> dict[str, Any]:
     from pocketcli.voices.state import VoiceError
 
     size = path.stat().st_size
@@ -189,9 +201,9 @@ def _describe_file(path: Path) -> dict[str, Any]:
                     return describe_checkpoint(path, f)
         except TensorFileError as exc:
             raise VoiceError(str(exc)) from None
-        return describe_voice_file(path)
+        return describe_voice_file(path, model)
     recording = None if head.startswith((b"PTVB1", b"\x93NUMPY")) else describe_recording(path)
-    return recording if recording is not None else describe_voice_file(path)
+    return recording if recording is not None else describe_voice_file(path, model)
 
 
 def _text(report: dict[str, Any]) -> list[str]:
@@ -243,8 +255,15 @@ def inspect_command(
         ..., metavar="PATH", help="A voice file, a checkpoint, a model folder or a recording."
     ),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout instead of text."),
+    model_dir: Path | None = typer.Option(
+        None,
+        "--model-dir",
+        metavar="DIR",
+        help="The model a voice file is for (a pack, bundle or browser pack): a raw .bin"
+        " voice of a model pockettts does not list is read with its width.",
+    ),
 ) -> None:
-    report = describe(file)
+    report = describe(file, model_dir)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return

@@ -11,8 +11,7 @@ def _size(paths: list[Path]) -> int:
 
 
 def describe_bundle(directory: Path) -> dict[str, Any]:
-    from pocketcli.packs.kevinahm.export import graph_file
-    from pocketcli.packs.kevinahm.metadata import GRAPHS
+    from pocketcli.packs.kevinahm.metadata import GRAPHS, graph_file
     from pocketcli.runtimes.kevinahm import Bundle
 
     bundle = Bundle.read(directory)

@@ -19,6 +19,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,7 @@ def run_live(
     from pocketcli.audio.playback import PortAudioSink
     from pocketcli.session import play_session
 
+    started = time.perf_counter()  # "total" is the run's: load, then the whole session
     sinks: list[AudioSink] = []
     session = tts.session(voice, options, on_warning=on_warning)
     try:
@@ -133,7 +135,8 @@ def run_live(
             where.append("stdout" if request.output == "-" else request.output)
         sys.stderr.write(
             f"load {timing.load:.3f} s, first audio {figures['first_audio']:.3f} s, "
-            f"audio {timing.audio:.3f} s, total {timing.synthesis:.3f} s -> "
+            f"audio {timing.audio:.3f} s, synthesis {timing.synthesis:.3f} s,"
+            f" total {timing.load + time.perf_counter() - started:.3f} s -> "
             f"{' and '.join(where)}\n"
         )
 

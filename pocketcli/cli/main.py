@@ -144,13 +144,25 @@ def _usage(exc: click.UsageError, argv: list[str]) -> None:
         names = {c.name for c in app.registered_commands}
         command = " ".join(["pockettts", *[a for a in argv[:1] if a in names]])
     message = " ".join(exc.format_message().split())  # one line, whatever the message
-    if len(message) > MAX_MESSAGE_CHARS:  # it may quote what was typed: unquoted text...
+    message += _other_tools_command(message, argv)
+    # It may quote what was typed (unquoted text...); not a list of valid names (whole).
+    if len(message) > MAX_MESSAGE_CHARS and not getattr(exc, "whole", False):
         shown = message[: MAX_MESSAGE_CHARS - 40].rstrip()
         message = f"{shown} ... ({len(message)} characters; quote a text of several words)"
     sys.stderr.write(f"pockettts: error: {message}\n")
     sys.stderr.write(f"pockettts: hint: '{command} --help' lists the options and values\n")
     sys.stderr.flush()
     raise SystemExit(2)
+
+
+def _other_tools_command(message: str, argv: list[str]) -> str:
+    """A pointer from another tool's command (Kyutai's ``generate``) to ours."""
+    from pocketcli.cli.habits import OTHER_COMMANDS
+
+    ours = OTHER_COMMANDS.get(argv[0]) if argv and message.startswith("No such command") else None
+    if ours is None:
+        return ""
+    return f" Kyutai's `pocket-tts {argv[0]}` is `pockettts {ours}` here (its flags work too)."
 
 
 def _library_error(exc: UserError, debug: bool, argv: list[str]) -> None:

@@ -17,10 +17,10 @@ def usage_error(exc: UserError) -> click.UsageError:
     if isinstance(exc, UnknownNameError):
         valid = ", ".join(exc.valid)
         detail = exc.detail_in({field: flag_for(field) for field in exc.fields})
-        return click.BadParameter(
-            f"{exc.value!r}{' ' + detail if detail else ''}; choose from {valid}",
-            param_hint=flag_for(exc.field),
-        )
+        said = f"{exc.shown_value()}{' ' + detail if detail else ''}{exc.suggestion()}"
+        error = click.BadParameter(f"{said}; choose from {valid}", param_hint=flag_for(exc.field))
+        error.whole = True  # type: ignore[attr-defined]  # the value is bounded: list it all
+        return error
     return click.UsageError(in_flags(exc))
 
 

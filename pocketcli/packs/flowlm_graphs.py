@@ -13,6 +13,8 @@ Cache layouts (per layer): keys ``[kv_heads, head_dim, capacity]`` so that
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import onnx
 
@@ -172,8 +174,7 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     ``[B, Hkv, T, Dh]``.
     """
     t = cfg.transformer
-    d, heads, kv_heads, head_dim = t.d_model, t.num_heads, t.kv_heads, t.head_dim
-    group = heads // kv_heads
+    d, kv_heads, head_dim = t.d_model, t.kv_heads, t.head_dim
     g = GraphBuilder("flowlm_step_batch")
 
     emb = g.input("embeddings", np.float32, ["batch", "n_embeddings", d])
@@ -193,8 +194,39 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
         [emb, g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")], axis=1
     )  # [B, T, d]
 
+    shared = _batch_attention_setup(g, t, x, positions, caches[0][0])
+    for i, (key_cache, value_cache) in enumerate(caches):
+        x = _batch_layer(g, w, t, i, x, key_cache, value_cache, shared)
+
+    last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [-1, d])
+    z, eos = output_heads(g, w, cfg, last)
+    g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
+    g.output(eos, "eos_logit", np.float32, ["batch", 1])
+    return g.model()
+
+
+@dataclass(frozen=True)
+class _BatchAttention:
+    """What every layer of the batched step shares: RoPE tables, the mask, shapes."""
+
+    cos: str
+    sin: str
+    mask: str  # [B, 1, 1, T, T + C]: new keys first, then the cache
+    split_sizes: str
+    q_shape: str
+    kv_shape: str
+    scale: str
+    minus_inf: str
+
+
+def _batch_attention_setup(
+    g: GraphBuilder, t: FlowTransformerConfig, x: str, positions: str, key_cache: str
+) -> _BatchAttention:
+    """Each row's positions, RoPE tables and mask: its own cache below ``positions[b]``,
+    its new positions causally."""
+    kv_heads, head_dim = t.kv_heads, t.head_dim
     rows, n_new = g.shape_dim(x, 0), g.shape_dim(x, 1)
-    capacity = g.shape_dim(caches[0][0], 3)
+    capacity = g.shape_dim(key_cache, 3)
     new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
     at = g.op("Add", [g.unsqueeze(positions, [1]), g.unsqueeze(new_index, [0])])  # [B, T]
     cos, sin = rope_tables(g, g.reshape(at, [-1]), head_dim, t.max_period)  # [B * T, 1, Dh]
@@ -216,45 +248,56 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
         ],
         axis=2,
     )
-    mask = g.unsqueeze(mask, [1, 2])  # [B, 1, 1, T, T + C]
-    split_sizes = g.concat([n_new, capacity], axis=0)
-    q_shape = g.concat([rows, n_new, g.const([kv_heads, group, head_dim], np.int64)], axis=0)
-    kv_shape = g.concat([rows, n_new, g.const([kv_heads, head_dim], np.int64)], axis=0)
-    scale = g.const(1.0 / np.sqrt(head_dim))
-    minus_inf = g.const(-np.inf)
+    group = t.num_heads // kv_heads
+    return _BatchAttention(
+        cos=cos,
+        sin=sin,
+        mask=g.unsqueeze(mask, [1, 2]),
+        split_sizes=g.concat([n_new, capacity], axis=0),
+        q_shape=g.concat([rows, n_new, g.const([kv_heads, group, head_dim], np.int64)], axis=0),
+        kv_shape=g.concat([rows, n_new, g.const([kv_heads, head_dim], np.int64)], axis=0),
+        scale=g.const(1.0 / np.sqrt(head_dim)),
+        minus_inf=g.const(-np.inf),
+    )
 
-    for i, (key_cache, value_cache) in enumerate(caches):
-        q, k, v = attention_inputs(g, w, t, i, x, cos, sin)  # [B * T, heads or Hkv, Dh]
-        q = g.transpose(g.op("Reshape", [q, q_shape]), [0, 2, 3, 1, 4])  # [B, Hkv, G, T, Dh]
-        new_keys = g.transpose(g.op("Reshape", [k, kv_shape]), [0, 2, 3, 1])
-        new_values = g.transpose(g.op("Reshape", [v, kv_shape]), [0, 2, 1, 3])
-        g.output(new_keys, f"new_keys_{i}", np.float32, ["batch", kv_heads, head_dim, "n_new"])
-        g.output(new_values, f"new_values_{i}", np.float32, ["batch", kv_heads, "n_new", head_dim])
-        scores = g.concat(
-            [
-                g.op("MatMul", [q, g.unsqueeze(new_keys, [2])]),
-                g.op("MatMul", [q, g.unsqueeze(key_cache, [2])]),
-            ],
-            axis=4,
-        )  # [B, Hkv, G, T, T + C]
-        scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
-        probs = g.op("Softmax", [scores], axis=-1)
-        p_new, p_cache = g.op_multi("Split", [probs, split_sizes], 2, axis=4)
-        attn = g.op(
-            "Add",
-            [
-                g.op("MatMul", [p_cache, g.unsqueeze(value_cache, [2])]),
-                g.op("MatMul", [p_new, g.unsqueeze(new_values, [2])]),
-            ],
-        )  # [B, Hkv, G, T, Dh]
-        attn = g.reshape(g.transpose(attn, [0, 3, 1, 2, 4]), [0, 0, heads * head_dim])
-        x = attention_output_and_ffn(g, w, i, x, attn)
 
-    last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [-1, d])
-    z, eos = output_heads(g, w, cfg, last)
-    g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
-    g.output(eos, "eos_logit", np.float32, ["batch", 1])
-    return g.model()
+def _batch_layer(
+    g: GraphBuilder,
+    w: Weights,
+    t: FlowTransformerConfig,
+    i: int,
+    x: str,
+    key_cache: str,
+    value_cache: str,
+    s: _BatchAttention,
+) -> str:
+    """Layer ``i`` of the batched step; declares its ``new_keys_i``/``new_values_i``."""
+    kv_heads, head_dim = t.kv_heads, t.head_dim
+    q, k, v = attention_inputs(g, w, t, i, x, s.cos, s.sin)  # [B * T, heads or Hkv, Dh]
+    q = g.transpose(g.op("Reshape", [q, s.q_shape]), [0, 2, 3, 1, 4])  # [B, Hkv, G, T, Dh]
+    new_keys = g.transpose(g.op("Reshape", [k, s.kv_shape]), [0, 2, 3, 1])
+    new_values = g.transpose(g.op("Reshape", [v, s.kv_shape]), [0, 2, 1, 3])
+    g.output(new_keys, f"new_keys_{i}", np.float32, ["batch", kv_heads, head_dim, "n_new"])
+    g.output(new_values, f"new_values_{i}", np.float32, ["batch", kv_heads, "n_new", head_dim])
+    scores = g.concat(
+        [
+            g.op("MatMul", [q, g.unsqueeze(new_keys, [2])]),
+            g.op("MatMul", [q, g.unsqueeze(key_cache, [2])]),
+        ],
+        axis=4,
+    )  # [B, Hkv, G, T, T + C]
+    scores = g.op("Where", [s.mask, g.op("Mul", [scores, s.scale]), s.minus_inf])
+    probs = g.op("Softmax", [scores], axis=-1)
+    p_new, p_cache = g.op_multi("Split", [probs, s.split_sizes], 2, axis=4)
+    attn = g.op(
+        "Add",
+        [
+            g.op("MatMul", [p_cache, g.unsqueeze(value_cache, [2])]),
+            g.op("MatMul", [p_new, g.unsqueeze(new_values, [2])]),
+        ],
+    )  # [B, Hkv, G, T, Dh]
+    attn = g.reshape(g.transpose(attn, [0, 3, 1, 2, 4]), [0, 0, t.num_heads * head_dim])
+    return attention_output_and_ffn(g, w, i, x, attn)
 
 
 def _variance_norm(g: GraphBuilder, x: str, alpha: np.ndarray, name: str) -> str:

@@ -72,6 +72,7 @@ from pocketcli.packs.web_layout import (  # noqa: F401 - is_web_pack, FILES: re-
     VOICE_FILE,
     is_web_pack,
 )
+from pocketcli.packs.web_tokenizer import sentencepiece_to_json
 
 Weights = dict[str, np.ndarray]
 Progress = Callable[[str], None]
@@ -351,8 +352,17 @@ def pack_config(
         "bos_emb": {"file": BOS_FILE, "shape": [1, 1, t.d_model]},
         "mimi_state": decoder_states,
         "config": config.to_dict(),
-        "source": source or {},
+        "source": portable_source(source or {}),
     }
+
+
+def portable_source(source: dict) -> dict:
+    """``source`` without this machine's folders: a local config, checkpoint or tokenizer
+    is recorded by its file name (a pack is copied elsewhere; its file says nothing of
+    where it was made), a URL as it is."""
+    local = {k for k, v in source.items() if isinstance(v, str) and "://" not in v}
+    named = local & {"config", "weights", "tokenizer"}
+    return {key: Path(value).name if key in named else value for key, value in source.items()}
 
 
 def export_web_pack(
@@ -397,12 +407,13 @@ def export_web_pack(
         bos = weights["flow_lm.bos_emb"].astype(np.float32).reshape(1, -1)
         bos_emb = bos @ weights["flow_lm.input_linear.weight"].astype(np.float32).T
         bos_emb.astype(np.float32).reshape(1, 1, -1).tofile(work / BOS_FILE)
-        # Models with a SentencePiece tokenizer keep it (tokenizer.model); the published
-        # pack's English model has tokenizer.json.
-        tokenizer_name = TOKENIZER_FILE if tokenizer.suffix == ".json" else "tokenizer.model"
-        shutil.copyfile(tokenizer, work / tokenizer_name)
+        # The published layout has tokenizer.json: a SentencePiece model is converted to it.
+        if tokenizer.suffix == ".json":
+            shutil.copyfile(tokenizer, work / TOKENIZER_FILE)
+        else:
+            (work / TOKENIZER_FILE).write_text(sentencepiece_to_json(tokenizer), encoding="utf-8")
         meta = pack_config(config, states, voice.shape[0], decode_steps, source)
-        meta["tokenizer_file"] = tokenizer_name
+        meta["tokenizer_file"] = TOKENIZER_FILE
         (work / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return out_dir
 

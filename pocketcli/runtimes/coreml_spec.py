@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldError
 from pocketcli.options import ModelRequest
 from pocketcli.runtimes.coreml import units
 from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
@@ -93,7 +93,7 @@ class CoreMLSpec(RuntimeSpec):
     def voice_file(self, model: LoadedModel, req: ModelRequest, name: str) -> Path:
         path = model.pack_dir / "constants_bin" / f"{name}.safetensors"
         if not path.is_file():
-            raise UserError(f"voice {name!r} is not in the CoreML pack ({path.parent})")
+            raise FieldError(f"voice {name!r} is not in the CoreML pack ({path.parent})", "voice")
         return path
 
     def prepare_cloning(self, model: LoadedModel, req: ModelRequest) -> None:

@@ -23,14 +23,16 @@ import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
 from pocketcli.errors import BundleError as BundleError  # defined there; re-exported
-from pocketcli.packs.kevinahm.export import SIDECAR_FILE, SIDECAR_FORMAT, graph_file
 from pocketcli.packs.kevinahm.metadata import (
     BUNDLE_FILE,
     DTYPES,
     FILLS,
     REQUIRED_GRAPHS,
     SCHEMA_VERSION,
+    SIDECAR_FILE,
+    SIDECAR_FORMAT,
     StateEntry,
+    graph_file,
 )
 from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.runtimes.flow import integrate_flow

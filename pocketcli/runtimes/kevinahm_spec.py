@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketcli.errors import FieldHint, OptionConflict, UserError
+from pocketcli.errors import FieldError, OptionConflict, UserError
 from pocketcli.runtimes.onnx_spec import OnnxSpec
 from pocketcli.runtimes.registry import LoadedModel, ModelRequest
 
@@ -55,10 +55,10 @@ class KevinAhmSpec(OnnxSpec):
 
         assert req.model_dir is not None
         language = self.pack_language(req.model_dir)
-        if language is None:
-            raise FieldHint(
-                f"bundle {req.model_dir} is for a model pockettts has no built-in voices"
-                " for; use {voice_file} or {clone_voice}",
+        if language is None:  # a name the user gave: a usage error, as on every pack
+            raise FieldError(
+                f"voice {name!r}: bundle {req.model_dir} is for a model pockettts has no"
+                " built-in voices for; use {voice_file} or {clone_voice}",
                 "voice",
                 "voice_file",
                 "clone_voice",

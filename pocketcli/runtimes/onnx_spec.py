@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pocketcli.errors import FieldHint, OptionConflict
+from pocketcli.errors import FieldError, OptionConflict
 from pocketcli.options import ModelRequest
 from pocketcli.packs.manifest import PRECISIONS
 from pocketcli.runtimes.registry import LoadedModel, RuntimeSpec
@@ -125,8 +125,9 @@ def _pack_manifest(pack_dir: Path):
     return PackManifest.read(pack_dir)
 
 
-def _not_in_pack(name: str, pack_dir: Path) -> FieldHint:
-    return FieldHint(
+def _not_in_pack(name: str, pack_dir: Path) -> FieldError:
+    # A name the user gave: a usage error (exit 2), as an unknown voice is on every pack.
+    return FieldError(
         f"voice {name!r} is not in {pack_dir / 'voices'} and the pack does not say its"
         " language; use {voice_file} or {clone_voice}",
         "voice",

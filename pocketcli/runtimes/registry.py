@@ -31,7 +31,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from pocketcli.errors import OptionConflict, RuntimeUnavailable, UnknownNameError, UserError
+from pocketcli.errors import (
+    FieldError,
+    OptionConflict,
+    RuntimeUnavailable,
+    UnknownNameError,
+    UserError,
+)
 from pocketcli.options import AUTO_RUNTIME, DEFAULT_LANGUAGE, ModelRequest
 
 if TYPE_CHECKING:
@@ -232,7 +238,9 @@ class RuntimeSpec:
 
     def voice_file(self, model: LoadedModel, req: ModelRequest, name: str) -> Path:
         """The file of a built-in voice (fetched if needed)."""
-        raise UserError(f"the {self.name} runtime has no built-in voices; use a voice file")
+        raise FieldError(
+            f"the {self.name} runtime has no built-in voices; use a voice file", "voice"
+        )
 
     def pack_voices(self, pack_dir: Path) -> tuple[str, ...]:
         """Voice names a local pack carries (``voices/`` and ``constants_bin/``)."""

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
 from pocketcli.errors import WebPackError as WebPackError  # defined there; re-exported
 from pocketcli.packs.manifest import PackError, read_json_file
+from pocketcli.packs.onnx_wire import gather_table_rows
 from pocketcli.packs.web_layout import (
     BOS_FILE,
     CONFIG_FILE,
@@ -34,7 +34,7 @@ from pocketcli.packs.web_layout import (
 )
 from pocketcli.runtimes.onnx import _session as onnx_session
 from pocketcli.runtimes.onnx import default_threads
-from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
+from pocketcli.voices.cloning import LayoutReason, VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 
 _NP = {"float32": np.float32, "int64": np.int64}
@@ -60,15 +60,12 @@ def _session(path: Path, threads: int) -> ort.InferenceSession:
 
 
 def _table_rows(path: Path) -> int | None:
-    """Rows of the table that ``token_ids`` index (Gather or GatherBlockQuantized)."""
-    model = onnx.load(str(path), load_external_data=False)
-    inits = {i.name: i for i in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type.startswith("Gather") and list(node.input[1:2]) == ["token_ids"]:
-            table = inits.get(node.input[0])
-            if table is not None and table.dims:
-                return int(table.dims[0])
-    return None
+    """Rows of the table that ``token_ids`` index (Gather or GatherBlockQuantized), read
+    from the file's protobuf fields (``import onnx`` would cost a second at every start)."""
+    try:
+        return gather_table_rows(path, "token_ids")
+    except ValueError:  # ONNX Runtime has read the file: a reader's limit, not a bad pack
+        return None
 
 
 def read_pack_config(directory: Path) -> dict:
@@ -333,7 +330,7 @@ class WebRuntime:
     # -- voice cloning: a browser pack has no encoder ----------------------
     @property
     def cloning_unavailable_reason(self) -> str | None:
-        return "a browser pack has no Mimi encoder"
+        return LayoutReason("a browser pack has no Mimi encoder")
 
     @property
     def bos_before_voice(self) -> np.ndarray | None:

@@ -47,8 +47,8 @@ class WebSpec(OnnxSpec):
     def check_voice(self, req: ModelRequest, name: str) -> None:
         if name.lower() != PACK_VOICE:
             raise OptionConflict(
-                f"browser pack {req.model_dir} has one built-in voice, {PACK_VOICE!r};"
-                " use {voice_file} for others",
+                f"voice {name!r}: browser pack {req.model_dir} has one built-in voice,"
+                f" {PACK_VOICE!r}; use {{voice_file}} for others",
                 "voice",
                 "voice_file",
             )

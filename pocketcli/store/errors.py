@@ -80,7 +80,20 @@ def explain(
     gated_terms: str | None = None,
     hint: str = "pockettts download",
 ) -> StoreError | None:
-    """The one-line StoreError for a failed download, or None for a failure we do not know."""
+    """The one-line StoreError for a failed download, or None for a failure we do not know.
+
+    Asked in this order: the connection, offline mode, the Hub's answer, the transfer."""
+    if (error := _connection(exc, what)) is not None:
+        return error
+    if _find(exc, OfflineModeIsEnabled) is not None:
+        return offline_error(what, hint)
+    if (error := _hub_answer(exc, what, repo, not_found, gated_terms)) is not None:
+        return error
+    return _transfer(exc, what)
+
+
+def _connection(exc: BaseException, what: str) -> StoreError | None:
+    """Too slow, no answer, no name, no connection."""
     slow = _find(exc, HubTooSlow)
     if slow is not None:
         host = urlparse(slow.url).netloc or slow.url
@@ -91,23 +104,32 @@ def explain(
             f"or {OFFLINE_HINT}"
         )
     unreachable = _find(exc, HubUnreachable)
-    if unreachable is not None:
-        host = urlparse(unreachable.url).netloc or unreachable.url
-        if unreachable.timed_out:
-            return StoreError(
-                f"no answer from {host} within {unreachable.timeout:g} s while fetching {what}: "
-                f"check the connection (or raise {TIMEOUT_ENV}), or {OFFLINE_HINT}"
-            )
-        if _find(exc, socket.gaierror) is not None:
-            return StoreError(
-                f"cannot resolve {host} to fetch {what}: check the connection "
-                f"and DNS, or {OFFLINE_HINT}"
-            )
+    if unreachable is None:
+        return None
+    host = urlparse(unreachable.url).netloc or unreachable.url
+    if unreachable.timed_out:
         return StoreError(
-            f"cannot connect to {host} to fetch {what}: check the connection, or {OFFLINE_HINT}"
+            f"no answer from {host} within {unreachable.timeout:g} s while fetching {what}: "
+            f"check the connection (or raise {TIMEOUT_ENV}), or {OFFLINE_HINT}"
         )
-    if _find(exc, OfflineModeIsEnabled) is not None:
-        return offline_error(what, hint)
+    if _find(exc, socket.gaierror) is not None:
+        return StoreError(
+            f"cannot resolve {host} to fetch {what}: check the connection "
+            f"and DNS, or {OFFLINE_HINT}"
+        )
+    return StoreError(
+        f"cannot connect to {host} to fetch {what}: check the connection, or {OFFLINE_HINT}"
+    )
+
+
+def _hub_answer(
+    exc: BaseException,
+    what: str,
+    repo: str | None,
+    not_found: str | None,
+    gated_terms: str | None,
+) -> StoreError | None:
+    """What the Hub said: refused, no such revision, file or repository, another status."""
     status = _status(exc)
     if _find(exc, GatedRepoError) is not None or status in (401, 403):
         name = repo or "the repository"
@@ -134,6 +156,11 @@ def explain(
         )
     if status is not None:
         return StoreError(f"the Hub answered HTTP {status} for {what}: try again later")
+    return None
+
+
+def _transfer(exc: BaseException, what: str) -> StoreError | None:
+    """The bytes themselves: stalled, cut, short; or no Hub reachable for a cached file."""
     timeout = _find(exc, httpx2.TimeoutException)
     if timeout is not None:
         return StoreError(

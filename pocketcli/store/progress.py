@@ -77,9 +77,11 @@ class Reporter:
             self._progress = None
 
     def line(self, message: str) -> None:
-        """A message that stays (notes, non-terminal progress)."""
+        """A message that stays (notes, non-terminal progress), said as every other line
+        of the CLI is: ``pockettts: downloading ...``."""
         if not self.enabled:
             return
+        message = f"pockettts: {message}"
         if self._progress is not None:
             self._progress.console.print(message, highlight=False, markup=False)
         else:

@@ -44,8 +44,20 @@ class VoiceRuntime(Protocol):
 GATED_REPO = "kyutai/pocket-tts"
 
 
+class LayoutReason(str):
+    """A reason no weights can change: the pack's layout itself has no encoder (a browser
+    pack), so logging in to Hugging Face and rebuilding would not help."""
+
+
 def unavailable_message(reason: str) -> str:
-    """One line: why this pack cannot clone, and how to get the weights that can."""
+    """One line: why this pack cannot clone, and how to get the weights that can (or,
+    for a layout that never clones, where to clone instead)."""
+    if isinstance(reason, LayoutReason):
+        return (
+            f"this model pack cannot clone voices: {reason}, whatever weights it was made"
+            " from. Clone with an ONNX pack or a bundle that can (`pockettts clone`), save"
+            " the voice to a file, then speak here with that voice file"
+        )
     return (
         f"this model pack cannot clone voices: {reason or 'it was built without cloning'}."
         f" Cloning needs the weights of the gated Hugging Face repository {GATED_REPO}:"

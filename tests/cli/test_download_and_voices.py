@@ -58,7 +58,8 @@ def test_download_coreml_int8_keeps_only_the_int8_flowlm(hub, tmp_path) -> None:
     assert (pack / "flowlm_stepv2.mlmodelc").is_dir()
     assert not (pack / "flowlm_step.mlmodelc").exists()
     assert not any("flowlm_step.mlmodelc" in q.path for q in hub.requests())
-    assert "downloading the CoreML english pack" in r.stderr
+    assert "pockettts: downloading the CoreML english pack" in r.stderr
+    assert all(line.startswith("pockettts: ") for line in r.stderr.splitlines()), r.stderr
     # Offline, the same command answers from the cache without a single request.
     hub.clear_log()
     again = pockettts(
@@ -88,7 +89,8 @@ def test_download_onnx_config_builds_a_pack_falling_back_from_gated_weights(hub,
     assert manifest.precisions == ("int8",)
     assert manifest.source["voice_cloning_weights"] is False
     assert "note: the Hub refused kyutai/pocket-tts (HTTP 401)" in r.stderr
-    assert "building pack:" in r.stderr
+    assert "pockettts: building pack:" in r.stderr
+    assert all(line.startswith("pockettts: ") for line in r.stderr.splitlines()), r.stderr
     hub.clear_log()
     again = pockettts(
         hub,

@@ -15,6 +15,8 @@ from tests.support.cli import run
     [
         ("--max-tokens", "5000", "must be from 1 to 1000, not 5000"),
         ("--seed", "-1", "must be a whole number from 0 to 2^64-1, not -1"),
+        ("--seed", "abc", "must be a whole number from 0 to 2^64-1, not 'abc'"),
+        ("--seed", "1.5", "must be a whole number from 0 to 2^64-1, not '1.5'"),
         ("--noise-clamp", "0", "must be a number above 0 (or None), not 0.0"),
     ],
 )

@@ -8,8 +8,10 @@ examples' relative paths to the committed tiny pack resolve and the files they w
 land in the scratch folder), with the Hugging Face Hub forbidden (``HF_HUB_OFFLINE``)
 and empty caches. Examples that talk to ``pockettts serve`` at 127.0.0.1:8000 get a
 real server on the tiny pack instead, on a free port: the only change made to their
-text. That server's ``--voice-dir`` holds the tiny voice as ``alba.safetensors``, the
-voice name the examples use (the tiny pack has no built-in voices).
+text. That server is set up as README's own tiny-pack set-up says (its ``cp`` line names
+the voice file, ``alba.safetensors``, and its ``serve`` line the ``--voice-dir``): an
+example speaking with a voice that set-up does not give fails here, as it would for a
+reader who follows README (the tiny pack has no built-in voices).
 """
 
 from __future__ import annotations
@@ -63,8 +65,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from pocketcli.serve.limits import ServeSettings
     from tests.support.servehelp import VOICE, serving
 
+    text = README.read_text(encoding="utf-8")
+    copy = re.search(r"^mkdir -p (\S+) && cp tests/fixtures/tiny/voice\.safetensors \1/(\S+)$",
+                     text, re.MULTILINE)  # fmt: skip
+    assert copy is not None, "README lost its tiny-pack server set-up"
+    assert f"serve --model-dir tests/fixtures/tiny/pack --voice-dir {copy[1]}" in text
     voices = tmp_path_factory.mktemp("voices")
-    shutil.copyfile(VOICE, voices / "alba.safetensors")
+    shutil.copyfile(VOICE, voices / copy[2])
     with serving(settings=ServeSettings(voice_dir=voices)) as (url, _records):
         yield url.removeprefix("http://")
 

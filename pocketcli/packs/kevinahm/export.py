@@ -31,27 +31,24 @@ from pocketcli.packs.kevinahm.graphs import (
     build_kevinahm_mimi_encoder,
     build_text_conditioner,
 )
-from pocketcli.packs.kevinahm.metadata import (
+from pocketcli.packs.kevinahm.metadata import (  # noqa: F401 - SIDECAR_FILE, graph_file: re-exported
     BOS_FILE,
     GRAPHS,
+    SIDECAR_FILE,
+    SIDECAR_FORMAT,
     TOKENIZER_FILE,
     bundle_metadata,
+    graph_file,
     write_bundle_json,
 )
 from pocketcli.packs.rope import ROPE_SWAP
 
-SIDECAR_FILE = "pockettts.json"
-SIDECAR_FORMAT = "pockettts-kevinahm-v2-config"
 PRECISIONS = ("fp32", "int8")
 # Weights of our decoder's convolutions (written as MatMuls): float in an int8 bundle,
 # as KevinAHM's (whose convolutions are Conv ops, which quantize_dynamic leaves alone).
 _FLOAT_PREFIXES = (ROPE_SWAP, "dec.", "upsample.", "quantizer.")
 
 Progress = Callable[[str], None]
-
-
-def graph_file(graph: str, precision: str) -> str:
-    return f"{graph}.onnx" if precision == "fp32" else f"{graph}_{precision}.onnx"
 
 
 def _save(model: onnx.ModelProto, path: Path) -> None:

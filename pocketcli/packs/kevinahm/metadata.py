@@ -19,6 +19,16 @@ from typing import Any
 from pocketcli import defaults
 from pocketcli.config import MimiConfig, ModelConfig, SEANetConfig
 
+# The files a reader needs to name, here rather than in ``export`` (which imports onnx,
+# a second of CPU that opening a bundle must not pay).
+SIDECAR_FILE = "pockettts.json"
+SIDECAR_FORMAT = "pockettts-kevinahm-v2-config"
+
+
+def graph_file(graph: str, precision: str) -> str:
+    return f"{graph}.onnx" if precision == "fp32" else f"{graph}_{precision}.onnx"
+
+
 BUNDLE_FILE = "bundle.json"
 SCHEMA_VERSION = 2
 BOS_FILE = "bos_before_voice.npy"

@@ -8,6 +8,7 @@ from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
 from pocketcli.frontends.voices import Resolved
+from pocketcli.options import SEED_BOUNDS
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.routes.speech import FORMAT_ENUM, NON_BLANK
@@ -25,9 +26,7 @@ async def tts_form(
     text: Annotated[str, Form(json_schema_extra=NON_BLANK)],
     voice_url: Annotated[str | None, Form()] = None,
     voice_wav: Annotated[UploadFile | None, File()] = None,
-    seed: Annotated[
-        int | None, Form(json_schema_extra={"minimum": 0, "maximum": 2**32 - 1})
-    ] = None,
+    seed: Annotated[int | None, Form(json_schema_extra=SEED_BOUNDS)] = None,
     temperature: Annotated[
         float | None, Form(json_schema_extra={"minimum": 0, "maximum": 10})
     ] = None,

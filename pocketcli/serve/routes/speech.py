@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from pocketcli.frontends.encoding import available_formats
+from pocketcli.options import SEED_BOUNDS
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.sse import SpeechEvents
@@ -44,7 +45,7 @@ class SpeechRequest(BaseModel):
     speed: float = Field(1.0, json_schema_extra={"minimum": MIN_SPEED, "maximum": MAX_SPEED})
     instructions: str | None = None
     stream_format: str | None = Field(None, json_schema_extra={"enum": ["audio", "sse"]})
-    seed: int | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 2**32 - 1})
+    seed: int | None = Field(None, json_schema_extra=SEED_BOUNDS)
     temperature: float | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 10})
 
 

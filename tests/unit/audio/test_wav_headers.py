@@ -138,3 +138,19 @@ def test_sox_is_a_real_second_reader(pack_dir, voice_path) -> None:
     struct.pack_into("<HIIHH", blob, 22, 1, RATE, RATE, 1, 8)
     with pytest.raises(AssertionError):
         sox_samples(bytes(blob))
+
+
+def test_a_wav_made_whole_says_its_true_sizes() -> None:
+    """``encode_stream(..., samples=n)``, for audio made whole before it is sent (a
+    non-streaming HTTP answer): the RIFF and data sizes are exact; a stream of unknown
+    length says 0xFFFFFFFF ("until the end"), with the same samples after the header."""
+    from pocketcli.audio.output import encode_stream
+
+    audio = (0.3 * np.sin(np.arange(RATE) / 7.0)).astype(np.float32)
+    blocks = [audio[i : i + 1920] for i in range(0, audio.size, 1920)]
+    whole = b"".join(encode_stream(blocks, "wav", RATE, samples=audio.size))
+    parsed = parse(whole)
+    assert parsed.data_size == audio.size * 2 == len(whole) - parsed.data_offset
+    assert parsed.riff_size == len(whole) - 8
+    streamed = b"".join(encode_stream(blocks, "wav", RATE))
+    assert parse(streamed).data_size == UNKNOWN and streamed[44:] == whole[44:]

@@ -218,6 +218,9 @@ def test_export_then_inspect_and_speak(tmp_path) -> None:
     assert r.returncode == 0, r.stderr.decode()
     assert web.is_web_pack(out)
     assert not [n for n in os.listdir(out.parent) if n.startswith(".")]  # no leftovers
+    written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    assert written == set(web.FILES)  # tokenizer.json, not tokenizer.model
+    assert str(tmp_path) not in (out / web.CONFIG_FILE).read_text()  # no local folders
     r = run("inspect", str(out), cache=tmp_path / "cache")
     assert r.returncode == 0, r.stderr.decode()
     assert "layout: web" in r.stdout.decode() and "voice cloning: no" in r.stdout.decode()

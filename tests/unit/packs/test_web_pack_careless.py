@@ -53,7 +53,7 @@ def _short_table(pack: Path) -> None:
 CASES: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "state not in pocket_tts.json": (_drop_a_state, web.MIMI_DECODER, "mimi_state"),
     "text_embed is another graph": (_another_graph_as_text_embed, web.TEXT_EMBED, "token_ids"),
-    "table shorter than the tokenizer": (_short_table, "tokenizer.model", "100 rows"),
+    "table shorter than the tokenizer": (_short_table, "tokenizer.json", "100 rows"),
 }
 
 
