@@ -31,7 +31,7 @@ def test_the_cli_says_where_to_clone(tmp_path) -> None:
 
 def _browser_backend():
     from pocketcli.cli.model_options import ModelFlags
-    from pocketcli.serve.backend import load_backend
+    from pocketcli.frontends.backend import load_backend
 
     choice = ModelFlags(model_dir=tiny_web_pack(), offline=True).request(quiet=True)
     return load_backend(choice, None, None)
