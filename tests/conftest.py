@@ -66,6 +66,7 @@ EXCLUSIVE = {
     # ALSA's null device through PortAudio: one process opens it at a time.
     "tests/unit/audio/test_playback.py": "audio-device",
     "tests/serve/test_mcp.py::test_speak_plays_on_the_device_in_turn_and_stops": "audio-device",
+    "tests/serve/test_mcp_queue.py": "audio-device",
 }
 
 
