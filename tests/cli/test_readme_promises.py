@@ -80,7 +80,8 @@ def test_same_seed_same_bytes_in_every_format(tmp_path, fmt) -> None:
 
 def test_another_seed_is_other_bytes(tmp_path) -> None:
     for seed in ("7", "8"):
-        assert _speak(tmp_path / f"{seed}.wav", "--seed", seed, "--temperature", "0.7").returncode == 0
+        made = _speak(tmp_path / f"{seed}.wav", "--seed", seed, "--temperature", "0.7")
+        assert made.returncode == 0, made.stderr
     assert (tmp_path / "7.wav").read_bytes() != (tmp_path / "8.wav").read_bytes()
 
 
