@@ -16,7 +16,7 @@ promise (README) -> test
   each end included -> test_temperature_and_seed_hold_at_both_ends
 - a pause is capped at 10 s (exactly 10 s is kept, more is 10 s with a warning)
   -> test_a_pause_of_exactly_ten_seconds_is_kept_and_a_longer_one_capped
-- batch `--streams N` from 1 to 256 -> test_batch_streams_bounds
+- batch `--streams N` from 1 to 256, `--jobs N` from 1 to 4096 -> test_batch_streams_and_jobs_bounds
 - where a file may be written: a batch line's id never names a file outside
   --output-dir (tests/cli/batch/test_run.py); MCP's synthesize writes only inside
   --output-dir, not in a sibling folder whose name starts the same
@@ -168,16 +168,26 @@ def test_a_pause_of_exactly_ten_seconds_is_kept_and_a_longer_one_capped(tmp_path
     assert "pause of 10.5 s" in said["10.5s"][1] and "capped at 10 s" in said["10.5s"][1]
 
 
-@pytest.mark.parametrize(("value", "status"), [("1", 0), ("256", 0), ("257", 2), ("0", 2)])
-def test_batch_streams_bounds(tmp_path, value, status) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value", "status"),
+    [
+        ("--streams", "1", 0),
+        ("--streams", "256", 0),
+        ("--streams", "257", 2),
+        ("--streams", "0", 2),
+        ("--jobs", "4096", 0),  # lowered to the cores, with a note
+        ("--jobs", "4097", 2),
+    ],
+)
+def test_batch_streams_and_jobs_bounds(tmp_path, flag, value, status) -> None:
     source = tmp_path / "lines.txt"
     source.write_bytes(b"a|One.\n")
     r = run(
         "tts", "--input-file", str(source), "--output-dir", str(tmp_path / "out"), *MODEL, "-q",
-        "--streams", value,
+        flag, value,
     )  # fmt: skip
     assert r.returncode == status, r.stderr
     if status == 2:
-        assert b"--streams" in r.stderr and b"Traceback" not in r.stderr
+        assert flag.encode() in r.stderr and b"Traceback" not in r.stderr
     else:
         assert (tmp_path / "out" / "a.wav").stat().st_size > 44

@@ -250,3 +250,32 @@ def test_frames_a_websocket_client_sends_keep_it_open_past_the_idle_time() -> No
     assert len(answers) >= 10 and {a["type"] for a in answers} == {"pong"}, answers
     assert told["type"] == "error" and "idle" in json.dumps(told)
     assert closed.type == aiohttp.WSMsgType.CLOSE
+
+
+def test_a_websocket_turn_of_exactly_max_chars_is_spoken() -> None:
+    from pocketcli.serve.limits import Limits, ServeSettings
+
+    with serving(settings=ServeSettings(limits=Limits(max_chars=MAX_CHARS))) as (url, _):
+        ws_url = url.replace("http://", "ws://") + "/tts/ws"
+
+        async def turn(text: str) -> str:
+            async with aiohttp.ClientSession() as http, http.ws_connect(ws_url) as ws:
+                await ws.send_str(json.dumps({"type": "config", "data": {}}))
+                await ws.receive(timeout=DEADLINE)  # config_accepted
+                half = len(text) // 2  # in two text frames: the turn's total counts
+                for piece in (text[:half], text[half:]):
+                    await ws.send_str(json.dumps({"type": "text", "data": {"text": piece}}))
+                await ws.send_str(json.dumps({"type": "flush"}))
+                while True:
+                    message = await ws.receive(timeout=DEADLINE)
+                    if message.type != aiohttp.WSMsgType.TEXT:
+                        continue  # audio
+                    frame = json.loads(message.data)
+                    if frame["type"] == "error":
+                        return frame["data"]["code"]
+                    if frame["data"].get("event_type") == "final":
+                        return "final"
+
+        text = "Hello there, you. " * 5
+        said = {n: run_async(turn(text[:n])) for n in (MAX_CHARS - 1, MAX_CHARS, MAX_CHARS + 1)}
+    assert said == {MAX_CHARS - 1: "final", MAX_CHARS: "final", MAX_CHARS + 1: "text_too_long"}

@@ -1,7 +1,8 @@
 """`pockettts mcp --output-dir DIR`: synthesize writes inside DIR however the path is
 said (relative, absolute, through DIR's own name), and never outside it, even in a sibling
 folder whose name starts as DIR's does (a string prefix is not a parent), nor DIR itself,
-nor through a symlink out of it. Through the reference SDK's stdio client."""
+nor through a symlink out of it. Text of exactly --max-chars is spoken, one character more
+refused. Through the reference SDK's stdio client."""
 
 from __future__ import annotations
 
@@ -45,3 +46,14 @@ def test_synthesize_writes_inside_the_output_dir_and_nowhere_near_it(tmp_path) -
         assert "is not inside the folder" in text_of(said[path]), text_of(said[path])
     assert sorted(p.name for p in out.iterdir()) == ["a.wav", "b.wav", "c.wav", "d.wav", "escape"]
     assert list(sibling.iterdir()) == [] and not (tmp_path / "x.wav").exists()
+
+
+def test_text_of_exactly_max_chars_is_synthesized(tmp_path) -> None:
+    texts = {n: ("Hello there, you. " * 5)[:n] for n in (19, 20, 21)}
+
+    async def steps(session: ClientSession):
+        return {n: await session.call_tool("synthesize", {"text": t}) for n, t in texts.items()}
+
+    said = call([*TINY_ARGS, "--max-chars", "20"], steps)
+    assert not said[19].is_error and not said[20].is_error, text_of(said[20])
+    assert said[21].is_error and "over the limit of 20" in text_of(said[21])

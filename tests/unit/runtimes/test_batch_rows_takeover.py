@@ -134,3 +134,18 @@ def test_a_row_whose_holder_moved_out_is_taken_without_rebuilding_the_stack(tiny
     assert batch.keys[0] is stack, "the freed row stayed held: the whole stack was rebuilt"
     assert np.array_equal(z[1], _alone(runtime, voice, 5, [lat_c])[0])
     assert b.length > 0  # b lived on through it all (a live sequence, not a dropped one)
+
+
+def test_a_rebuilt_stack_has_room_for_the_steps_after_it(tiny) -> None:
+    """A chunk whose next position is the last of a whole step of capacity: the stack
+    rebuilt for it has a step of room more, so the frames after it reuse it (a stack
+    rebuilt at every step would copy every row each frame)."""
+    runtime, voice = tiny
+    batch = runtime.start_batch()
+    seq = _started(runtime, voice, tokens=35)
+    assert seq.length + 1 == 64  # one position short of a whole step (64) of capacity
+    stacks = []
+    for i in range(3):
+        runtime.step_batch(batch, [seq], _latent(runtime, i)[None])
+        stacks.append(batch.keys[0])
+    assert stacks[1] is stacks[0] and stacks[2] is stacks[0]
