@@ -66,6 +66,7 @@ EXCLUSIVE = {
     # ALSA's null device through PortAudio: one process opens it at a time.
     "tests/unit/audio/test_playback.py": "audio-device",
     "tests/serve/test_mcp.py::test_speak_plays_on_the_device_in_turn_and_stops": "audio-device",
+    "tests/serve/test_mcp_queue.py": "audio-device",
 }
 
 
@@ -129,3 +130,14 @@ def pack_built_for(pack_dir, tmp_path):
         return pack
 
     return make
+
+
+# Tests marked slow (a Ray cluster, a headless browser, thirty racing signal runs...) get
+# three times the global per-test timeout (pyproject.toml: 300 s), unless they name their own.
+SLOW_TIMEOUT = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))

@@ -23,13 +23,17 @@ import soundfile as sf  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from tests.support.cli import SCRIPT, run  # noqa: E402
+from tests.support.cli import SCRIPT, cli_env, run  # noqa: E402
 from tests.support.protohelp import TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
 from tests.unit.audio.test_playback import NULL_ALSA, _portaudio_env, _probe  # noqa: E402
 
 
 def call(args: list[str], steps, env: dict[str, str] | None = None):
-    """Starts the server as an MCP client does and runs ``steps(session)`` on it."""
+    """Starts the server as an MCP client does and runs ``steps(session)`` on it. The
+    SDK passes a server only HOME, PATH and a few more unless told: without this test
+    process's environment (PYTHONPATH among it) the server would run whatever pocketcli
+    is installed, not the code under test (a scratch copy's, under scripts/mutate.py)."""
+    env = cli_env() if env is None else env
 
     async def go():
         params = StdioServerParameters(command=SCRIPT, args=["mcp", *args], env=env)

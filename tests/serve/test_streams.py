@@ -24,13 +24,30 @@ def _rows_ticks(metrics: str) -> dict[int, float]:
     return {int(rows): float(count) for rows, count in found}
 
 
+def _frames(metrics: str) -> float:
+    return float(re.findall(r"^pockettts_engine_frames_total ([0-9.e+]+)$", metrics, re.M)[0])
+
+
+# The engine makes at most this many frames of a stream its reader has not read (about
+# 2.5 s of audio: README, "many streams"); a held reader stops its stream there.
+AHEAD = 32
+
+
 def test_concurrent_requests_are_rows_of_one_batch() -> None:
+    """Two requests held at their second frame, then let go together, share ticks.
+
+    Each is several times the engine's read-ahead long, so neither can be made whole while
+    its reader is held (a shorter one was, now and then, before the other joined: "rows 2
+    never seen"): both wait at the bound, and both have most of their frames to make once
+    the gate opens."""
     settings = ServeSettings(limits=Limits(max_streams=2, max_queue=0))
-    text = LONG_TEXT[:400]
+    text = LONG_TEXT[:1600]
     gate = threading.Event()  # while closed, each request is held before its second frame
     gate.set()
     with serving(gated_loader(gate), settings) as (url, _):
         alone = {seed: _speech(url, text, seed).content for seed in (1, 2)}
+        made_alone = _frames(httpx.get(f"{url}/metrics").text)
+        assert made_alone >= 2 * 3 * AHEAD  # each stream three read-aheads long at least
         gate.clear()
         got: dict[int, bytes] = {}
         started = threading.Barrier(2)
