@@ -3,11 +3,10 @@ when the promise breaks. Real console-script runs on the tiny pack (the server's
 the batch rows' in the files named below).
 
 promise (README) -> test
-- "Same seed, same file" (`tts --seed 7 --temperature 0.7`), in every output format
-  but Opus (its fix is another's) -> test_same_seed_same_bytes_in_every_format; another
-  seed is other bytes -> test_another_seed_is_other_bytes
-- Ogg Vorbis: the same -> test_same_seed_same_bytes_in_every_format[ogg], an expected
-  failure today (libsndfile draws each Ogg stream's serial number at random)
+- "Same seed, same file" (`tts --seed 7 --temperature 0.7`), in every output format,
+  Ogg Vorbis and Opus included (their stream serial comes from the content)
+  -> test_same_seed_same_bytes_in_every_format; another seed is other bytes
+  -> test_another_seed_is_other_bytes
 - a batch line's seed is 64 bits of sha256(--seed, line name): it depends on those two
   only (not on the line's place, the other lines, the worker), and `tts TEXT --seed SEED`
   with the manifest's seed remakes the line byte for byte
