@@ -140,6 +140,11 @@ class StreamHandle:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
+    @property
+    def ahead(self) -> int:
+        """Frames made and not yet read (0 once the stream has left the ticks)."""
+        return self._scheduler._ahead(self.id)
+
 
 @dataclass(eq=False)
 class Row:
@@ -155,7 +160,7 @@ class Row:
     run: ChunkRun | None = None
     pause: PauseRun | None = None
     chunk_index: int = 0
-    unread: int = 0  # frames (and marks) handed to Mimi or the reader, not yet read
+    unread: int = 0  # frames (and marks) made, not yet read
     failed: bool = False
     started: bool = False  # a frame of it (speech or pause) is on its way
 
@@ -179,8 +184,9 @@ class Row:
         self.handle._queue.put(item)
 
     def fail(self, exc: BaseException) -> None:
+        """From the Mimi thread: its latents are skipped from now on; the reader hears
+        ``exc`` after the frames before it, and reading it cancels the stream."""
         self.failed = self.handle.failed = True
-        self.run = self.pause = None
         self.put(exc)
 
 
@@ -220,6 +226,10 @@ class Scheduler:
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
         self._closed = False
+        # Set while the loop waits: for anything (``_waiting``), or with no Mimi work in
+        # flight either (``_idle``: nothing will change until a reader or a source does).
+        self._waiting = threading.Event()
+        self._idle = threading.Event()
         self._stats = SchedulerStats()
         _LIVE.add(self)
 
@@ -268,6 +278,7 @@ class Scheduler:
                     target=self._loop, name="pockettts-scheduler", daemon=True
                 )
                 self._thread.start()
+            self._rest(False)
             self._cond.notify_all()
         return handle
 
@@ -295,6 +306,7 @@ class Scheduler:
 
     def _wake(self) -> None:
         with self._cond:
+            self._rest(False)
             self._cond.notify_all()
 
     def _frame_read(self, sid: int) -> None:
@@ -303,7 +315,29 @@ class Scheduler:
             if row is not None:
                 row.unread -= 1
                 if row.unread == self.max_ahead - 1:
+                    self._rest(False)
                     self._cond.notify_all()
+
+    def _rest(self, waiting: bool) -> None:
+        """Marks the loop as waiting (or not): called with ``_cond`` held."""
+        if waiting:
+            self._waiting.set()
+            if self._mimi.ticks == 0:
+                self._idle.set()
+        else:
+            self._waiting.clear()
+            self._idle.clear()
+
+    def _ahead(self, sid: int) -> int:
+        with self._cond:
+            row = self._rows.get(sid)
+            return row.unread if row is not None else 0
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Waits until no stream can make a frame and no Mimi work is in flight (every
+        stream ended or waiting for its reader or its source); False if ``timeout``
+        seconds pass first."""
+        return self._idle.wait(timeout)
 
     def _drop(self, row: Row) -> None:
         with self._cond:
@@ -372,8 +406,8 @@ class Scheduler:
         """Waits for rows that may make a frame (None once the scheduler is closed)."""
         with self._cond:
             while not self._closed:
-                for row in [r for r in self._rows.values() if r.handle.cancelled]:
-                    self._rows.pop(row.handle.id, None)
+                for row in [r for r in self._rows.values() if not r.live]:
+                    self._rows.pop(row.handle.id, None)  # cancelled, or failed by Mimi
                     row.handle._left.set()
                 runnable = [r for r in self._rows.values() if r.may_run(self.max_ahead)]
                 # A stream yet to start does not wait for Mimi to catch up: its first
@@ -381,7 +415,9 @@ class Scheduler:
                 if runnable and (
                     self._mimi.ticks < MAX_MIMI_TICKS or any(not r.started for r in runnable)
                 ):
+                    self._rest(False)
                     return runnable
+                self._rest(True)
                 self._cond.wait()
         return None
 
@@ -447,6 +483,8 @@ class Scheduler:
             if work.error is not None:
                 self._fail(row, work.error)
             elif work.latent is not None and row.run is not None:
+                with self._cond:
+                    row.unread += 1  # a frame from now on, decoded or not
                 try:
                     self._decode(row, row.run, row.run.take_latent(work.latent, work.eos))
                     self._stats.frames += 1
@@ -471,10 +509,9 @@ class Scheduler:
             return
         row.started = True
         with self._cond:
-            # Nothing unread: nothing of this stream is on its way either, so its
-            # latents may overtake the other streams' queued work.
-            waited = row.unread == 0
-            row.unread += latents.shape[0]
+            # Nothing unread but these: nothing of this stream is on its way either, so
+            # its latents may overtake the other streams' queued work.
+            waited = row.unread == latents.shape[0]
         self._mimi.add(Decode(row, run, latents), waited)
 
 
