@@ -278,7 +278,8 @@ def test_ticks_count_their_rows_and_their_batched_calls(tts, voice) -> None:
         chunks, noise, settings = _job(tts, LONG, 1)
         a = scheduler.submit(chunks, voice, noise, settings, traces.append)
         next(a)
-        chunks, noise, settings = _job(tts, "Short.", 2)
+        # B ends on EOS with no frames after it: its last step's frame is not kept.
+        chunks, noise, settings = _job(tts, "Short.", 2, eos_threshold=-1e9, frames_after_eos=0)
         b = scheduler.submit(chunks, None, noise, settings, traces.append)
         list(b)
         list(a)
@@ -286,6 +287,7 @@ def test_ticks_count_their_rows_and_their_batched_calls(tts, voice) -> None:
         scheduler.close()
     stats = scheduler.stats
     steps = sum(len(t.eos_logits) for t in traces)
+    assert steps > stats.frames and any(t.finished_on_eos for t in traces)
     assert sum(rows * ticks for rows, ticks in stats.batch_sizes.items()) == steps
     assert 1 in calls.batch_rows and any(n > 1 for n in calls.batch_rows), calls.batch_rows
     assert stats.batched_calls == sum(n > 1 for n in calls.batch_rows)
