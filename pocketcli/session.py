@@ -211,14 +211,15 @@ class Session:
             self._texts.finish()
         self._handle.wake()
 
-    def cancel(self, wait: bool = True) -> None:
+    def cancel(self, wait: bool = True, timeout: float | None = None) -> bool:
         """Stops generation at the next tick and ends the frames now.
 
-        With ``wait`` (the default) it returns once the stream has left the ticks.
+        With ``wait`` (the default) it returns once the stream has left the ticks (or
+        ``timeout`` seconds have passed); returns whether it has.
         """
         with self._state:
             self._closed = True
-        self._handle.cancel(wait=wait)
+        return self._handle.cancel(wait=wait, timeout=timeout)
 
     async def acancel(self) -> None:
         """``cancel()`` without blocking the event loop."""

@@ -120,15 +120,17 @@ class StreamHandle:
         self._scheduler._frame_read(self.id)
         return item
 
-    def cancel(self, wait: bool = False) -> None:
+    def cancel(self, wait: bool = False, timeout: float | None = None) -> bool:
         """Stops the stream at the next tick; frames not yet read are dropped. With
-        ``wait``, returns once the stream has left the scheduler's ticks."""
+        ``wait``, returns once the stream has left the scheduler's ticks (or ``timeout``
+        seconds have passed). Returns whether it has left."""
         if not self._cancelled.is_set():
             self._cancelled.set()
             self._queue.put(_END)
             self._scheduler._wake()
         if wait and not self._scheduler._in_loop():
-            self._left.wait()
+            self._left.wait(timeout)
+        return self._left.is_set()
 
     close = cancel
 

@@ -87,7 +87,7 @@ def test_a_pause_flood_read_slowly_stays_within_max_ahead(pack_dir, voice_path) 
             seen.append(handle.ahead)
         assert max(seen) == 8 and seen[-1] == 8, seen  # silence made as it is read
     finally:
-        handle.cancel(wait=True)
+        assert handle.cancel(wait=True, timeout=WAIT)
         scheduler.close()
 
 
@@ -102,12 +102,14 @@ def test_a_session_enqueued_but_unread_stops(tts, voice) -> None:
         with pytest.raises(SessionFull, match=f"{MAX_QUEUED_TEXTS} texts waiting"):
             session.enqueue("One too many.")
     finally:
-        session.cancel()
+        assert session.cancel(timeout=WAIT), "the session's stream never left"
     assert tts.scheduler.active_streams == 0
 
 
 def test_dropped_sessions_leave_no_stream_and_no_thread(tts, voice) -> None:
-    tts.session(voice).cancel()  # the model's scheduler and Mimi thread exist now
+    assert tts.session(voice).cancel(
+        timeout=WAIT
+    )  # the model's scheduler and Mimi thread exist now
     baseline = threading.active_count()
     sessions = [tts.session(voice, SpeakOptions(seed=i)) for i in range(200)]
     for session in sessions:
@@ -153,7 +155,7 @@ def test_after_a_cancel_no_frame_is_made_and_none_is_read(tts, voice) -> None:
         _idle(scheduler)  # six frames made and waiting for the reader
         assert handle.ahead == 6
         steps = counted.steps
-        handle.cancel(wait=True)
+        assert handle.cancel(wait=True, timeout=WAIT), "the stream never left"
         assert list(handle) == []  # the frames made before the cancel are dropped
         _idle(scheduler)
         assert counted.steps == steps and scheduler.active_streams == 0
@@ -217,7 +219,7 @@ def test_each_tick_of_mimi_work_is_counted_once(tts, voice) -> None:
         _idle(scheduler)
         assert scheduler._mimi.ticks == 0
         assert unread.ahead == 12 and frames > 12
-        unread.cancel(wait=True)
+        assert unread.cancel(wait=True, timeout=WAIT)
     finally:
         scheduler.close()
 
