@@ -186,8 +186,8 @@ class Row:
         self.handle._queue.put(item)
 
     def fail(self, exc: BaseException) -> None:
-        """From the Mimi thread: its latents are skipped from now on; the reader hears
-        ``exc`` after the frames before it, and reading it cancels the stream."""
+        """From the Mimi thread: its latents are skipped from now on, the next tick drops
+        it, and the reader hears ``exc`` after the frames decoded before it."""
         self.failed = self.handle.failed = True
         self.put(exc)
 
