@@ -27,9 +27,10 @@ import numpy as np
 
 from pocketcli import defaults
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
-from pocketcli.engine.generator import ChunkTrace, Frame, GenerationSettings, generate_frames
+from pocketcli.engine.chunk import ChunkTrace, Frame, GenerationSettings
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
-from pocketcli.engine.scheduler import Scheduler, StreamHandle
+from pocketcli.engine.scheduler import Mark, Scheduler, StreamHandle
+from pocketcli.errors import FieldError, OptionsError
 from pocketcli.normalize import Pause, Speech, normalize_text, parse_markup
 from pocketcli.options import AUTO_RUNTIME, DEFAULT_LANGUAGE, ModelRequest, SpeakOptions
 from pocketcli.runtimes import registry
@@ -441,10 +442,12 @@ class PocketTTS:
         noise: NoiseSource | None = None,
         on_warning: Callable[[str], None] | None = None,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
-        together: bool = False,
         **overrides: Any,
     ) -> Iterator[Frame]:
-        """Yields frames as they are generated (``together``: see ``stream_together``).
+        """Yields frames as they are generated, by the model's scheduler (a stream
+        among the others it speaks at the same time, from any thread; alone, a
+        scheduler of one row). Closing the iterator cancels the stream; a reader
+        that stops reading stops generation ``MAX_AHEAD_FRAMES`` frames ahead.
 
         ``options`` is a ``SpeakOptions``; keyword ``overrides`` (``seed=1``,
         ``temperature=0.7``...) change single fields of it. ``noise``
@@ -466,7 +469,7 @@ class PocketTTS:
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
         noise = self._noise_for(opts) if noise is None else noise
-        return self._frames_for(chunks, voice, opts, noise, on_chunk, together=together)
+        return self._frames_for(chunks, voice, opts, noise, on_chunk)
 
     def _frames_for(
         self,
@@ -475,19 +478,10 @@ class PocketTTS:
         opts: SpeakOptions,
         noise: NoiseSource,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
-        *,
-        together: bool = False,
     ) -> Iterator[Frame]:
-        """The frames ``stream`` yields for a text scripted into ``chunks`` (sessions
-        use it per text, with one noise source across texts).
-
-        ``together``: spoken by the model's scheduler, a stream among the others it
-        speaks at the same time (alone there, the same samples as without)."""
+        """The frames ``stream`` yields for a text scripted into ``chunks``."""
         settings = self._settings_for(opts)
-        if together:
-            frames = _handle_frames(self.scheduler.submit(chunks, voice, noise, settings, on_chunk))
-        else:
-            frames = generate_frames(self.runtime, chunks, voice, noise, settings, on_chunk)
+        frames = _handle_frames(self.scheduler.submit(chunks, voice, noise, settings, on_chunk))
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
@@ -501,10 +495,9 @@ class PocketTTS:
             return self._scheduler
 
     def stream_together(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Frame]:
-        """``stream``, spoken by the scheduler alongside every other stream of this model
-        (from any thread): a frame each per tick, in one batched call where the runtime
-        can, the same frames as alone. Closing the iterator cancels the stream."""
-        return self.stream(text, *args, together=True, **kwargs)
+        """``stream`` (its old name from when a stream alone ran another loop: every
+        stream is now spoken by the scheduler beside the others)."""
+        return self.stream(text, *args, **kwargs)
 
     def synthesize_many(
         self,
@@ -522,12 +515,19 @@ class PocketTTS:
         int4 alike (no row's result depends on its neighbours).
         """
         n = len(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise OptionsError("texts", f"item {i} is {type(text).__name__}, not a text")
+        if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
+            raise OptionsError("max_streams", f"must be a whole number >= 1, not {max_streams!r}")
         voice_list = list(voices) if isinstance(voices, list | tuple) else [voices] * n
         opts_list = list(options) if isinstance(options, list | tuple) else [options] * n
         if len(voice_list) != n or len(opts_list) != n:
-            raise ValueError(
-                f"{n} texts need {n} voices and options (or one of each), got "
-                f"{len(voice_list)} voices and {len(opts_list)} options"
+            raise FieldError(
+                f"{n} texts need {n} {{voices}} and {{options}} (or one of each), got "
+                f"{len(voice_list)} voices and {len(opts_list)} options",
+                "voices",
+                "options",
             )
         resolved = [
             (self._as_voice(v), o or SpeakOptions())
@@ -536,7 +536,7 @@ class PocketTTS:
 
         def speak(i: int) -> np.ndarray:
             voice, opts = resolved[i]
-            frames = self.stream_together(texts[i], voice, opts)
+            frames = self.stream(texts[i], voice, opts)
             try:
                 pieces = [f.audio for f in frames]
             finally:
@@ -557,7 +557,7 @@ class PocketTTS:
     ) -> np.ndarray:
         """``synthesize`` for an event loop: awaiting many of these (``asyncio.gather``)
         speaks them together on the scheduler, and the loop is never blocked."""
-        frames = self.stream_together(text, voice, options)
+        frames = self.stream(text, voice, options)
         opts = options or SpeakOptions()
         loop = asyncio.get_running_loop()
         sentinel = object()
@@ -693,13 +693,12 @@ class ChosenVoice:
     path: Path | None = None
 
 
-_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk", "together"})
+_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
 
 
 class _SessionModel:
     """The narrow side of a loaded model that a ``Session`` drives (``session.SessionModel``):
-    its runtime, scripting a text, frames of a script (by the model's scheduler, beside
-    the other streams), the seeded noise."""
+    scripting a text, a stream of the model's scheduler, the seeded noise, the output chain."""
 
     def __init__(self, tts: PocketTTS) -> None:
         self._tts = tts
@@ -710,14 +709,19 @@ class _SessionModel:
     ) -> list[ChunkPlan | Pause]:
         return self._tts._script_for(text, opts, on_warning)
 
-    def frames(
+    def submit(
         self,
-        chunks: Iterable[ChunkPlan | Pause],
+        items: Iterable[ChunkPlan | Pause | Mark],
         voice: VoiceState | None,
         opts: SpeakOptions,
         noise: NoiseSource,
-    ) -> Iterator[Frame]:
-        return self._tts._frames_for(chunks, voice, opts, noise, together=True)
+        ready: Callable[[], bool],
+    ) -> StreamHandle:
+        settings = self._tts._settings_for(opts)
+        return self._tts.scheduler.submit(items, voice, noise, settings, ready=ready)
+
+    def output_chain(self, opts: SpeakOptions) -> OutputChain | None:
+        return OutputChain(self._tts.sample_rate) if opts.output_chain else None
 
     def noise(self, opts: SpeakOptions) -> GaussianNoise:
         return self._tts._noise_for(opts)

@@ -61,6 +61,7 @@ __all__ = [
     "PromptError",
     "RuntimeUnavailable",
     "SessionClosed",
+    "SessionFull",
     "StoreError",
     "TensorFileError",
     "TokenizerError",
@@ -236,6 +237,10 @@ class BackendError(UserError, RuntimeError):
 
 class SessionClosed(UserError, RuntimeError):
     """``Session.enqueue`` after ``finish``, ``cancel`` or an error ended the session."""
+
+
+class SessionFull(UserError, RuntimeError):
+    """``Session.enqueue`` while the session's queue of texts is full (its reader is behind)."""
 
 
 class PathError(UserError):

@@ -7,37 +7,44 @@
         for frame in session:              # or: async for frame in session
             play(frame.audio)
 
-A session owns a background thread that speaks each enqueued text in turn:
-the text goes through the same normaliser, markup and chunking as ``tts``
-(``PocketTTS.script``, run by ``enqueue`` so a bad text is the caller's
-error), every chunk starts from a copy of the voice's KV snapshot, and one
-noise generator, seeded once, runs across chunks and texts. So one enqueued
-text gives exactly the frames of ``PocketTTS.stream`` with the same seed,
-and a session of several texts is reproducible.
+A session is one stream of the model's scheduler (``pocketcli.engine.scheduler``),
+fed by its texts as they are enqueued: each text goes through the same normaliser,
+markup and chunking as ``tts`` (``PocketTTS.script``, run by ``enqueue`` so a bad
+text is the caller's error), every chunk starts from a copy of the voice's KV
+snapshot, and one noise generator, seeded once, runs across chunks and texts. So
+one enqueued text gives exactly the frames of ``PocketTTS.stream`` with the same
+seed, and a session of several texts is reproducible. Several sessions of one
+loaded model speak at the same time, each a row of the same batched calls.
 
-``cancel()`` stops generation before the next frame (the noise source checks
-for it before every frame's flow head), waits for the runtime to be free and
-drops the frames not yet read. An error ends the stream: iteration raises it
-after the frames made before it. Texts are spoken by the model's scheduler
-(``pocketcli.engine.scheduler``), so several sessions of one loaded model
-speak at the same time, each a row of the same batched calls.
+Bounded: at most ``MAX_AHEAD_FRAMES`` frames (about 2.5 s) are made ahead of the
+reader, pauses included (a reader that does not read stops generation), and at most
+``MAX_QUEUED_TEXTS`` texts wait to be spoken (``enqueue`` raises ``SessionFull``
+beyond). The session owns no thread: a session dropped without ``cancel`` is
+cancelled when it is garbage-collected.
+
+``cancel()`` stops generation at the scheduler's next tick and drops the frames not
+yet read. An error ends the stream: iteration raises it after the frames made
+before it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
 import time
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from pocketcli.engine.generator import Frame
-from pocketcli.engine.noise import NoiseSource
+from pocketcli.engine.chunk import Frame
+from pocketcli.engine.noise import NoiseSource, peekable
+from pocketcli.engine.scheduler import Mark, StreamHandle
 from pocketcli.errors import SessionClosed as SessionClosed  # defined there; re-exported
+from pocketcli.errors import SessionFull as SessionFull  # defined there; re-exported
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
 from pocketcli.text import ChunkPlan
@@ -45,7 +52,11 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.audio.playback import AudioSink
+    from pocketcli.audio.postprocess import OutputChain
     from pocketcli.runtimes.base import Runtime
+
+# Texts enqueued and not yet spoken to their end before ``enqueue`` refuses more.
+MAX_QUEUED_TEXTS = 64
 
 
 class SessionModel(Protocol):
@@ -57,15 +68,18 @@ class SessionModel(Protocol):
         self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
     ) -> list[ChunkPlan | Pause]: ...
 
-    def frames(
+    def submit(
         self,
-        chunks: Iterable[ChunkPlan | Pause],
+        items: Iterable[ChunkPlan | Pause | Mark],
         voice: VoiceState | None,
         opts: SpeakOptions,
         noise: NoiseSource,
-    ) -> Iterator[Frame]:
-        """The frames of a script, spoken by the model's scheduler beside other streams."""
+        ready: Callable[[], bool],
+    ) -> StreamHandle:
+        """A stream of the model's scheduler over ``items`` (``ready``: an item is there)."""
         ...
+
+    def output_chain(self, opts: SpeakOptions) -> OutputChain | None: ...
 
     def noise(self, opts: SpeakOptions) -> NoiseSource: ...
 
@@ -78,23 +92,6 @@ class SessionFrame(Frame):
     utterance_index: int  # which enqueued text, from 0
 
 
-class _Cancelled(Exception):
-    """Unwinds the generation thread (and the engine's generator) on ``cancel``."""
-
-
-class _StopOnCancel:
-    """The session's noise: checks for a cancel before each frame's flow head."""
-
-    def __init__(self, noise: NoiseSource, cancelled: threading.Event) -> None:
-        self._noise = noise
-        self._cancelled = cancelled
-
-    def __call__(self, size: int) -> np.ndarray:
-        if self._cancelled.is_set():
-            raise _Cancelled()
-        return self._noise(size)
-
-
 @dataclass(frozen=True)
 class UtteranceEnd:
     """In ``Session.events()``: every frame of utterance ``index`` has been read."""
@@ -102,12 +99,45 @@ class UtteranceEnd:
     index: int
 
 
-@dataclass(frozen=True)
-class _Failure:
-    error: BaseException
+class _Texts:
+    """A session's texts as the items of its stream: each text's script, then a mark
+    of its end. Never blocks: the scheduler asks ``ready`` first."""
 
+    def __init__(self) -> None:
+        self._items: deque[ChunkPlan | Pause | Mark] = deque()
+        self._lock = threading.Lock()
+        self._finished = False
+        self.waiting = 0  # texts whose end mark the stream has not yet taken
 
-_END = object()  # input: no more text; output: no more frames
+    def put(self, index: int, chunks: list[ChunkPlan | Pause]) -> bool:
+        """Queues a text (False: ``MAX_QUEUED_TEXTS`` are already waiting)."""
+        with self._lock:
+            if self.waiting >= MAX_QUEUED_TEXTS:
+                return False
+            self.waiting += 1
+            self._items.extend(chunks)
+            self._items.append(Mark(UtteranceEnd(index)))
+            return True
+
+    def finish(self) -> None:
+        with self._lock:
+            self._finished = True
+
+    def ready(self) -> bool:
+        with self._lock:
+            return bool(self._items) or self._finished
+
+    def __iter__(self) -> Iterator[ChunkPlan | Pause | Mark]:
+        return self
+
+    def __next__(self) -> ChunkPlan | Pause | Mark:
+        with self._lock:
+            if not self._items:
+                raise StopIteration
+            item = self._items.popleft()
+            if isinstance(item, Mark):
+                self.waiting -= 1
+            return item
 
 
 class Session:
@@ -128,63 +158,68 @@ class Session:
     ) -> None:
         self.options = options
         self._tts = tts
-        self._voice = voice
         self._on_warning = on_warning
-        self._cancelled = threading.Event()
-        self._noise = _StopOnCancel(noise or tts.noise(options), self._cancelled)
-        self._input: queue.Queue[Any] = queue.Queue()
-        self._output: queue.Queue[Any] = queue.Queue()
+        self._texts = _Texts()
         self._state = threading.Lock()
         self._closed = False
         self._enqueued = 0
+        self._counts: dict[int, int] = {}  # chunks of each text not yet read to its end
         self._completed = -1  # the last utterance all of whose frames were read
         self._ended = False  # the reader saw the end of the stream
-        self._thread = threading.Thread(target=self._run, name="pockettts-session", daemon=True)
-        self._thread.start()
+        self._chain = tts.output_chain(options)
+        # One lookahead for every text: the noise sequence runs on across them.
+        noise = peekable(noise or tts.noise(options))
+        self._handle = tts.submit(self._texts, voice, options, noise, self._texts.ready)
+        # Dropped without a cancel: its stream leaves the scheduler all the same.
+        weakref.finalize(self, self._handle.cancel)
 
     # -- the producer's side -------------------------------------------------
     def enqueue(self, text: str) -> int | None:
         """Queues a text; returns its utterance index (None for blank text, skipped).
 
-        Raises ``SessionClosed`` after ``finish``/``cancel``, and the text's own
-        errors (``MarkupError``, ``EmptyTextError``) here, not in the stream.
+        Raises ``SessionClosed`` after ``finish``/``cancel``/an error, ``SessionFull``
+        while ``MAX_QUEUED_TEXTS`` texts wait, and the text's own errors
+        (``MarkupError``, ``EmptyTextError``) here, not in the stream.
         """
-        if self._closed:
-            raise SessionClosed(self._closed_reason())
+        self._check_open()
         if not text.strip():
             return None  # a stream's blank piece is nothing to say (synthesize("") raises)
         chunks = self._tts.script(text, self.options, self._on_warning)
         with self._state:
-            if self._closed:
-                raise SessionClosed(self._closed_reason())
+            self._check_open()
             index = self._enqueued
+            if not self._texts.put(index, chunks):
+                raise SessionFull(
+                    f"the session has {MAX_QUEUED_TEXTS} texts waiting to be spoken;"
+                    " read its frames before enqueueing more"
+                )
+            self._counts[index] = sum(1 for item in chunks if not isinstance(item, Pause))
             self._enqueued += 1
-            self._input.put((index, chunks))
+        self._handle.wake()
         return index
 
-    def _closed_reason(self) -> str:
-        if self._cancelled.is_set():
-            return "the session was cancelled; start a new one"
-        return "the session is finished; start a new one"
+    def _check_open(self) -> None:
+        if self._handle.cancelled:
+            raise SessionClosed("the session was cancelled; start a new one")
+        if self._closed or self._handle.failed:
+            raise SessionClosed("the session is finished; start a new one")
 
     def finish(self) -> None:
         """No more text: the frames end once everything enqueued has been spoken."""
         with self._state:
-            if not self._closed:
-                self._closed = True
-                self._input.put(_END)
+            self._closed = True
+            self._texts.finish()
+        self._handle.wake()
 
-    def cancel(self, wait: bool = True) -> None:
-        """Stops generation before its next frame and ends the frames now.
+    def cancel(self, wait: bool = True, timeout: float | None = None) -> bool:
+        """Stops generation at the next tick and ends the frames now.
 
-        With ``wait`` (the default) it returns once the model is free again.
+        With ``wait`` (the default) it returns once the stream has left the ticks (or
+        ``timeout`` seconds have passed); returns whether it has.
         """
         with self._state:
             self._closed = True
-            self._cancelled.set()
-            self._input.put(_END)
-        if wait and threading.current_thread() is not self._thread:
-            self._thread.join()
+        return self._handle.cancel(wait=wait, timeout=timeout)
 
     async def acancel(self) -> None:
         """``cancel()`` without blocking the event loop."""
@@ -197,7 +232,7 @@ class Session:
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self._handle.cancelled
 
     # -- the reader's side ---------------------------------------------------
     def __iter__(self) -> Iterator[SessionFrame]:
@@ -229,19 +264,28 @@ class Session:
 
     def _next_item(self) -> SessionFrame | UtteranceEnd | None:
         """The next frame or end-of-utterance mark; None at the end of the stream."""
-        if self._ended or self._cancelled.is_set():
+        if self._ended:
+            return None
+        try:
+            item = self._handle.next_item()
+        except BaseException:
+            self._ended = self._closed = True
+            raise
+        if item is None:
             self._ended = True
             return None
-        item = self._output.get()
-        if isinstance(item, UtteranceEnd):
-            self._completed = item.index
-            return item
-        if isinstance(item, SessionFrame) and not self._cancelled.is_set():
-            return item
-        self._ended = True
-        if isinstance(item, _Failure):
-            raise item.error
-        return None
+        if isinstance(item, Mark):
+            assert isinstance(item.value, UtteranceEnd)
+            self._completed = item.value.index
+            self._counts.pop(item.value.index, None)
+            self._chain = self._tts.output_chain(self.options)  # each text's own
+            return item.value
+        index = self._completed + 1
+        audio = item.audio if self._chain is None else self._chain.process(item.audio)
+        return SessionFrame(
+            audio, item.chunk_index, item.frame_index, item.latent, item.eos_logit,
+            self._counts.get(index, 0), index,
+        )  # fmt: skip
 
     def __aiter__(self) -> Session:
         return self
@@ -270,43 +314,6 @@ class Session:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.acancel()
-
-    # -- the generation thread -------------------------------------------------
-    def _run(self) -> None:
-        try:
-            # The voice snapshot is laid out for the runtime once, now, so the
-            # first text pays only for itself (each chunk then copies it).
-            self._tts.runtime.start_sequence(self._voice, 1)
-            while not self._cancelled.is_set():
-                item = self._input.get()
-                if item is _END:
-                    break
-                index, chunks = item
-                self._speak(index, chunks)
-                self._output.put(UtteranceEnd(index))
-        except _Cancelled:
-            pass
-        except BaseException as exc:  # the reader gets it, in order, after the frames
-            with self._state:
-                self._closed = True
-            self._output.put(_Failure(exc))
-            return
-        self._output.put(_END)
-
-    def _speak(self, index: int, chunks: list[ChunkPlan | Pause]) -> None:
-        count = sum(1 for item in chunks if not isinstance(item, Pause))
-        frames = self._tts.frames(chunks, self._voice, self.options, self._noise)
-        try:
-            for f in frames:
-                self._output.put(
-                    SessionFrame(
-                        f.audio, f.chunk_index, f.frame_index, f.latent, f.eos_logit, count, index
-                    )
-                )
-                if self._cancelled.is_set():
-                    raise _Cancelled()
-        finally:
-            frames.close()  # a cancel leaves the scheduler at its next tick
 
 
 def play_session(

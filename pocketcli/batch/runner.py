@@ -58,7 +58,7 @@ class InProcess:
         self._pool = pool = ThreadPoolExecutor(self.streams, thread_name_prefix="line")
         running: set[Future[LineResult]] = set()
         for job in jobs:
-            running.add(pool.submit(self.worker.make, job, None, True))
+            running.add(pool.submit(self.worker.make, job))
             if len(running) >= self.streams:
                 done, running = wait(running, return_when=FIRST_COMPLETED)
                 yield from (f.result() for f in done)

@@ -101,9 +101,9 @@ class LineWorker:
     def load(cls, spec: ModelSpec, voice, options: SpeakOptions) -> LineWorker:
         return cls(spec.load(), voice, options)
 
-    def make(self, job: Job, folder: Path | None = None, together: bool = False) -> LineResult:
-        """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``);
-        ``together``: as a stream of the model's scheduler, beside other lines."""
+    def make(self, job: Job, folder: Path | None = None) -> LineResult:
+        """Streams the line into a ``.part`` file in ``folder`` (default: ``job.spool``),
+        a stream of the model's scheduler (beside other lines, with ``--streams``)."""
         result = LineResult(job, worker=self.name)
         traces: list = []
         started = time.perf_counter()
@@ -121,7 +121,6 @@ class LineWorker:
                 seed=job.seed,
                 on_warning=result.warnings.append,
                 on_chunk=traces.append,
-                together=together,
             )
             result.path = str(part)
         except Exception as exc:  # one line's failure, whatever it is, never stops the rest

@@ -1,31 +1,28 @@
-"""Many streams on one loaded model: every tick, each active stream advances one frame.
+"""The engine: every stream of one loaded model, advanced one frame per tick.
 
-Continuous batching, as LLM servers do it: streams join and leave at frame
-boundaries. A tick makes one FlowLM call for every stream that is past its
-first frame (each row at its own position, with its own mask), one flow-head
-call for all of them, and hands the tick's latents to one Mimi thread, which
-decodes them while the next tick's FlowLM runs: in one batched call for the
-streams with as many latents (states stacked along the batch) when the runtime
-has one (``pocketcli.runtimes.base.decode_batching``), up to the rows it says a
-call should take, else one call per stream. A joining stream's text
-prefill rides on its first frame, as alone; the prefills entering a tick hold at
-most one full chunk's tokens between them (or are one prefill), so a join stalls
-the others by about one prefill.
+Every way of speaking (``synthesize``, ``stream``, sessions, ``synthesize_many``,
+the CLI, batch lines, the servers) submits its text here; a lone stream is a
+scheduler with one row. Continuous batching, as LLM servers do it: streams join
+and leave at frame boundaries. A tick is three steps (``_turn``):
 
-A runtime without batched calls (``pocketcli.runtimes.base.batching``) is
-driven by the same ticks one row at a time, round-robin per frame, so first
-audio stays fair. A stream alone in its tick takes the row calls too: alone,
-it gives exactly the samples of ``generate_frames``.
+1. choose the rows (``_schedule``): wait until a stream may make a frame, move
+   each to its next chunk or pause, and pick the chunks that step now (a joining
+   chunk's text prefill rides on its first frame; the prefills entering a tick
+   hold at most one full chunk's tokens between them, or are one prefill);
+2. run the model on them (``rows.RowCalls``: the runtime adapted once, batched,
+   one row at a time, or sampling in its graph);
+3. take the outputs (``_take_outputs``): kept latents go to Mimi
+   (``engine.mimi``, on its own thread, decoding while the next tick's FlowLM
+   runs), a pause gives its silence, as many frames as its reader may still take.
 
-Each stream's frames come out in order, through its ``StreamHandle``, as soon
-as they are decoded. A tick of first frames only (no stream under way) waits for
-their audio before the next, as ``generate_frames`` waits for a chunk's first
-frame, so that decode has the cores to itself. A stream with nothing unread (its
-first frame, or a reader that has caught up) has its latents decoded ahead of the
-others' work of the same tick, so a joining listener waits for no one else's
-audio. A stream whose reader falls ``max_ahead`` frames behind sits out ticks
-until it reads (memory stays bounded by the model). ``cancel`` takes effect at
-the next tick.
+All of a stream's state is on its ``Row``. A reader that falls ``max_ahead`` frames
+behind (speech or silence alike) sits its stream out until it reads, so memory is
+bounded by the model, not by the text or the reader. ``StreamHandle.cancel`` sets a
+flag the next tick reads: the stream makes no frame after it. A tick of first
+frames only (no stream under way) waits for their audio before the next, so that
+decode has the cores to itself; a stream with nothing unread (its first frame, or a
+reader that has caught up) has its latents decoded ahead of the others' queued work.
+Mimi may be at most ``MAX_MIMI_TICKS`` ticks behind, unless a stream is yet to start.
 """
 
 from __future__ import annotations
@@ -36,23 +33,19 @@ import itertools
 import queue
 import threading
 import weakref
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pocketcli.defaults import MAX_TOKENS
-from pocketcli.engine.generator import (
-    ChunkRun,
-    ChunkTrace,
-    Frame,
-    GenerationSettings,
-    silence_frames,
-)
-from pocketcli.engine.noise import NoiseSource
+from pocketcli.engine.chunk import ChunkRun, ChunkTrace, Frame, GenerationSettings, PauseRun
+from pocketcli.engine.mimi import Decode, Mimi
+from pocketcli.engine.noise import NoiseSource, peekable
+from pocketcli.engine.rows import BatchedCalls, RowCalls, RowWork, row_calls
 from pocketcli.normalize.timeline import Pause
-from pocketcli.runtimes.base import Runtime, batching, decode_batching
+from pocketcli.runtimes.base import Runtime, decode_batching
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
@@ -62,8 +55,7 @@ MAX_AHEAD_FRAMES = 32
 # (unless a stream is yet to start: it does not wait for the others' audio).
 # Where Mimi is slower than the FlowLM (many full-size streams on two cores), running
 # ahead only piled frames up until streams sat out by turns, each turn restacking the
-# KV caches (measured: 4.3 stacks alive at 8 streams) and queueing a joining stream's
-# first frame behind seconds of other streams' audio.
+# KV caches and queueing a joining stream's first frame behind seconds of other audio.
 MAX_MIMI_TICKS = 2
 # Text tokens whose prefills may share a tick: one full chunk's (a prefill's cost grows
 # with its tokens), so several short texts joining at once start in the same tick.
@@ -74,6 +66,14 @@ EXIT_WAIT_SECONDS = 5.0
 _END = object()
 
 
+@dataclass(frozen=True)
+class Mark:
+    """An item a stream's source puts between its chunks: handed to the reader in order
+    with the frames (a session marks each text's end); chunk numbers restart after it."""
+
+    value: object
+
+
 class StreamHandle:
     """One stream's frames, in order: iterate (blocking), ``async for``, or ``cancel()``."""
 
@@ -82,28 +82,30 @@ class StreamHandle:
         self._scheduler = scheduler
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._cancelled = threading.Event()
+        self._left = threading.Event()  # the stream is out of the scheduler's ticks
         self._done = False
+        self.failed = False
 
-    # -- the reader's side ----------------------------------------------
     def __iter__(self) -> Iterator[Frame]:
         return self
 
     def __next__(self) -> Frame:
-        frame = self._next_or_none()
-        if frame is None:
-            raise StopIteration
-        return frame
+        while (item := self.next_item()) is not None:
+            if isinstance(item, Frame):
+                return item
+        raise StopIteration
 
     def __aiter__(self) -> StreamHandle:
         return self
 
     async def __anext__(self) -> Frame:
-        frame = await asyncio.get_running_loop().run_in_executor(None, self._next_or_none)
+        frame = await asyncio.get_running_loop().run_in_executor(None, next, self, None)
         if frame is None:
             raise StopAsyncIteration
         return frame
 
-    def _next_or_none(self) -> Frame | None:
+    def next_item(self) -> Frame | Mark | None:
+        """The next frame or mark (blocking); None at the end. Raises the stream's error."""
         if self._done:
             return None
         item = self._queue.get()
@@ -114,45 +116,80 @@ class StreamHandle:
             self._done = True
             self.cancel()  # a stream failed by its Mimi work still has to leave the ticks
             raise item
+        assert isinstance(item, Frame | Mark)
         self._scheduler._frame_read(self.id)
-        assert isinstance(item, Frame)
         return item
 
-    def cancel(self) -> None:
-        """Stops the stream at the next tick; frames not yet read are dropped."""
+    def cancel(self, wait: bool = False, timeout: float | None = None) -> bool:
+        """Stops the stream at the next tick; frames not yet read are dropped. With
+        ``wait``, returns once the stream has left the scheduler's ticks (or ``timeout``
+        seconds have passed). Returns whether it has left."""
         if not self._cancelled.is_set():
             self._cancelled.set()
             self._queue.put(_END)
             self._scheduler._wake()
+        if wait and not self._scheduler._in_loop():
+            self._left.wait(timeout)
+        return self._left.is_set()
 
     close = cancel
+
+    def wake(self) -> None:
+        """Tells the scheduler the stream's source has more (a session's new text)."""
+        self._scheduler._wake()
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    # -- the scheduler's side -------------------------------------------
-    def _put(self, item: object) -> None:
-        self._queue.put(item)
+    @property
+    def ahead(self) -> int:
+        """Frames made and not yet read (0 once the stream has left the ticks)."""
+        return self._scheduler._ahead(self.id)
 
 
-@dataclass
-class _Stream:
+@dataclass(eq=False)
+class Row:
+    """One stream, all the scheduler knows of it."""
+
     handle: StreamHandle
-    items: Iterator[ChunkPlan | Pause]
+    items: Iterator[ChunkPlan | Pause | Mark]
+    ready: Callable[[], bool]  # the source has an item now (a session may wait for text)
     voice: VoiceState | None
     noise: NoiseSource
     settings: GenerationSettings
     on_chunk: Callable[[ChunkTrace], None] | None
     run: ChunkRun | None = None
+    pause: PauseRun | None = None
     chunk_index: int = 0
-    unread: int = 0  # frames handed to Mimi or the queue, not yet read
+    unread: int = 0  # frames (and marks) made, not yet read
     failed: bool = False
     started: bool = False  # a frame of it (speech or pause) is on its way
 
+    @property
+    def live(self) -> bool:
+        return not (self.failed or self.handle.cancelled)
 
-# A stream's latents on their way to Mimi, with the chunk that made them.
-_Decode = tuple[_Stream, ChunkRun, np.ndarray]
+    def busy(self) -> bool:
+        """It is inside a chunk that wants a frame, or a pause with silence left."""
+        if self.pause is not None:
+            return not self.pause.done
+        return self.run is not None and self.run.wants_frame()
+
+    def may_run(self, max_ahead: int) -> bool:
+        """Its reader may take another frame, and it has something to make one of."""
+        if self.unread >= max_ahead:
+            return False
+        return self.run is not None or self.pause is not None or self.ready()
+
+    def put(self, item: object) -> None:
+        self.handle._queue.put(item)
+
+    def fail(self, exc: BaseException) -> None:
+        """From the Mimi thread: its latents are skipped from now on, the next tick drops
+        it, and the reader hears ``exc`` after the frames decoded before it."""
+        self.failed = self.handle.failed = True
+        self.put(exc)
 
 
 @dataclass
@@ -166,49 +203,12 @@ class SchedulerStats:
     batched_decodes: int = 0  # Mimi calls that decoded several streams at once
 
 
-class _MimiThread:
-    """The one thread that runs a scheduler's Mimi work, in the order it was handed over.
-
-    Not a ``ThreadPoolExecutor``: that refuses new work once the interpreter begins
-    to exit, and the scheduler must still be able to end its streams then.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: deque[Callable[[], None] | None] = deque()
-        self._ready = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="pockettts-mimi", daemon=True)
-        self._thread.start()
-
-    def submit(self, fn: Callable[..., None], *args: object, first: bool = False) -> None:
-        """Queues ``fn(*args)``; with ``first``, ahead of the work already queued."""
-        with self._ready:
-            if first:
-                self._jobs.appendleft(lambda: fn(*args))
-            else:
-                self._jobs.append(lambda: fn(*args))
-            self._ready.notify()
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Runs what was handed over, then stops."""
-        with self._ready:
-            self._jobs.append(None)
-            self._ready.notify()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            with self._ready:
-                while not self._jobs:
-                    self._ready.wait()
-                job = self._jobs.popleft()
-            if job is None:
-                return
-            job()  # never raises: a job reports its errors to its streams (``_decode_job``)
-
-
 class Scheduler:
-    """Advances every submitted stream of one runtime, one frame per tick, in one thread."""
+    """Advances every submitted stream of one runtime, one frame per tick, in one thread.
+
+    ``threaded_decoder`` False: Mimi decodes in the scheduler's thread (no Mimi
+    thread); ``batched`` False: one row at a time even where the runtime batches.
+    """
 
     def __init__(
         self,
@@ -220,56 +220,67 @@ class Scheduler:
     ) -> None:
         self.runtime = runtime
         self.max_ahead = max_ahead
-        self._batched = batching(runtime) if batched else None
-        self._batch = self._batched.start_batch() if self._batched is not None else None
-        self._decoder = decode_batching(runtime) if batched else None
-        # This tick's Mimi work, handed to the Mimi thread as one piece; ``_waited`` is
-        # the latents of streams with nothing unread (a first frame, a reader waiting),
-        # handed over ahead of the work already queued.
-        self._decodes: list[_Decode] = []
-        self._waited: list[_Decode] = []
-        self._mimi_ticks = 0  # decode jobs handed to the Mimi thread, not yet done
-        self._threaded = threaded_decoder
-        self._mimi = _MimiThread() if threaded_decoder else None
+        self._calls: RowCalls = row_calls(runtime, batched)
         self._cond = threading.Condition()
-        self._streams: dict[int, _Stream] = {}
+        decoder = decode_batching(runtime) if batched else None
+        self._mimi = Mimi(runtime, decoder, self._cond, threaded_decoder)
+        self._rows: dict[int, Row] = {}
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.stats = SchedulerStats()
-        self._latent_dim = runtime.config.flow_lm.latent_dim
+        # Set while the loop waits: for anything (``_waiting``), or with no Mimi work in
+        # flight either (``_idle``: nothing will change until a reader or a source does).
+        self._waiting = threading.Event()
+        self._idle = threading.Event()
+        self._stats = SchedulerStats()
         _LIVE.add(self)
 
     @property
     def batches(self) -> bool:
         """Whether ticks use the runtime's batched calls (else one row at a time)."""
-        return self._batched is not None
+        return isinstance(self._calls, BatchedCalls)
 
     @property
     def active_streams(self) -> int:
         with self._cond:
-            return len(self._streams)
+            return len(self._rows)
+
+    @property
+    def stats(self) -> SchedulerStats:
+        self._stats.batched_calls = self._calls.batched_calls
+        self._stats.batched_decodes = self._mimi.batched_decodes
+        return self._stats
+
+    @property
+    def _mimi_ticks(self) -> int:
+        return self._mimi.ticks
 
     def submit(
         self,
-        chunks: Iterable[ChunkPlan | Pause],
+        chunks: Iterable[ChunkPlan | Pause | Mark],
         voice: VoiceState | None,
         noise: NoiseSource,
         settings: GenerationSettings,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
+        *,
+        ready: Callable[[], bool] | None = None,
     ) -> StreamHandle:
-        """Starts a stream (it joins at the next tick); read its frames from the handle."""
+        """Starts a stream (it joins at the next tick); read its frames from the handle.
+        ``ready``: whether ``chunks`` has an item now (else it is asked again once the
+        handle's ``wake`` is called); None: always."""
         with self._cond:
             if self._closed:
                 raise RuntimeError("the scheduler is closed")
-            sid = next(self._ids)
-            handle = StreamHandle(self, sid)
-            self._streams[sid] = _Stream(handle, iter(chunks), voice, noise, settings, on_chunk)
+            handle = StreamHandle(self, next(self._ids))
+            self._rows[handle.id] = Row(
+                handle, iter(chunks), ready or _always, voice, peekable(noise), settings, on_chunk
+            )
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="pockettts-scheduler", daemon=True
                 )
                 self._thread.start()
+            self._rest(False)
             self._cond.notify_all()
         return handle
 
@@ -279,40 +290,71 @@ class Scheduler:
         _LIVE.discard(self)
         with self._cond:
             self._closed = True
-            streams = list(self._streams.values())
+            rows = list(self._rows.values())
             self._cond.notify_all()
-        for s in streams:
-            s.handle.cancel()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        for row in rows:
+            row.handle.cancel()
+        if self._thread is not None and not self._in_loop():
             self._thread.join(timeout)
-        if self._mimi is not None:
-            self._mimi.stop(timeout)
+        self._mimi.stop(timeout)
+        for row in rows:
+            row.handle._left.set()
 
     # -- bookkeeping ------------------------------------------------------
+    def _in_loop(self) -> bool:
+        """Whether this is the scheduler's thread or its Mimi thread."""
+        mimi = self._mimi.thread
+        return threading.current_thread() is self._thread or (mimi is not None and mimi.current())
+
     def _wake(self) -> None:
         with self._cond:
+            self._rest(False)
             self._cond.notify_all()
 
     def _frame_read(self, sid: int) -> None:
         with self._cond:
-            s = self._streams.get(sid)
-            if s is not None:
-                s.unread -= 1
-                if s.unread == self.max_ahead - 1:
+            row = self._rows.get(sid)
+            if row is not None:
+                row.unread -= 1
+                if row.unread == self.max_ahead - 1:
+                    self._rest(False)
                     self._cond.notify_all()
 
-    def _leave(self, s: _Stream, item: object = _END) -> None:
-        """Removes a stream; its end (or error) follows the frames already on their way."""
-        with self._cond:
-            self._streams.pop(s.handle.id, None)
-        self._after_decodes(lambda: s.handle._put(item))
-
-    def _after_decodes(self, action: Callable[[], None]) -> None:
-        self._submit_decodes()  # a stream's frames before what follows them
-        if self._mimi is None:
-            action()
+    def _rest(self, waiting: bool) -> None:
+        """Marks the loop as waiting (or not): called with ``_cond`` held."""
+        if waiting:
+            self._waiting.set()
+            if self._mimi.ticks == 0:
+                self._idle.set()
         else:
-            self._mimi.submit(action)
+            self._waiting.clear()
+            self._idle.clear()
+
+    def _ahead(self, sid: int) -> int:
+        with self._cond:
+            row = self._rows.get(sid)
+            return row.unread if row is not None else 0
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Waits until no stream can make a frame and no Mimi work is in flight (every
+        stream ended or waiting for its reader or its source); False if ``timeout``
+        seconds pass first."""
+        return self._idle.wait(timeout)
+
+    def _drop(self, row: Row) -> None:
+        with self._cond:
+            self._rows.pop(row.handle.id, None)
+        row.handle._left.set()
+
+    def _leave(self, row: Row, item: object = _END) -> None:
+        """Removes a stream; its end (or error) follows the frames already on their way."""
+        self._drop(row)
+        self._mimi.after(lambda: row.put(item))
+
+    def _fail(self, row: Row, exc: BaseException) -> None:
+        row.failed = row.handle.failed = True
+        row.run = row.pause = None
+        self._leave(row, exc)
 
     # -- the loop ---------------------------------------------------------
     def _loop(self) -> None:
@@ -322,267 +364,161 @@ class Scheduler:
                     return
             except Exception as exc:  # a fault of the loop itself: its streams hear it
                 with self._cond:
-                    streams = list(self._streams.values())
-                for s in streams:
-                    self._fail(s, exc)
+                    rows = list(self._rows.values())
+                for row in rows:
+                    self._fail(row, exc)
 
     def _turn(self) -> bool:
-        """One tick (False once the scheduler is closed)."""
-        with self._cond:
-            while True:
-                if self._closed:
-                    return False
-                for s in [s for s in self._streams.values() if s.handle.cancelled]:
-                    self._streams.pop(s.handle.id, None)
-                runnable = [s for s in self._streams.values() if s.unread < self.max_ahead]
-                # A stream yet to start does not wait for Mimi to catch up: its first
-                # frame overtakes the queued work (``_decode``), so the wait would only
-                # delay its first audio by the other streams' audio.
-                if runnable and (
-                    self._mimi_ticks < MAX_MIMI_TICKS or any(not s.started for s in runnable)
-                ):
-                    break
-                self._cond.wait()
-        rows = self._rows(runnable)
-        starting = bool(rows) and all(s.run is not None and s.run.first for s in rows)
-        if rows:
-            self._tick(rows)
-        # Only first frames this tick (no stream under way): the next tick waits for their
-        # audio, as ``generate_frames`` does, so the decode has the cores to itself instead
-        # of sharing them with the next FlowLM step.
-        self._submit_decodes(wait=starting)
+        """One tick: choose the rows, run the model on them, take the outputs (False
+        once the scheduler is closed)."""
+        chosen = self._schedule()
+        if chosen is None:
+            return False
+        speaking = [row for row in chosen if row.run is not None]
+        # Only first frames this tick (no stream under way): the next tick waits for
+        # their audio, so the decode has the cores to itself.
+        starting = bool(speaking) and all(row.run.first for row in speaking if row.run)
+        works = self._run(speaking)
+        self._take_outputs(works, [row for row in chosen if row.pause is not None])
+        self._mimi.submit(wait=starting)
         return True
 
-    def _rows(self, runnable: list[_Stream]) -> list[_Stream]:
-        """The streams that make a frame this tick. Chunks start (their text prefills
-        run) while their tokens together fit ``PREFILL_TOKENS_PER_TICK``, and at least
-        one does: a tick stalls the running streams by about one full chunk's prefill
-        at most, and streams that join at once with short texts start together."""
-        rows: list[_Stream] = []
+    # -- 1. choose the rows ------------------------------------------------
+    def _schedule(self) -> list[Row] | None:
+        """The rows that make a frame (or silence) this tick; None once closed."""
+        runnable = self._runnable()
+        if runnable is None:
+            return None
+        chosen: list[Row] = []
         prefill_tokens = 0
         # With no stream under way, a prefill holds no one up: they all start now.
-        budget = PREFILL_TOKENS_PER_TICK if any(s.started for s in runnable) else None
-        for s in runnable:
-            if not self._ready(s):
+        budget = PREFILL_TOKENS_PER_TICK if any(r.started for r in runnable) else None
+        for row in runnable:
+            if not self._advance(row):
                 continue
-            assert s.run is not None
-            if s.run.first:
-                tokens = s.run.plan.n_tokens
+            if row.run is not None and row.run.first:
+                tokens = row.run.plan.n_tokens
                 if budget is not None and prefill_tokens and prefill_tokens + tokens > budget:
                     continue  # its prefill waits for the next tick
                 prefill_tokens += tokens
-            rows.append(s)
-        return rows
+            chosen.append(row)
+        return chosen
 
-    def _ready(self, s: _Stream) -> bool:
-        """Moves ``s`` to a chunk that wants a frame (pauses are queued as they come);
-        False when it has none this tick (ended, failed)."""
+    def _runnable(self) -> list[Row] | None:
+        """Waits for rows that may make a frame (None once the scheduler is closed)."""
+        with self._cond:
+            while not self._closed:
+                for row in [r for r in self._rows.values() if not r.live]:
+                    self._rows.pop(row.handle.id, None)  # cancelled, or failed by Mimi
+                    row.handle._left.set()
+                runnable = [r for r in self._rows.values() if r.may_run(self.max_ahead)]
+                # A stream yet to start does not wait for Mimi to catch up: its first
+                # frame overtakes the queued work, so waiting would only delay it.
+                if runnable and (
+                    self._mimi.ticks < MAX_MIMI_TICKS or any(not r.started for r in runnable)
+                ):
+                    self._rest(False)
+                    return runnable
+                self._rest(True)
+                self._cond.wait()
+        return None
+
+    def _advance(self, row: Row) -> bool:
+        """Moves ``row`` on to a chunk that wants a frame or a pause with silence left;
+        False when it has none this tick (ended, failed, waiting for its source)."""
         try:
-            while s.run is None or not s.run.wants_frame():
-                if s.run is not None:
-                    self._decode(s, s.run, s.run.flush())
-                    s.run = None
-                item = next(s.items, None)
-                if item is None:
-                    self._leave(s)
+            while not row.busy():
+                self._finish_run(row)
+                if not row.ready():
                     return False
-                if isinstance(item, Pause):
-                    config = self.runtime.config.mimi
-                    for frame in silence_frames(
-                        item.seconds, config.sample_rate, config.samples_per_frame
-                    ):
-                        self._emit(s, frame)
-                    continue
-                trace = ChunkTrace(item, [])
-                if s.on_chunk is not None:
-                    s.on_chunk(trace)
-                s.run = ChunkRun(self.runtime, s.chunk_index, item, s.voice, s.settings, trace)
-                s.chunk_index += 1
+                item = next(row.items, None)
+                if item is None:
+                    self._leave(row)
+                    return False
+                self._start(row, item)
         except Exception as exc:
-            self._fail(s, exc)
+            self._fail(row, exc)
             return False
         return True
 
-    def _fail(self, s: _Stream, exc: BaseException) -> None:
-        s.failed = True
-        s.run = None
-        self._leave(s, exc)
+    def _finish_run(self, row: Row) -> None:
+        if row.run is not None:
+            self._decode(row, row.run, row.run.flush())
+        row.run = row.pause = None
 
-    def _emit(self, s: _Stream, frame: Frame) -> None:
-        s.started = True
+    def _start(self, row: Row, item: ChunkPlan | Pause | Mark) -> None:
+        if isinstance(item, Mark):
+            row.chunk_index = 0
+            self._emit(row, item)  # unread like a frame: the next latents stay behind it
+        elif isinstance(item, Pause):
+            mimi = self.runtime.config.mimi
+            row.pause = PauseRun(item.seconds, mimi.sample_rate, mimi.samples_per_frame)
+        else:
+            trace = ChunkTrace(item, [])
+            if row.on_chunk is not None:
+                row.on_chunk(trace)
+            row.run = ChunkRun(self.runtime, row.chunk_index, item, row.voice, row.settings, trace)
+            row.chunk_index += 1
+
+    # -- 2. run the model on them ------------------------------------------
+    def _run(self, rows: list[Row]) -> list[tuple[Row, RowWork]]:
+        """Each row's next frame: its EOS logit, and its latent when the frame is kept."""
+        works = []
+        for row in rows:
+            assert row.run is not None
+            works.append((row, RowWork(row.run, row.noise, row.settings.decode_steps)))
+        if not works:
+            return []
+        try:
+            self._calls.run([work for _, work in works])
+        except Exception as exc:  # one call failed: every row in it fails
+            for row in rows:
+                self._fail(row, exc)
+            return []
+        self._stats.ticks += 1
+        self._stats.batch_sizes[len(works)] += 1
+        return works
+
+    # -- 3. take the outputs -----------------------------------------------
+    def _take_outputs(self, works: list[tuple[Row, RowWork]], pausing: list[Row]) -> None:
+        for row, work in works:
+            if work.error is not None:
+                self._fail(row, work.error)
+            elif work.latent is not None and row.run is not None:
+                with self._cond:
+                    row.unread += 1  # a frame from now on, decoded or not
+                try:
+                    self._decode(row, row.run, row.run.take_latent(work.latent, work.eos))
+                    self._stats.frames += 1
+                except Exception as exc:
+                    self._fail(row, exc)
+        for row in pausing:
+            assert row.pause is not None
+            with self._cond:
+                room = self.max_ahead - row.unread
+            for frame in row.pause.take(room):
+                self._emit(row, frame)
+
+    def _emit(self, row: Row, item: Frame | Mark) -> None:
+        """Hands the reader ``item`` after the latents already on their way."""
+        row.started = True
         with self._cond:
-            s.unread += 1
-        self._after_decodes(lambda: s.handle._put(frame))
+            row.unread += 1
+        self._mimi.after(lambda: row.put(item))
 
-    def _decode(self, s: _Stream, run: ChunkRun, latents: np.ndarray | None) -> None:
+    def _decode(self, row: Row, run: ChunkRun, latents: np.ndarray | None) -> None:
         if latents is None:
             return
-        s.started = True
+        row.started = True
         with self._cond:
-            # Nothing unread: nothing of this stream is on its way either, so its
-            # latents may overtake the other streams' queued work.
-            waited = s.unread == 0
-            s.unread += latents.shape[0]
-        (self._waited if waited else self._decodes).append((s, run, latents))
+            # Nothing unread but these: nothing of this stream is on its way either, so
+            # its latents may overtake the other streams' queued work.
+            waited = row.unread == latents.shape[0]
+        self._mimi.add(Decode(row, run, latents), waited)
 
-    def _submit_decodes(self, wait: bool = False) -> None:
-        """Hands this tick's latents to the Mimi thread: those of streams with nothing
-        unread as a job ahead of the queued work, the rest as a job behind it. The tick
-        counts once (``MAX_MIMI_TICKS``), when its last job is done. With ``wait``,
-        returns once that job is done."""
-        jobs = [(items, first) for items, first in ((self._waited, True), (self._decodes, False))]
-        jobs = [(items, first) for items, first in jobs if items]
-        self._waited, self._decodes = [], []
-        if not jobs:
-            return
-        if self._mimi is None:
-            for items, _ in jobs:
-                self._decode_now(items)
-            return
-        done = threading.Event() if wait else None
-        with self._cond:
-            self._mimi_ticks += 1
-        for n, (items, first) in enumerate(jobs):
-            last = n == len(jobs) - 1
-            self._mimi.submit(self._decode_job, items, last, done if last else None, first=first)
-        if done is not None:
-            done.wait()
 
-    def _decode_job(
-        self, items: list[_Decode], ends_tick: bool, done: threading.Event | None
-    ) -> None:
-        """Decodes ``items``; ``ends_tick``: the tick's last job (``done`` is set then)."""
-        try:
-            self._decode_now(items)
-        except Exception as exc:  # not one call's failure (those fail their own streams)
-            self._report(items, exc)
-        finally:
-            if ends_tick:
-                with self._cond:
-                    self._mimi_ticks -= 1
-                    self._cond.notify_all()
-            if done is not None:
-                done.set()
-
-    @staticmethod
-    def _report(items: list[_Decode], exc: Exception) -> None:
-        """Fails the streams of some Mimi work, from the Mimi thread: their readers get
-        ``exc``, and reading it cancels the stream (``StreamHandle``)."""
-        for s, _, _ in items:
-            s.failed = True
-            s.handle._put(exc)
-
-    def _decode_now(self, items: list[_Decode]) -> None:
-        """Decodes in rounds (a stream's second piece, e.g. the next chunk's first frame,
-        after its first), each round in calls of streams with as many latents."""
-        rounds: list[dict[int, list[_Decode]]] = []
-        seen: Counter[int] = Counter()
-        for item in items:
-            s = item[0]
-            n = seen[s.handle.id]
-            seen[s.handle.id] += 1
-            if n == len(rounds):
-                rounds.append({})
-            rounds[n].setdefault(item[2].shape[0], []).append(item)
-        for groups in rounds:
-            for frames, group in groups.items():
-                live = [item for item in group if not (item[0].handle.cancelled or item[0].failed)]
-                size = self._decoder.decode_rows(frames) if self._decoder is not None else 1
-                for start in range(0, len(live), size):
-                    self._decode_call(live[start : start + size])
-
-    def _decode_call(self, part: list[_Decode]) -> None:
-        try:
-            if len(part) == 1:
-                _, run, latents = part[0]
-                audio = [self.runtime.decode(run.decoder, latents)]
-            else:
-                assert self._decoder is not None
-                audio = list(
-                    self._decoder.decode_batch(
-                        [run.decoder for _, run, _ in part], np.stack([lat for *_, lat in part])
-                    )
-                )
-                self.stats.batched_decodes += 1
-        except Exception as exc:  # one call failed: every stream in it fails
-            self._report(part, exc)
-            return
-        for (s, run, _), samples in zip(part, audio, strict=True):
-            for frame in run.frames(samples):
-                s.handle._put(frame)
-
-    def _tick(self, rows: list[_Stream]) -> None:
-        runtime, batched = self.runtime, self._batched
-        together = batched is not None and len(rows) > 1
-        z: dict[int, np.ndarray] = {}
-        eos: dict[int, float] = {}
-        stepping = [s for s in rows if s.run is not None and not s.run.first]
-        try:
-            if together and stepping:
-                assert batched is not None
-                zs, logits = batched.step_batch(
-                    self._batch,
-                    [s.run.seq for s in stepping],
-                    np.stack([s.run.latent for s in stepping]),
-                )
-                for i, s in enumerate(stepping):
-                    z[s.handle.id], eos[s.handle.id] = zs[i], float(logits[i])
-                self.stats.batched_calls += len(stepping) > 1
-            for s in rows:
-                if s.handle.id not in z:
-                    assert s.run is not None
-                    z[s.handle.id], eos[s.handle.id] = s.run.run_step(runtime)
-        except Exception as exc:  # one call failed: every row in it fails
-            for s in rows:
-                self._fail(s, exc)
-            return
-
-        going: list[_Stream] = []
-        for s in rows:
-            assert s.run is not None
-            if s.run.take_output(eos[s.handle.id]):
-                going.append(s)
-        self.stats.ticks += 1
-        self.stats.batch_sizes[len(rows)] += 1
-        if not going:
-            return
-        noise: dict[int, np.ndarray] = {}
-        by_steps: dict[int, list[_Stream]] = {}
-        for s in going:
-            try:  # a stream's own noise source may stop it (a session's cancel does)
-                noise[s.handle.id] = s.noise(self._latent_dim)
-            except Exception as exc:
-                self._fail(s, exc)
-                continue
-            by_steps.setdefault(s.settings.decode_steps, []).append(s)
-        latents: dict[int, np.ndarray] = {}
-        for steps, group in by_steps.items():
-            try:
-                if together:
-                    assert batched is not None
-                    made = batched.sample_latent_batch(
-                        np.stack([z[s.handle.id] for s in group]),
-                        np.stack([noise[s.handle.id] for s in group]),
-                        steps,
-                    )
-                    latents.update((s.handle.id, made[i]) for i, s in enumerate(group))
-                else:
-                    for s in group:
-                        latents[s.handle.id] = runtime.sample_latent(
-                            z[s.handle.id], noise[s.handle.id], steps
-                        )
-            except Exception as exc:
-                for s in group:
-                    self._fail(s, exc)
-        for s in going:
-            run = s.run
-            if run is None or s.handle.id not in latents:
-                continue
-            try:
-                self._decode(s, run, run.take_latent(latents[s.handle.id], eos[s.handle.id]))
-                self.stats.frames += 1
-            except Exception as exc:
-                self._fail(s, exc)
+def _always() -> bool:
+    return True
 
 
 # Schedulers not yet closed. When the process exits, each is closed (its streams

@@ -156,7 +156,9 @@ class SamplingRuntime(Protocol):
     Some graphs (the browser pack's ``flow_lm``) take the frame's noise in the call
     that gives its EOS logit. The engine then peeks the frame's noise before the EOS
     rule and consumes it only when the frame is kept, so the noise sequence, and the
-    audio for a seed, are those of ``step`` followed by ``sample_latent``.
+    audio for a seed, are those of ``step`` followed by ``sample_latent``. A sampling
+    runtime is driven only through these (``engine.rows.SampledCalls``): it need not
+    offer ``step``, ``prefill_then_step`` or ``sample_latent``.
     """
 
     def step_sampled(

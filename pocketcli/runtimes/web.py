@@ -3,17 +3,16 @@
 The engine is pockettts's, as for our packs. The pack's ``flow_lm`` takes the
 frame's noise in the call that gives its EOS logit (the flow head is inside), so
 this runtime offers ``step_sampled`` (one call per frame; the engine peeks the
-frame's noise before the EOS rule, see ``runtimes.base.SamplingRuntime``). The
-plain ``step`` / ``sample_latent`` pair also works, for callers that draw noise
-after the EOS rule (the scheduler): ``step`` runs the graph with zero noise for the
-EOS logit, ``sample_latent`` runs it again from the same cache with the noise.
+frame's noise before the EOS rule, see ``runtimes.base.SamplingRuntime``) and not
+the plain ``step`` / ``sample_latent`` pair: the scheduler drives it through
+``engine.rows.SampledCalls``.
 Nothing in ``pocket_tts.json`` is trusted as a path; the graphs' inputs must be
 the ones it describes, or loading stops with one line naming the file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -99,22 +98,13 @@ class WebSequence:
 
 
 @dataclass
-class _PendingFrame:
-    """What ``step`` hands ``sample_latent``: the frame's input and the cache before it."""
-
-    seq: WebSequence
-    emb: np.ndarray
-    before: dict[str, np.ndarray]
-    shape: tuple[int, ...] = field(default=(1,))
-
-
-@dataclass
 class WebDecoderState:
     feeds: dict[str, np.ndarray]
 
 
 class WebRuntime:
-    """Implements ``runtimes.base.Runtime`` (and ``SamplingRuntime``) over a browser pack."""
+    """Implements ``runtimes.base.SamplingRuntime`` (and the rest of ``Runtime`` but
+    ``step`` / ``sample_latent``: its graph samples) over a browser pack."""
 
     name = "browser"
 
@@ -280,25 +270,6 @@ class WebRuntime:
     ) -> tuple[np.ndarray, float]:
         self.prefill(seq, embeddings)
         return self.step_sampled(seq, latent, noise, decode_steps)
-
-    def step(self, seq: WebSequence, latent: np.ndarray) -> tuple[np.ndarray, float]:
-        emb = self._frame_input(seq, np.asarray(latent))
-        before = dict(seq.feeds)
-        _, eos, _ = self._run(seq, emb, self._zero_noise(), before)
-        return _PendingFrame(seq, emb, before), eos  # type: ignore[return-value]
-
-    def prefill_then_step(
-        self, seq: WebSequence, embeddings: np.ndarray, latent: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        self.prefill(seq, embeddings)
-        return self.step(seq, latent)
-
-    def sample_latent(self, z: np.ndarray, noise: np.ndarray, decode_steps: int) -> np.ndarray:
-        self._check_steps(decode_steps)
-        if not isinstance(z, _PendingFrame):
-            raise TypeError("a browser pack samples only what its own step returned")
-        sampled, _, _ = self._run(z.seq, z.emb, np.asarray(noise, np.float32), z.before)
-        return sampled
 
     def _check_steps(self, decode_steps: int) -> None:
         if decode_steps != self.decode_steps:

@@ -23,7 +23,7 @@ pytest.importorskip("pocket_tts")
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
-from pocketcli.engine.generator import ChunkTrace, Frame  # noqa: E402
+from pocketcli.engine.chunk import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,

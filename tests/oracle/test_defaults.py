@@ -20,7 +20,7 @@ pytest.importorskip("pocket_tts")
 from pocket_tts.models.tts_model import TTSModel  # noqa: E402
 
 from pocketcli import PocketTTS, SpeakOptions  # noqa: E402
-from pocketcli.engine.generator import ChunkTrace, Frame  # noqa: E402
+from pocketcli.engine.chunk import ChunkTrace, Frame  # noqa: E402
 from tests.oracle.test_engine import MAX_TOKENS, _compare  # noqa: E402
 from tests.oracle.test_engine import TEXT as SHORT_CHUNKS_TEXT  # noqa: E402
 from tests.support.reference import (  # noqa: E402

@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("pocket_tts")
 
 from pocketcli import PocketTTS  # noqa: E402
-from pocketcli.engine.generator import ChunkTrace  # noqa: E402
+from pocketcli.engine.chunk import ChunkTrace  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
 from tests.oracle.test_engine import compare_with_oracle  # noqa: E402
 from tests.support.reference import (  # noqa: E402

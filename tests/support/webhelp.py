@@ -18,9 +18,10 @@ import pytest
 
 from pocketcli.api import PocketTTS
 from pocketcli.config import ModelConfig
-from pocketcli.engine.generator import GenerationSettings, generate_frames
+from pocketcli.engine.chunk import GenerationSettings
 from pocketcli.engine.noise import InjectedNoise
 from pocketcli.packs import web
+from tests.support.alone import frames_alone
 from tests.support.bundlehelp import TINY_CONFIG, TINY_MODEL, TINY_TOKENIZER
 from tests.support.paths import TINY
 
@@ -83,8 +84,8 @@ def driver_job(text: str = DRIVER_TEXT, seed: int = 7) -> tuple[dict, np.ndarray
     rng = np.random.default_rng(seed)
     noise = rng.standard_normal((sum(c.max_frames for c in chunks), 32)) * np.sqrt(temperature)
     noise = noise.astype(np.float32)
-    settings = GenerationSettings(eos_threshold=-4.0, threaded_decoder=False)
-    frames = generate_frames(tts.runtime, chunks, tts.voice("alba"), InjectedNoise(noise), settings)
+    settings = GenerationSettings(eos_threshold=-4.0)
+    frames = frames_alone(tts.runtime, chunks, tts.voice("alba"), InjectedNoise(noise), settings)
     ours = np.concatenate([f.audio for f in frames])
     job = {
         "chunks": [

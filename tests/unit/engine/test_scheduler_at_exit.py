@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
 
     from pocketcli import PocketTTS
-    from pocketcli.engine.generator import GenerationSettings
+    from pocketcli.engine.chunk import GenerationSettings
 
     tts = PocketTTS.load(sys.argv[1])
     calls = 0

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from pocketcli import PocketTTS
-from pocketcli.engine.generator import generate_frames
 from pocketcli.engine.scheduler import Scheduler
 from pocketcli.options import SpeakOptions
 from pocketcli.packs.builder import write_batch_graphs
@@ -23,6 +22,7 @@ from pocketcli.packs.checkpoint import read_checkpoint
 from pocketcli.packs.manifest import MIMI_BATCH_GRAPH, PackManifest
 from pocketcli.runtimes.base import decode_batching
 from pocketcli.runtimes.onnx import OnnxRuntime
+from tests.support.alone import frames_alone
 
 TEXTS = (
     "The first line is the longest one, and it goes on for a while.",
@@ -68,7 +68,7 @@ def test_mimi_decodes_many_streams_in_one_call_with_the_bytes_of_each_alone(
     fp32, fixture_dir
 ) -> None:
     assert decode_batching(fp32.runtime) is not None
-    alone = [_samples(generate_frames(fp32.runtime, *_job(fp32, fixture_dir, i))) for i in range(4)]
+    alone = [_samples(frames_alone(fp32.runtime, *_job(fp32, fixture_dir, i))) for i in range(4)]
     together, scheduler = _together(fp32, fixture_dir)
     assert scheduler.stats.batched_decodes > 0  # several streams' frames in one Mimi call
     assert len({a.size for a in alone}) > 1
@@ -124,7 +124,7 @@ def test_a_pack_without_the_batched_decoder_decodes_per_stream(
     old = PocketTTS.load(_pack_without_batched_mimi(pack_dir, tmp_path / "old"))
     assert decode_batching(old.runtime) is None
     assert MIMI_BATCH_GRAPH in (old.runtime.decode_batch_unavailable_reason or "")
-    alone = [_samples(generate_frames(old.runtime, *_job(old, fixture_dir, i))) for i in range(4)]
+    alone = [_samples(frames_alone(old.runtime, *_job(old, fixture_dir, i))) for i in range(4)]
     together, scheduler = _together(old, fixture_dir)
     assert scheduler.stats.batched_decodes == 0 and scheduler.stats.batched_calls > 0
     new, _ = _together(fp32, fixture_dir)

@@ -1,6 +1,6 @@
 """Many streams of one model at once (the scheduler), on the committed tiny pack.
 
-Each stream's audio must be its audio alone (``generate_frames``), bit for
+Each stream's audio must be its audio alone (a scheduler of one row), bit for
 bit, whatever shares its ticks, in fp32 and int8. Real ONNX Runtime sessions,
 real batched graphs.
 """
@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 
 from pocketcli import PocketTTS
-from pocketcli.engine.generator import DECODE_BATCH, ChunkTrace, Frame, generate_frames
+from pocketcli.engine.chunk import DECODE_BATCH, ChunkTrace, Frame
 from pocketcli.engine.scheduler import MAX_MIMI_TICKS, PREFILL_TOKENS_PER_TICK, Scheduler
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
 from pocketcli.packs.manifest import BATCH_GRAPHS, MIMI_BATCH_GRAPH, PackManifest
 from pocketcli.runtimes.base import batching
+from tests.support.alone import frames_alone
 
 TEXTS = (
     "Hello there. This is the longest of the three lines, spoken in several chunks.",
@@ -64,7 +65,7 @@ def _jobs(tts: PocketTTS, fixture_dir: Path):
 
 
 def _alone(tts: PocketTTS, fixture_dir: Path) -> list[list[Frame]]:
-    return [list(generate_frames(tts.runtime, *job)) for job in _jobs(tts, fixture_dir)]
+    return [frames_alone(tts.runtime, *job) for job in _jobs(tts, fixture_dir)]
 
 
 def _together(scheduler: Scheduler, tts: PocketTTS, fixture_dir: Path) -> list[list[Frame]]:
@@ -478,7 +479,7 @@ class _OrderLog:
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "row-calls"])
 def test_a_lone_first_frame_is_decoded_before_the_next_step(fp32, fixture_dir, batched) -> None:
     """With no stream under way, a first frame's audio is decoded before the FlowLM
-    takes its next step, as ``generate_frames`` does: the decode has the cores to
+    takes its next step: the decode has the cores to
     itself, and the listener hears it sooner."""
     log = _OrderLog(fp32.runtime)
     scheduler = Scheduler(log, batched=batched)
@@ -521,7 +522,7 @@ def test_streams_that_sit_out_keep_their_caches_while_others_join(fp32, fixture_
             )
         return out
 
-    alone = [list(generate_frames(fp32.runtime, *job)) for job in jobs()]
+    alone = [frames_alone(fp32.runtime, *job) for job in jobs()]
     scheduler = Scheduler(fp32.runtime, max_ahead=2)
     try:
         handles = [scheduler.submit(*job) for job in jobs()]

@@ -91,15 +91,17 @@ def test_injected_noise_equals_seeded_noise(tts, voice_path) -> None:
 
 
 def test_decoder_thread_does_not_change_numbers(tts, voice_path) -> None:
-    from pocketcli.engine.generator import GenerationSettings, generate_frames
+    from pocketcli.engine.chunk import GenerationSettings
     from pocketcli.engine.noise import GaussianNoise
+    from tests.support.alone import frames_alone
 
     voice = tts.load_voice(voice_path)
     plans = tts.plan("Threaded or not, the same audio.")
     outs = []
     for threaded in (True, False):
-        settings = GenerationSettings(eos_threshold=-4.0, threaded_decoder=threaded)
-        frames = generate_frames(tts.runtime, plans, voice, GaussianNoise(0.5, 1), settings)
+        settings = GenerationSettings(eos_threshold=-4.0)
+        noise = GaussianNoise(0.5, 1)
+        frames = frames_alone(tts.runtime, plans, voice, noise, settings, threaded_decoder=threaded)
         outs.append(np.concatenate([f.audio for f in frames]))
     assert np.array_equal(outs[0], outs[1])
 

@@ -20,7 +20,7 @@ import pytest
 import soundfile as sf
 
 from pocketcli.api import PocketTTS
-from pocketcli.engine.generator import FADE_IN_SECONDS
+from pocketcli.engine.chunk import FADE_IN_SECONDS
 from pocketcli.options import SpeakOptions
 from pocketcli.voices.cloning import voice_from_conditioning
 from tests.support.bundlehelp import tiny_bundle

@@ -18,11 +18,12 @@ import yaml
 
 from pocketcli.api import PocketTTS
 from pocketcli.config import ModelConfig
-from pocketcli.engine.generator import GenerationSettings, generate_frames
+from pocketcli.engine.chunk import GenerationSettings
 from pocketcli.engine.noise import GaussianNoise
 from pocketcli.options import SpeakOptions
 from pocketcli.packs import web
 from pocketcli.runtimes.web import WebRuntime
+from tests.support.alone import frames_alone
 from tests.support.bundlehelp import TINY_CONFIG, TINY_MODEL, TINY_TOKENIZER
 from tests.support.cli import run
 from tests.support.paths import SUPPORT, TINY
@@ -163,7 +164,10 @@ def test_web_pack_speaks_as_our_fp32_pack(models, voice_path, seed) -> None:
 
 
 class _NoSampling:
-    """The web runtime without ``step_sampled``: the engine's plain step / sample_latent."""
+    """The web runtime as a plain one (a test double): ``step`` runs its graph with zero
+    noise for the EOS logit, ``sample_latent`` runs it again from the cache before that
+    step, with the frame's noise; no ``step_sampled``, so the engine draws the noise
+    after the EOS rule, as for every plain runtime."""
 
     def __init__(self, runtime: WebRuntime) -> None:
         self._r = runtime
@@ -172,6 +176,20 @@ class _NoSampling:
         if name in ("step_sampled", "prefill_then_step_sampled"):
             raise AttributeError(name)
         return getattr(self._r, name)
+
+    def step(self, seq, latent):
+        r = self._r
+        emb, before = r._frame_input(seq, np.asarray(latent)), dict(seq.feeds)
+        _, eos, _ = r._run(seq, emb, r._zero_noise(), before)
+        return (seq, emb, before), eos
+
+    def prefill_then_step(self, seq, embeddings, latent):
+        self._r.prefill(seq, embeddings)
+        return self.step(seq, latent)
+
+    def sample_latent(self, z, noise, decode_steps):
+        seq, emb, before = z
+        return self._r._run(seq, emb, np.asarray(noise, np.float32), before)[0]
 
 
 def test_one_call_per_frame_draws_the_noise_of_step_then_sample(models, voice_path) -> None:
@@ -185,10 +203,10 @@ def test_one_call_per_frame_draws_the_noise_of_step_then_sample(models, voice_pa
     assert len(chunks) >= 2
     voice = tts.voice(voice_path)
     # Every logit passes this threshold: each chunk ends on EOS, with a last frame not kept.
-    settings = GenerationSettings(eos_threshold=-1e9, threaded_decoder=False)
+    settings = GenerationSettings(eos_threshold=-1e9)
 
     def audio(rt) -> np.ndarray:
-        frames = generate_frames(rt, chunks, voice, GaussianNoise(0.3, seed=5), settings)
+        frames = frames_alone(rt, chunks, voice, GaussianNoise(0.3, seed=5), settings)
         return np.concatenate([f.audio for f in frames])
 
     fused, plain = audio(runtime), audio(_NoSampling(runtime))

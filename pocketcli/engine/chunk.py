@@ -1,24 +1,21 @@
-"""The generation loop, written once for every runtime.
+"""One frame of audio and the rules of one chunk, written once for every runtime.
 
 Per text chunk: a fresh copy of the voice state, the text prefill (together
 with the first frame's step), then one frame at a time: FlowLM step -> EOS
-rule -> host noise -> flow head -> Mimi.
-Frames are yielded as soon as they are decoded (1920 samples each), so a
-caller can stream audio while the rest is still being generated.
+rule -> host noise -> flow head -> Mimi. ``ChunkRun`` holds those rules;
+the scheduler (``pocketcli.engine.scheduler``) drives every run, a frame per
+tick, and ``PauseRun`` gives a pause's silence a frame at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from pocketcli.engine.decoder_pipeline import DecoderPipeline
-from pocketcli.engine.noise import NoiseSource, peekable
 from pocketcli.errors import ModelOutputError
-from pocketcli.normalize.timeline import Pause
-from pocketcli.runtimes.base import Runtime, SamplingRuntime, sampling
+from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
@@ -36,7 +33,6 @@ DECODE_BATCH = 2
 class GenerationSettings:
     eos_threshold: float
     decode_steps: int = 1
-    threaded_decoder: bool = True
 
 
 @dataclass(frozen=True)
@@ -64,49 +60,36 @@ class ChunkTrace:
     finished_on_eos: bool = False
 
 
-def generate_frames(
-    runtime: Runtime,
-    chunks: Iterable[ChunkPlan | Pause],
-    voice: VoiceState | None,
-    noise: NoiseSource,
-    settings: GenerationSettings,
-    on_chunk: Callable[[ChunkTrace], None] | None = None,
-) -> Iterator[Frame]:
-    """Frames for each chunk in order; a ``Pause`` becomes exact digital silence."""
-    index = 0
-    if sampling(runtime) is not None:
-        noise = peekable(noise)  # one lookahead for all chunks: the same noise sequence
-    for item in chunks:
-        if isinstance(item, Pause):
-            yield from silence_frames(
-                item.seconds, runtime.config.mimi.sample_rate, runtime.config.mimi.samples_per_frame
-            )
-            continue
-        trace = ChunkTrace(item, [])
-        if on_chunk is not None:
-            on_chunk(trace)
-        yield from _generate_chunk(runtime, index, item, voice, noise, settings, trace)
-        index += 1
+class PauseRun:
+    """A pause as exact digital silence, a frame at a time (the last one shorter)."""
 
+    def __init__(self, seconds: float, sample_rate: int, frame_size: int) -> None:
+        self.remaining = int(round(seconds * sample_rate))
+        self.frame_size = frame_size
+        self.index = 0
 
-def silence_frames(seconds: float, sample_rate: int, frame_size: int) -> Iterator[Frame]:
-    remaining = int(round(seconds * sample_rate))
-    i = 0
-    while remaining > 0:
-        n = min(frame_size, remaining)
-        yield Frame(np.zeros(n, np.float32), -1, i, None, float("nan"))
-        remaining -= n
-        i += 1
+    @property
+    def done(self) -> bool:
+        return self.remaining <= 0
+
+    def take(self, most: int) -> list[Frame]:
+        """Up to ``most`` of its next frames."""
+        frames = []
+        while self.remaining > 0 and len(frames) < most:
+            n = min(self.frame_size, self.remaining)
+            frames.append(Frame(np.zeros(n, np.float32), -1, self.index, None, float("nan")))
+            self.remaining -= n
+            self.index += 1
+        return frames
 
 
 class ChunkRun:
     """One chunk of one stream, advanced a frame at a time.
 
-    The per-frame rules live here once: the text prefill riding on the first
-    frame, the EOS rule, the NaN check, Mimi's grouping (the first frame alone,
-    then pairs) and the fade-in. ``generate_frames`` drives one run in the
-    caller's thread; the scheduler (``pocketcli.engine.scheduler``) drives many,
-    one frame each per tick.
+    The per-frame rules live here once: the EOS rule, the NaN check, Mimi's
+    grouping (the first frame alone, then pairs) and the fade-in. The model calls
+    themselves (the text prefill riding on the first frame) are made by the
+    scheduler's row adapter (``pocketcli.engine.rows``).
     """
 
     def __init__(
@@ -146,22 +129,6 @@ class ChunkRun:
         if self.finished or self.step >= self.plan.max_frames:
             return False
         return self.eos_step is None or self.step < self.eos_step + self.plan.frames_after_eos
-
-    def run_step(self, runtime: Runtime) -> tuple[np.ndarray, float]:
-        """This frame's FlowLM call on its own (a batch of one row)."""
-        if self.first:  # the text prefill and the BOS frame in one call
-            return runtime.prefill_then_step(self.seq, self.text, self.latent)
-        return runtime.step(self.seq, self.latent)
-
-    def run_sampled_step(
-        self, runtime: SamplingRuntime, noise: np.ndarray, decode_steps: int
-    ) -> tuple[np.ndarray, float]:
-        """This frame's FlowLM call where it also samples the latent: ``(latent, eos)``."""
-        if self.first:
-            return runtime.prefill_then_step_sampled(
-                self.seq, self.text, self.latent, noise, decode_steps
-            )
-        return runtime.step_sampled(self.seq, self.latent, noise, decode_steps)
 
     def take_output(self, eos_logit: float) -> bool:
         """Applies the EOS rule to this frame's logit: False when the chunk ends here."""
@@ -213,46 +180,3 @@ class ChunkRun:
                 piece[: self._fade.size] *= self._fade[: piece.size]
             self.trace.frames += 1
             yield Frame(piece, self.chunk_index, i, self._latents[i], self._eos_logits[i])
-
-
-def _generate_chunk(
-    runtime: Runtime,
-    chunk_index: int,
-    plan: ChunkPlan,
-    voice: VoiceState | None,
-    noise: NoiseSource,
-    settings: GenerationSettings,
-    trace: ChunkTrace,
-) -> Iterator[Frame]:
-    run = ChunkRun(runtime, chunk_index, plan, voice, settings, trace)
-    pipeline = DecoderPipeline(
-        lambda lat: runtime.decode(run.decoder, lat), settings.threaded_decoder
-    )
-    sampler = sampling(runtime)
-    ahead = peekable(noise) if sampler is not None else None  # generate_frames made it one
-    try:
-        while run.wants_frame():
-            first = run.first
-            if sampler is not None and ahead is not None:
-                x0 = ahead.peek(run.latent_dim)
-                latent, eos_logit = run.run_sampled_step(sampler, x0, settings.decode_steps)
-                if not run.take_output(eos_logit):
-                    break
-                ahead(run.latent_dim)  # the peeked vector: this frame's
-            else:
-                z, eos_logit = run.run_step(runtime)
-                if not run.take_output(eos_logit):
-                    break
-                latent = runtime.sample_latent(z, noise(run.latent_dim), settings.decode_steps)
-            ready = run.take_latent(latent, eos_logit)
-            if ready is not None:
-                pipeline.submit(ready)
-            for audio in pipeline.ready(wait_for_first=first):
-                yield from run.frames(audio)
-        rest = run.flush()
-        if rest is not None:
-            pipeline.submit(rest)
-        for audio in pipeline.drain():
-            yield from run.frames(audio)
-    finally:
-        pipeline.close()

@@ -1,0 +1,210 @@
+"""A scheduler's Mimi work: decoding the latents of each tick, on one thread.
+
+ONNX Runtime releases the GIL while it runs, so decoding a tick's latents on the
+Mimi thread while the next tick's FlowLM runs uses both cores of a small machine.
+A tick's latents go over as at most two jobs: those of streams with nothing
+unread (a first frame, a reader waiting) ahead of the work already queued, the
+rest behind it. Each job decodes in rounds (a stream's second piece after its
+first), each round in calls of streams with as many latents: one batched call
+where the runtime has one (``runtimes.base.decode_batching``), up to the rows it
+says a call should take, else one call per stream. Frames reach each stream in
+order; a failed call fails the streams in it, no other.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from pocketcli.engine.chunk import ChunkRun
+from pocketcli.runtimes.base import BatchedDecoder, Runtime
+
+
+class Listener(Protocol):
+    """The side of a stream that Mimi work reports to."""
+
+    @property
+    def live(self) -> bool:
+        """False once the stream was cancelled or failed: its latents are skipped."""
+        ...
+
+    def put(self, item: object) -> None:
+        """Hands the reader a frame (or the end, or an error), in order."""
+        ...
+
+    def fail(self, exc: BaseException) -> None:
+        """Ends the stream with ``exc`` (its reader raises it)."""
+        ...
+
+
+@dataclass(eq=False)
+class Decode:
+    """A stream's latents on their way to Mimi, with the chunk that made them."""
+
+    listener: Listener
+    run: ChunkRun
+    latents: np.ndarray
+
+
+class MimiThread:
+    """The one thread that runs a scheduler's Mimi work, in the order it was handed over.
+
+    Not a ``ThreadPoolExecutor``: that refuses new work once the interpreter begins
+    to exit, and the scheduler must still be able to end its streams then.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: deque[Callable[[], None] | None] = deque()
+        self._ready = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="pockettts-mimi", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None], first: bool = False) -> None:
+        """Queues ``job``; with ``first``, ahead of the work already queued."""
+        with self._ready:
+            if first:
+                self._jobs.appendleft(job)
+            else:
+                self._jobs.append(job)
+            self._ready.notify()
+
+    def current(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Runs what was handed over, then stops."""
+        with self._ready:
+            self._jobs.append(None)
+            self._ready.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._jobs:
+                    self._ready.wait()
+                job = self._jobs.popleft()
+            if job is None:
+                return
+            job()  # never raises: a job reports its errors to its streams
+
+
+class Mimi:
+    """One scheduler's Mimi work: this tick's latents, the ticks handed over and not
+    yet decoded (``ticks``, read under ``cond``), and the decoding itself."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        decoder: BatchedDecoder | None,
+        cond: threading.Condition,
+        threaded: bool = True,
+    ) -> None:
+        self.runtime = runtime
+        self.decoder = decoder
+        self.cond = cond
+        self.thread = MimiThread() if threaded else None
+        self.ticks = 0  # ticks of work handed to the thread, not yet decoded
+        self.batched_decodes = 0  # calls that decoded several streams at once
+        self._waited: list[Decode] = []
+        self._queued: list[Decode] = []
+
+    def add(self, item: Decode, waited: bool) -> None:
+        """Adds latents to this tick's work (``waited``: ahead of the queued work)."""
+        (self._waited if waited else self._queued).append(item)
+
+    def after(self, action: Callable[[], None]) -> None:
+        """Runs ``action`` once the work handed over so far (this tick's too) is done."""
+        self.submit()
+        if self.thread is None:
+            action()
+        else:
+            self.thread.submit(action)
+
+    def submit(self, wait: bool = False) -> None:
+        """Hands this tick's work over. The tick counts once (``ticks``) until its
+        last job is done; with ``wait``, returns once it is."""
+        waited, queued = self._waited, self._queued
+        self._waited, self._queued = [], []
+        if not (waited or queued):
+            return
+        if self.thread is None:
+            for items in (waited, queued):
+                self.decode(items)
+            return
+        done = threading.Event() if wait else None
+        with self.cond:
+            self.ticks += 1
+        if waited:  # the tick ends with it when nothing is queued behind
+            ends = not queued
+            self.thread.submit(lambda: self._job(waited, ends, done if ends else None), True)
+        if queued:
+            self.thread.submit(lambda: self._job(queued, True, done))
+        if done is not None:
+            done.wait()
+
+    def stop(self, timeout: float | None = None) -> None:
+        if self.thread is not None:
+            self.thread.stop(timeout)
+
+    def _job(self, items: list[Decode], ends_tick: bool, done: threading.Event | None) -> None:
+        try:
+            self.decode(items)
+        except Exception as exc:  # not one call's failure (those fail their own streams)
+            _fail(items, exc)
+        finally:
+            if ends_tick:
+                with self.cond:
+                    self.ticks -= 1
+                    self.cond.notify_all()
+            if done is not None:
+                done.set()
+
+    def decode(self, items: list[Decode]) -> None:
+        """Decodes in rounds (a stream's second piece, e.g. the next chunk's first frame,
+        after its first), each round in calls of streams with as many latents."""
+        rounds: list[dict[int, list[Decode]]] = []
+        seen: Counter[int] = Counter()
+        for item in items:
+            n = seen[id(item.listener)]
+            seen[id(item.listener)] += 1
+            if n == len(rounds):
+                rounds.append({})
+            rounds[n].setdefault(item.latents.shape[0], []).append(item)
+        for groups in rounds:
+            for frames, group in groups.items():
+                live = [item for item in group if item.listener.live]
+                size = self.decoder.decode_rows(frames) if self.decoder is not None else 1
+                for start in range(0, len(live), size):
+                    self._call(live[start : start + size])
+
+    def _call(self, part: list[Decode]) -> None:
+        try:
+            if len(part) == 1:
+                audio = [self.runtime.decode(part[0].run.decoder, part[0].latents)]
+            else:
+                assert self.decoder is not None
+                audio = list(
+                    self.decoder.decode_batch(
+                        [item.run.decoder for item in part],
+                        np.stack([item.latents for item in part]),
+                    )
+                )
+                self.batched_decodes += 1
+        except Exception as exc:  # one call failed: every stream in it fails
+            _fail(part, exc)
+            return
+        for item, samples in zip(part, audio, strict=True):
+            for frame in item.run.frames(samples):
+                item.listener.put(frame)
+
+
+def _fail(items: list[Decode], exc: Exception) -> None:
+    for item in items:
+        item.listener.fail(exc)
