@@ -231,6 +231,7 @@ def resolve_onnx_pack(
         ordered = tuple(p for p in PRECISIONS if p in precisions)
         from pocketcli.packs.builder import build_pack  # onnx is heavy: only when building
 
+        pack_dir.parent.mkdir(parents=True, exist_ok=True)  # the store's own folders
         build_pack(
             checkpoint,
             src.config,
@@ -239,6 +240,7 @@ def resolve_onnx_pack(
             ordered,
             source=source,
             progress=reporter.step,
+            force=True,  # the store's own folder: whatever is there is the store's
         )
         reporter.finish_build()
     return pack_dir
