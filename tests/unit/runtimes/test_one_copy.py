@@ -16,6 +16,7 @@ import pytest
 
 from pocketcli import PocketTTS
 from pocketcli.options import SpeakOptions
+from pocketcli.packs.manifest import seal
 
 V1_STEP = Path(__file__).resolve().parents[2] / "fixtures" / "batch-v1" / "flowlm_step_batch.onnx"
 TEXT = "One copy of the weights. Two chunks of text to speak here!"
@@ -29,7 +30,7 @@ def _pack_with_v1_step(pack_dir: Path, out: Path) -> Path:
     shutil.copyfile(V1_STEP, out / V1_STEP.name)
     data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
     data["files"][V1_STEP.name] = hashlib.sha256(V1_STEP.read_bytes()).hexdigest()
-    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    (out / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
     return out
 
 
