@@ -44,6 +44,10 @@ PRECISIONS = ("fp32", "int8")
 # Graphs an int8 bundle still runs in fp32 (KevinAHM's runtime does the same: the
 # table lookup has nothing to quantise, and the voice encoder runs once per voice).
 _FP32_ALWAYS = ("text_conditioner", "mimi_encoder")
+# A state of the largest published bundle holds 2,048,000 numbers (a 24-layer FlowLM's cache
+# of one layer), all of them 49,152,024: entries past these are not a model's.
+MAX_STATE_SIZE = 1 << 23
+MAX_STATES_SIZE = 1 << 28
 _NP = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
 _ORT_TYPES = {"float32": "tensor(float)", "int64": "tensor(int64)", "bool": "tensor(bool)"}
 
@@ -86,13 +90,15 @@ def _manifest(directory: Path, d: dict, key: str) -> tuple[StateEntry, ...]:
                 and entry.dtype in DTYPES
                 and entry.fill in FILLS
                 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
-                and math.prod(shape) < 1 << 28
+                and math.prod(shape) <= MAX_STATE_SIZE
             )
         except (KeyError, TypeError):
             ok = False
         if not ok:
             raise BundleError(f"{where}: {key} entry {i} is malformed")
         out.append(entry)
+    if sum(math.prod(e.shape) for e in out) > MAX_STATES_SIZE:
+        raise BundleError(f"{where}: {key}'s states hold more than {MAX_STATES_SIZE} numbers")
     return tuple(out)
 
 

@@ -267,3 +267,16 @@ def test_an_export_records_no_path_of_this_machine(tmp_path) -> None:
     for name in ("pockettts.json", "bundle.json"):
         text = (tmp_path / "out" / name).read_text()
         assert str(tmp_path) not in text and str(FIXTURE) not in text, name
+
+
+@pytest.mark.parametrize("positions", [1_000_000_000, 1_000_000])
+def test_a_bundle_state_past_its_bound_is_refused_before_allocating(
+    tmp_path, baseline_peak, positions
+) -> None:
+    bundle = copy_of_bundle(tmp_path)
+    meta = json.loads((bundle / "bundle.json").read_text())
+    meta["flow_lm_state_manifest"][0]["shape"] = [2, 1, positions, 4, 16]
+    (bundle / "bundle.json").write_text(json.dumps(meta))
+    rc, err, peak = _tts(bundle, tmp_path)
+    _one_line(err, rc, "bundle.json", "flow_lm_state_manifest")
+    assert peak < 2 * baseline_peak
