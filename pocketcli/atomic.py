@@ -16,6 +16,11 @@ goes through ``atomic_path``. What it does depends on what is at the path:
 
 OS errors while writing become a ``UserError`` naming the user's path and the
 cause in words ("the disk is full"), never a temporary file's name.
+
+Folders (exports, packs) go through ``atomic_folder``: built beside their place and
+renamed there, replacing only an empty folder or one the writer made itself
+(``FolderKind``: its marker file, and nothing else in it), or any folder with ``force``;
+never a file, a link or a special file (``check_folder_output``).
 """
 
 from __future__ import annotations
