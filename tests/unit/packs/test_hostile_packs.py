@@ -280,3 +280,27 @@ def test_a_bundle_state_past_its_bound_is_refused_before_allocating(
     rc, err, peak = _tts(bundle, tmp_path)
     _one_line(err, rc, "bundle.json", "flow_lm_state_manifest")
     assert peak < 2 * baseline_peak
+
+
+@pytest.mark.parametrize(
+    "shape, ok",
+    [
+        ([1, 16, 1_000_000_000], False),  # one dimension past 65536
+        ([4096, 4096], False),  # dimensions within, 2^24 numbers: past 2^22
+        ([1] * 9, False),  # more than 8 dimensions
+        ([1, -1], False),
+        ([1, "16"], False),
+        ([65536, 64], True),  # exactly 2^22 numbers
+        ([1, 65536], True),
+    ],
+)
+def test_a_state_shape_is_bounded_when_read(shape, ok) -> None:
+    """Where a graph's state sizes are not fixed, the description's are all there is."""
+    from pocketcli.config import ConfigError
+    from pocketcli.packs.state_spec import StateSpec
+
+    if ok:
+        assert StateSpec.from_dict({"name": "s", "shape": shape}).shape == tuple(shape)
+    else:
+        with pytest.raises(ConfigError, match="state 's'"):
+            StateSpec.from_dict({"name": "s", "shape": shape})
