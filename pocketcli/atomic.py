@@ -16,6 +16,11 @@ goes through ``atomic_path``. What it does depends on what is at the path:
 
 OS errors while writing become a ``UserError`` naming the user's path and the
 cause in words ("the disk is full"), never a temporary file's name.
+
+Folders (exports, packs) go through ``atomic_folder``: built beside their place and
+renamed there, replacing only an empty folder or one the writer made itself
+(``FolderKind``: its marker file, and nothing else in it), or any folder with ``force``;
+never a file, a link or a special file (``check_folder_output``).
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
-from pocketcli.errors import UserError
+from pocketcli.errors import OutputRefused, UserError
 from pocketcli.filekind import describe_mode
 from pocketcli.interrupts import (
     raise_if_stopped,
@@ -186,7 +192,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             except FileNotFoundError:
                 existing = None
             if existing is not None and not stat.S_ISREG(existing.st_mode):
-                output_kind(target)  # it changed under us: refuse as above
+                # It changed under us (into a FIFO, a folder, ...): never replaced.
+                raise UserError(
+                    f"cannot write {shown}: it became {describe_mode(existing.st_mode)}"
+                    " while being written; it was left as it is"
+                )
             _keep_owner_and_mode(tmp, existing)
             os.replace(tmp, target)
     except OSError as exc:
@@ -205,25 +215,129 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         unregister_temporary(tmp)
 
 
+def _entries(folder: Path) -> set[str]:
+    """Every name under ``folder`` (files and folders, links not followed), relative."""
+    out: set[str] = set()
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            out.add(Path(root, name).relative_to(folder).as_posix())
+    return out
+
+
+@dataclass(frozen=True)
+class FolderKind:
+    """What a folder writer makes, so that it knows a folder of its own: ``marker`` says
+    whether a folder holds its marker file (``pack.json``, ``pockettts.json``, ...) and
+    ``names`` the names it may leave there. A folder is replaced without ``force`` only
+    when it is empty, or has the marker and nothing but those names: a file the user
+    put in it is never lost."""
+
+    what: str  # "KevinAHM bundle", for messages
+    marker: Callable[[Path], bool]
+    names: Callable[[Path], Collection[str]]
+
+    def strangers(self, folder: Path) -> list[str]:
+        """The entries of ``folder`` that are not this writer's (all of them, unmarked)."""
+        entries = _entries(folder)
+        if not entries:
+            return []
+        if not self.marker(folder):
+            return sorted(entries)
+        return sorted(entries - set(self.names(folder)))
+
+
+def _refused(out: Path, why: str, *fields: str) -> OutputRefused:
+    return OutputRefused(f"cannot write {out}: {why}", *fields)
+
+
+def check_folder_output(out_dir: str | Path, kind: FolderKind, force: bool = False) -> None:
+    """Refuses, before any work, an output folder whose writing would lose something or
+    that cannot be made: ``.`` and ``..``, a file, a link, a special file, a missing
+    parent (never created: a typo does not make a tree), or a folder holding files this
+    writer did not make (unless ``force``)."""
+    out = Path(out_dir)
+    if out.name in ("", ".", ".."):
+        raise _refused(out, "give the name of a folder to write, not . or .. or /")
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _refused(out, os_reason(exc)) from None
+    if st is None:
+        parent = out.parent
+        if not parent.is_dir():
+            where = "is not a folder" if parent.exists() else "does not exist (it is not created)"
+            raise _refused(out, f"its folder {parent} {where}")
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise _refused(out, "it is a symbolic link (never replaced by a folder)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refused(out, f"it is {describe_mode(st.st_mode)} (never replaced by a folder)")
+    strangers = kind.strangers(out)
+    if strangers and not force:
+        shown = ", ".join(strangers[:3]) + (", ..." if len(strangers) > 3 else "")
+        raise _refused(
+            out,
+            f"the folder holds files that are not a {kind.what} pockettts wrote ({shown});"
+            " choose another folder, or set {force} to replace it",
+            "force",
+        )
+
+
+def _publish(work: Path, out_dir: Path, kind: FolderKind, force: bool) -> None:
+    """Renames ``work`` to ``out_dir``. Whatever is at ``out_dir`` by now is checked again:
+    a file, link or FIFO that appeared since the first check makes the rename fail (a
+    folder never replaces anything else), and a folder is moved aside, checked to be the
+    folder first seen (not something swapped in), and only then deleted."""
+    check_folder_output(out_dir, kind, force)
+    try:
+        before = os.lstat(out_dir)
+    except FileNotFoundError:
+        try:  # rename(2) of a folder fails on a file, link or FIFO that appeared meanwhile
+            os.rename(work, out_dir)
+        except OSError as exc:
+            raise _refused(out_dir, f"something else appeared there ({os_reason(exc)})") from None
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+    aside = old / "old"
+    try:
+        os.rename(out_dir, aside)
+        moved = os.lstat(aside)
+        if (moved.st_dev, moved.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISDIR(
+            moved.st_mode
+        ):
+            os.rename(aside, out_dir)  # not what was checked: put it back, untouched
+            raise _refused(out_dir, "it changed while the folder was written")
+        os.rename(work, out_dir)
+    except OSError as exc:
+        if aside.exists() and not out_dir.exists():
+            os.rename(aside, out_dir)
+        raise _refused(out_dir, os_reason(exc)) from None
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 @contextmanager
-def atomic_folder(out_dir: Path, verb: str = "building") -> Iterator[Path]:
-    """Yields an empty sibling folder for the caller to fill; on success it replaces
-    ``out_dir`` (modes ``DIR_MODE``/``FILE_MODE``), so an interrupted build never
-    leaves a folder that looks complete. On any exception it is removed."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{verb}-", dir=out_dir.parent))
+def atomic_folder(
+    out_dir: Path, kind: FolderKind, verb: str = "building", force: bool = False
+) -> Iterator[Path]:
+    """Yields an empty sibling folder for the caller to fill; on success it takes
+    ``out_dir``'s place (modes ``DIR_MODE``/``FILE_MODE``), so an interrupted build never
+    leaves a folder that looks complete. On any exception it is removed. What may be at
+    ``out_dir`` is checked before (``check_folder_output``) and again at the rename."""
+    out_dir = Path(out_dir)
+    check_folder_output(out_dir, kind, force)
+    try:
+        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{verb}-", dir=out_dir.parent))
+    except OSError as exc:
+        raise _refused(out_dir, creation_reason(out_dir.parent, exc)) from None
     try:
         yield work
         os.chmod(work, DIR_MODE)
         for item in work.rglob("*"):  # a subfolder stays searchable (DIR_MODE)
             os.chmod(item, DIR_MODE if item.is_dir() else FILE_MODE)
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(old)
-            work.rename(out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            work.rename(out_dir)
+        _publish(work, out_dir, kind, force)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

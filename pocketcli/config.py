@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from pocketcli import defaults
+from pocketcli.config_bounds import check_numbers
 from pocketcli.errors import ConfigError as ConfigError  # defined there; re-exported
 
 SAMPLE_RATE = defaults.SAMPLE_RATE
@@ -164,6 +165,10 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+        """The config of a dict whose every number is checked first (``config_bounds``)."""
+        if not isinstance(d, dict):
+            raise ConfigError(f"not a Pocket TTS config: a {type(d).__name__}, not a mapping")
+        check_numbers(d)
         try:
             return _parse(d)
         except KeyError as exc:
@@ -173,19 +178,54 @@ class ModelConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> ModelConfig:
+        d = read_yaml(path)
         try:
-            with open(path, encoding="utf-8") as f:
-                d = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read config {path}: {exc}") from exc
-        except RecursionError:
-            raise ConfigError(f"cannot read config {path}: it is nested too deeply") from None
-        if not isinstance(d, dict):
-            raise ConfigError(f"{path} is not a YAML mapping")
-        return cls.from_dict(d)
+            return cls.from_dict(d)
+        except ConfigError as exc:
+            raise ConfigError(f"config {path}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return self.raw
+
+
+# A Kyutai config is a few KB; a local one past this is not one (a remote one: store.onnx).
+MAX_YAML_BYTES = 1 << 20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """``safe_load`` without aliases: ``*name`` makes a node stand for another, so 1 KB of
+    YAML can stand for gigabytes (an alias bomb). No Kyutai config uses one."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in a model config", mark
+            )
+        return super().compose_node(parent, index)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file's mapping: at most ``MAX_YAML_BYTES``, no aliases, else one line."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_YAML_BYTES + 1)
+        if len(data) > MAX_YAML_BYTES:
+            raise ConfigError(
+                f"cannot read config {path}: it is larger than {MAX_YAML_BYTES >> 10} KB,"
+                " not a model config"
+            )
+        d = yaml.load(data.decode("utf-8"), Loader=_NoAliasLoader)  # noqa: S506 - safe, no aliases
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        cause = (str(exc).splitlines() or [type(exc).__name__])[0]
+        if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+            cause = f"{exc.problem} (line {exc.problem_mark.line + 1})"
+        raise ConfigError(f"cannot read config {path}: {cause}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read config {path}: it is nested too deeply") from None
+    if not isinstance(d, dict):
+        raise ConfigError(f"{path} is not a YAML mapping")
+    return d
 
 
 _TEXT_KEYS = (

@@ -54,6 +54,7 @@ __all__ = [
     "OfflineMiss",
     "OptionConflict",
     "OptionsError",
+    "OutputRefused",
     "PackError",
     "PathError",
     "PlaybackError",
@@ -245,6 +246,14 @@ class SessionFull(UserError, RuntimeError):
 
 class PathError(UserError):
     """An input that cannot be read or an output that cannot be written."""
+
+
+class OutputRefused(FieldError, PathError):
+    """An output that would replace what it must not (a folder of the user's, a file, a
+    link, a special file) or whose folder does not exist: refused before any work. The
+    field is ``force`` when setting it would allow the replacement."""
+
+    exit_code = 2  # the path the caller gave
 
 
 class ConfigError(UserError, ValueError):

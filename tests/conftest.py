@@ -126,7 +126,9 @@ def pack_built_for(pack_dir, tmp_path):
         shutil.copytree(pack_dir, pack)
         manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
         manifest["source"]["language"] = language
-        (pack / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
+        from pocketcli.packs.manifest import seal
+
+        (pack / "pack.json").write_text(json.dumps(seal(manifest)), encoding="utf-8")
         return pack
 
     return make

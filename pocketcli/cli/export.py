@@ -20,6 +20,12 @@ pocketsynth and web demos load): bundle.json, the tokenizer,
 bos_before_voice.npy and the five graphs (text_conditioner, mimi_encoder,
 flow_lm_main, flow_lm_flow, mimi_decoder), each also as _int8.
 
+OUT is never a file, a link or a special file, and its folder must exist (it is
+not created). A folder already there is replaced only when it is empty or is an
+export of the same format that this command wrote (its pocket_tts.json or
+pockettts.json, and only the files an export has); anything else is refused
+unless --force says to replace it.
+
 The model is chosen as for 'tts': --language (fetched at the revisions pocket-tts
 4.0.1 pins) or --config. --precision fp32 writes the fp32 graphs only; int8 (the
 default) writes both, as the published bundles have. No PyTorch is needed.
@@ -48,7 +54,12 @@ FORMATS = ("kevinahm-v2", "web")
 
 
 def export_command(
-    out: Path = typer.Argument(..., metavar="OUT", help="Folder to write (replaced if present)."),
+    out: Path = typer.Argument(
+        ...,
+        metavar="OUT",
+        help="Folder to write: new (in an existing folder), empty, or one this command"
+        " wrote before (replaced); anything else needs --force.",
+    ),
     format_: str = typer.Option(
         ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
     ),
@@ -70,6 +81,12 @@ def export_command(
     ),
     offline: bool = flags.offline(),
     quiet: bool = flags.quiet("No progress on stderr."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace OUT even when it is a folder holding files this command did not"
+        " write (they are deleted). A file, link or special file is never replaced.",
+    ),
 ) -> None:
     from pocketcli.cli.store_options import usage_error
 
@@ -92,8 +109,16 @@ def export_command(
 
         if language not in known_languages("onnx"):
             raise usage_error(UnknownNameError("language", language, known_languages("onnx")))
-    from pocketcli.packs.kevinahm.export import export_bundle
+    from pocketcli.atomic import check_folder_output
+    from pocketcli.packs.web_layout import WEB_FOLDER
+
+    if format_ == "web":
+        check_folder_output(out, WEB_FOLDER, force)  # before any download or build
+    from pocketcli.packs.kevinahm.export import BUNDLE_FOLDER, export_bundle
     from pocketcli.store.onnx import model_files
+
+    if format_ != "web":
+        check_folder_output(out, BUNDLE_FOLDER, force)
 
     checkpoint, model_config, tokenizer, source = model_files(
         language, config, offline, progress=not quiet
@@ -110,9 +135,11 @@ def export_command(
 
         assert voice_clip is not None
         clip = load_prompt(voice_clip, model_config.mimi.sample_rate)
-        export_web_pack(checkpoint, model_config, tokenizer, clip, out, source, say)
+        export_web_pack(checkpoint, model_config, tokenizer, clip, out, source, say, force=force)
         typer.echo(str(out))
         return
     precisions = ("fp32",) if precision == "fp32" else ("fp32", "int8")
-    export_bundle(checkpoint, model_config, tokenizer, out, name, precisions, source, say)
+    export_bundle(
+        checkpoint, model_config, tokenizer, out, name, precisions, source, say, force=force
+    )
     typer.echo(str(out))

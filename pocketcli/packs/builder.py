@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import save_file
 
-from pocketcli.atomic import atomic_folder
+from pocketcli.atomic import FolderKind, atomic_folder
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import Weights, check_checkpoint, read_checkpoint
 from pocketcli.packs.encoder_weights import cloning_support
@@ -31,9 +31,14 @@ from pocketcli.packs.graph_files import remove_graph, save_graph
 from pocketcli.packs.manifest import (
     BATCH_GRAPHS,
     ENCODER_GRAPH,
+    FORMAT,
+    MANIFEST_NAME,
     MIMI_BATCH_GRAPH,
     PRECISIONS,
+    STAMP_NAME,
+    PackError,
     PackManifest,
+    read_json_file,
 )
 from pocketcli.packs.mimi_encoder_graph import build_mimi_encoder
 from pocketcli.packs.mimi_graphs import build_mimi_decoder
@@ -56,6 +61,23 @@ _BATCH_QUANTISERS = {"int8": quantise_rows_int8, "int4": quantise_int4}
 Progress = Callable[[str], None]
 
 
+def _pack_files(folder: Path) -> dict[str, Any] | None:
+    try:
+        d = read_json_file(folder / MANIFEST_NAME)
+    except PackError:
+        return None
+    files = d.get("files") if isinstance(d, dict) and d.get("format") == FORMAT else None
+    return files if isinstance(files, dict) else None
+
+
+# A folder the builder wrote: its pack.json, and only the files that pack.json lists.
+PACK_FOLDER = FolderKind(
+    "model pack",
+    lambda folder: _pack_files(folder) is not None,
+    lambda folder: (MANIFEST_NAME, STAMP_NAME, *(_pack_files(folder) or {})),
+)
+
+
 def tokenizer_kind(path: Path, declared: str | None = None) -> str:
     if declared in ("tokenizers", "json") or path.suffix == ".json":
         return "tokenizers"
@@ -70,8 +92,10 @@ def build_pack(
     precisions: Sequence[str] = ("fp32",),
     source: dict[str, Any] | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> PackManifest:
-    """Writes a pack to ``out_dir`` (replacing any pack there) and returns its manifest."""
+    """Writes a pack to ``out_dir`` (replacing a pack the builder wrote there, or any
+    folder with ``force``: ``atomic.check_folder_output``) and returns its manifest."""
     out_dir = Path(out_dir)
     tokenizer = Path(tokenizer)
     bad = [p for p in precisions if p not in PRECISIONS]
@@ -85,7 +109,7 @@ def build_pack(
     weights = read_checkpoint(checkpoint)
     check_checkpoint(weights, config)
 
-    with atomic_folder(out_dir) as work:
+    with atomic_folder(out_dir, PACK_FOLDER, force=force) as work:
         origin = {"checkpoint_path": str(Path(checkpoint).resolve()), **(source or {})}
         manifest = _write_pack(weights, config, tokenizer, work, precisions, origin, say)
     return manifest

@@ -45,6 +45,38 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _content_digest(d: dict[str, Any]) -> str:
+    """sha256 of a manifest's content (its own entry in ``files`` left out), independent
+    of how the JSON is laid out."""
+    files = d.get("files")
+    files = (
+        {k: v for k, v in files.items() if k != MANIFEST_NAME} if isinstance(files, dict) else files
+    )
+    text = json.dumps({**d, "files": files}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def seal(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with ``files["pack.json"]``: the sha256 of the rest of the manifest, so that
+    pack.json is covered by the pack's checksums like every other file."""
+    files = {k: v for k, v in d.get("files", {}).items() if k != MANIFEST_NAME}
+    body = {**d, "files": files}
+    return {**d, "files": {**files, MANIFEST_NAME: _content_digest(body)}}
+
+
+def _check_sealed(path: Path, d: dict[str, Any]) -> None:
+    """A manifest whose recorded sha256 of itself does not match was edited or damaged.
+    (Packs built before pack.json was covered record none: their numbers are still
+    bounded, see ``config_bounds``.)"""
+    files = d.get("files")
+    recorded = files.get(MANIFEST_NAME) if isinstance(files, dict) else None
+    if recorded is not None and recorded != _content_digest(d):
+        raise PackError(
+            f"pack {path.parent} is damaged: {MANIFEST_NAME} does not match the sha256 it"
+            " records of itself (edited?); rebuild or download the pack again"
+        )
+
+
 def _checksums(value: Any) -> dict[str, str]:
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in value.items()
@@ -115,7 +147,7 @@ class PackManifest:
             if p.is_file() and p.name not in (MANIFEST_NAME, STAMP_NAME)
         }
         manifest = replace(self, files=files)
-        text = json.dumps(manifest.to_dict(), indent=2, sort_keys=True)
+        text = json.dumps(seal(manifest.to_dict()), indent=2, sort_keys=True)
         (directory / MANIFEST_NAME).write_text(text + "\n", encoding="utf-8")
 
     @classmethod
@@ -136,6 +168,7 @@ class PackManifest:
                 f"{path} has pack format version {d.get('version')}; this pockettts reads "
                 f"version {FORMAT_VERSION}: rebuild the pack"
             )
+        _check_sealed(path, d)  # before any number of it is read
         try:
             manifest = cls(
                 config=ModelConfig.from_dict(d["config"]),
@@ -151,7 +184,9 @@ class PackManifest:
             )
         except KeyError as exc:
             raise PackError(f"{path} is incomplete: no {exc} entry") from exc
-        except (TypeError, AttributeError, ValueError, ConfigError) as exc:
+        except ConfigError as exc:
+            raise PackError(f"{path}: {exc}") from None
+        except (TypeError, AttributeError, ValueError) as exc:
             raise PackError(f"{path} is incomplete: {exc}") from exc
         manifest.check_files(directory)
         manifest.verify(directory)
@@ -170,6 +205,8 @@ class PackManifest:
             stamps = {}
         fresh: dict[str, list] = {}
         for name, digest in self.files.items():
+            if name == MANIFEST_NAME:  # checked when read (_check_sealed)
+                continue
             file = directory / name
             try:
                 st = file.stat()

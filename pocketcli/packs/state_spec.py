@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from pocketcli.config_bounds import whole
+from pocketcli.errors import ConfigError
+
+# A state of the largest published Mimi decoder holds 128,000 numbers (8 heads x 250
+# positions x 64); a state past these is not a model's (README, "Bounds").
+MAX_STATE_DIMS = 8
+MAX_STATE_DIM = 1 << 16
+MAX_STATE_SIZE = 1 << 22
+DTYPES = ("float32", "int64", "bool")
 
 
 @dataclass(frozen=True)
@@ -18,4 +29,16 @@ class StateSpec:
 
     @classmethod
     def from_dict(cls, d: dict) -> StateSpec:
-        return cls(d["name"], tuple(int(x) for x in d["shape"]), d.get("dtype", "float32"))
+        """A state's description, its shape bounded before anything is allocated for it."""
+        name, shape, dtype = d["name"], d["shape"], d.get("dtype", "float32")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"a state's name is {repr(name)[:40]}, not a name")
+        where = f"state {name[:40]!r} shape"
+        if not isinstance(shape, list) or len(shape) > MAX_STATE_DIMS:
+            raise ConfigError(f"{where} is not a list of at most {MAX_STATE_DIMS} sizes")
+        dims = tuple(whole(where, n, 0, MAX_STATE_DIM) for n in shape)
+        if math.prod(dims) > MAX_STATE_SIZE:
+            raise ConfigError(f"{where} {list(dims)} holds more than {MAX_STATE_SIZE} numbers")
+        if dtype not in DTYPES:
+            raise ConfigError(f"state {name[:40]!r} dtype is {repr(dtype)[:40]}")
+        return cls(name, dims, dtype)

@@ -70,6 +70,7 @@ from pocketcli.packs.web_layout import (  # noqa: F401 - is_web_pack, FILES: re-
     TEXT_EMBED,
     TOKENIZER_FILE,
     VOICE_FILE,
+    WEB_FOLDER,
     is_web_pack,
 )
 from pocketcli.packs.web_tokenizer import sentencepiece_to_json
@@ -374,8 +375,10 @@ def export_web_pack(
     source: dict | None = None,
     progress: Progress | None = None,
     decode_steps: int = 1,
+    force: bool = False,
 ) -> Path:
-    """Writes the browser pack to ``out_dir`` (replacing one there); returns ``out_dir``."""
+    """Writes the browser pack to ``out_dir`` (replacing one this exporter wrote, or any
+    folder with ``force``: ``atomic.check_folder_output``); returns ``out_dir``."""
     out_dir, tokenizer = Path(out_dir), Path(tokenizer)
     say = progress or (lambda _msg: None)
     say("reading checkpoint")
@@ -387,7 +390,7 @@ def export_web_pack(
             f"the browser pack's voice_alba.bin is a clip's Mimi encoding: {cloning.reason}"
         )
     fl = config.flow_lm
-    with atomic_folder(out_dir, "exporting") as work:
+    with atomic_folder(out_dir, WEB_FOLDER, "exporting", force) as work:
         (work / GRAPH_DIR).mkdir()
         say("building text_embed")
         onnx.save_model(build_web_text_embed(weights, fl), str(work / TEXT_EMBED))

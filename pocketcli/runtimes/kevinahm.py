@@ -36,6 +36,7 @@ from pocketcli.packs.kevinahm.metadata import (
 )
 from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.runtimes.flow import integrate_flow
+from pocketcli.runtimes.graph_roles import Role, check_role, role
 from pocketcli.runtimes.onnx import _session as onnx_session
 from pocketcli.runtimes.onnx import default_threads
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
@@ -45,6 +46,10 @@ PRECISIONS = ("fp32", "int8")
 # Graphs an int8 bundle still runs in fp32 (KevinAHM's runtime does the same: the
 # table lookup has nothing to quantise, and the voice encoder runs once per voice).
 _FP32_ALWAYS = ("text_conditioner", "mimi_encoder")
+# A state of the largest published bundle holds 2,048,000 numbers (a 24-layer FlowLM's cache
+# of one layer), all of them 49,152,024: entries past these are not a model's.
+MAX_STATE_SIZE = 1 << 23
+MAX_STATES_SIZE = 1 << 28
 _NP = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
 _ORT_TYPES = {"float32": "tensor(float)", "int64": "tensor(int64)", "bool": "tensor(bool)"}
 
@@ -87,13 +92,15 @@ def _manifest(directory: Path, d: dict, key: str) -> tuple[StateEntry, ...]:
                 and entry.dtype in DTYPES
                 and entry.fill in FILLS
                 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
-                and math.prod(shape) < 1 << 28
+                and math.prod(shape) <= MAX_STATE_SIZE
             )
         except (KeyError, TypeError):
             ok = False
         if not ok:
             raise BundleError(f"{where}: {key} entry {i} is malformed")
         out.append(entry)
+    if sum(math.prod(e.shape) for e in out) > MAX_STATES_SIZE:
+        raise BundleError(f"{where}: {key}'s states hold more than {MAX_STATES_SIZE} numbers")
     return tuple(out)
 
 
@@ -331,6 +338,13 @@ class KevinAhmRuntime:
         self._mimi = _session(paths["mimi_decoder"], threads)
         _check_states(self._main, paths["flow_lm_main"], bundle.flow_states, 2, 2)
         _check_states(self._mimi, paths["mimi_decoder"], bundle.mimi_states, 1, 1)
+        for graph, session in (
+            ("text_conditioner", self._embed),
+            ("flow_lm_main", self._main),
+            ("flow_lm_flow", self._flow),
+            ("mimi_decoder", self._mimi),
+        ):
+            check_role(session, paths[graph], self._role(graph), BundleError)
         fl = self.config.flow_lm
         self._d_model, self._latent_dim = fl.transformer.d_model, fl.latent_dim
         self._check_graph_shapes(paths)
@@ -351,6 +365,18 @@ class KevinAhmRuntime:
         self._time_names = ("s", "t")[2 - n :] if n else ()
         self._encoder: ort.InferenceSession | None = None
         self._encoder_path = bundle.graph("mimi_encoder", precision)
+
+    def _role(self, graph: str) -> Role:
+        """What each of the bundle's graphs takes (its states: bundle.json's manifests)."""
+        flow = [e.input_name for e in self.bundle.flow_states]
+        mimi = [e.input_name for e in self.bundle.mimi_states]
+        return {
+            "text_conditioner": role("a text conditioner", ["token_ids"]),
+            "flow_lm_main": role("a FlowLM", ["sequence", "text_embeddings", *flow]),
+            "flow_lm_flow": role("a flow head", ["c", "x"], ["s", "t"]),
+            "mimi_decoder": role("a Mimi decoder", ["latent", *mimi]),
+            "mimi_encoder": role("a Mimi encoder", ["audio"]),
+        }[graph]
 
     def _check_graph_shapes(self, paths: dict[str, Path]) -> None:
         def dim(session: ort.InferenceSession, output: bool, index: int, axis: int) -> Any:
@@ -510,7 +536,9 @@ class KevinAhmRuntime:
         if audio.shape[2] == 0:
             raise ValueError("cannot encode an empty voice prompt")
         if self._encoder is None:
-            self._encoder = _session(self._encoder_path, self._threads)
+            encoder = _session(self._encoder_path, self._threads)
+            check_role(encoder, self._encoder_path, self._role("mimi_encoder"), BundleError)
+            self._encoder = encoder
         latents = self._encoder.run(None, {"audio": audio})[0]
         frames = -(-audio.shape[2] // self.config.mimi.samples_per_frame)
         if latents.shape != (1, frames, self._d_model):

@@ -8,7 +8,6 @@ the text lookup and the flow head on one.
 from __future__ import annotations
 
 import mmap
-import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,11 +22,13 @@ from pocketcli.cores import bound_threads, threads_override
 from pocketcli.packs.manifest import (
     BATCH_GRAPHS,
     ENCODER_GRAPH,
+    MANIFEST_NAME,
     MIMI_BATCH_GRAPH,
     PackError,
     PackManifest,
 )
 from pocketcli.runtimes.flow import integrate_flow
+from pocketcli.runtimes.graph_roles import Role, check_role, check_trailing_dims, role
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 
@@ -177,6 +178,48 @@ def _session(
         raise PackError(f"cannot load {path.name}: {exc}") from exc
 
 
+@dataclass(frozen=True)
+class PackGeneration:
+    """The graphs one generation of pack is run with, and the calls each serves."""
+
+    name: str
+    prefill: str  # the text prefills (prefill, prefill_then_step)
+    frames: str  # a frame's FlowLM step (step, step_batch)
+    head: str  # the flow head (sample_latent, sample_latent_batch)
+
+    @property
+    def graphs(self) -> tuple[str, ...]:
+        """Loaded with the pack (with ``text_embedding`` and one Mimi decoder)."""
+        return tuple(dict.fromkeys((self.prefill, self.frames, self.head)))
+
+
+# Newest first. Frames go through the batched graphs whenever a pack has them (one row when
+# alone), so a stream's bytes never depend on what shares its calls: the int8 row graphs
+# scale a call's activations by one number, and even in fp32 the row and batched graphs
+# round differently (about 1e-7). A batched step that takes embeddings (packs built since
+# 2026-12-02) runs the prefills too, as one row, and the one-sequence step and head are
+# never loaded: one copy of the weights.
+GENERATIONS = (
+    PackGeneration("batched prefills", "flowlm_step_batch", "flowlm_step_batch", "flow_head_batch"),
+    PackGeneration("batched frames", "flowlm_step", "flowlm_step_batch", "flow_head_batch"),
+    PackGeneration("one stream a call", "flowlm_step", "flowlm_step", "flow_head"),
+)
+# Every Mimi call goes through the batched decoder when the precision has one (one row
+# when alone, the same bytes alone and together); the one-stream graph then stays unloaded.
+MIMI_GRAPHS = (MIMI_BATCH_GRAPH, "mimi_decoder")
+# The table lookup and the flow head's [1, 512] products are too small to split: waking a
+# second thread costs more than it saves (flow head at int8: 0.4 ms on one, 0.7 on two).
+_ONE_THREAD = ("text_embedding", "flow_head", "flow_head_batch")
+
+
+def pack_generation(files: dict[str, str], takes_embeddings: Callable[[], bool]) -> PackGeneration:
+    """The generation of a pack whose graphs are ``files``; ``takes_embeddings`` asks its
+    batched step (loading it) whether it runs prefills."""
+    if not all(name in files for name in BATCH_GRAPHS):
+        return GENERATIONS[2]
+    return GENERATIONS[0] if takes_embeddings() else GENERATIONS[1]
+
+
 class OnnxRuntime:
     """Implements ``pocketcli.runtimes.base.Runtime`` over the graphs of one pack."""
 
@@ -190,83 +233,75 @@ class OnnxRuntime:
         if precision not in self.manifest.graphs:
             have = ", ".join(self.manifest.precisions)
             raise PackError(f"pack {pack_dir} has no {precision} graphs (it has: {have})")
-        self.precision = precision
+        self.precision, self.pack_dir = precision, pack_dir
         self.config: ModelConfig = self.manifest.config
-        self.pack_dir = pack_dir
-        threads = bound_threads(threads) if threads else default_threads()
-        files = self.manifest.graphs[precision]
-        # The table lookup and the flow head's [1, 512] products are too small to split:
-        # waking a second thread costs more than it saves (flow head at int8: 0.4 ms on
-        # one thread, 0.7 ms on two).
-        self._embed = _session(pack_dir / files["text_embedding"], 1)
-        # Every Mimi call goes through the batched decoder when the pack has one (one row
-        # when alone, the same bytes alone and together); the one-stream graph then
-        # stays unloaded.
-        mimi_batch = files.get(MIMI_BATCH_GRAPH)
-        self._mimi_batch = _session(pack_dir / mimi_batch, threads) if mimi_batch else None
-        self._mimi = (
-            None
-            if self._mimi_batch is not None
-            else _session(pack_dir / files["mimi_decoder"], threads)
-        )
-        self.constants = load_file(str(pack_dir / self.manifest.constants_file))
-
+        self._threads = bound_threads(threads) if threads else default_threads()
         t = self.config.flow_lm.transformer
-        self._layers = t.num_layers
-        self._kv_heads, self._head_dim = t.kv_heads, t.head_dim
-        self._d_model = t.d_model
-        self._latent_dim = self.config.flow_lm.latent_dim
-        mimi = self._mimi_batch if self._mimi_batch is not None else self._mimi
-        assert mimi is not None
-        self._mimi_outputs = [o.name for o in mimi.get_outputs()]
-        self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
-        self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
-        self._threads = threads
-        self._encoder: ort.InferenceSession | None = None  # loaded on first clone
-        # The batched graphs (a pack built before them has none: served a row at a time),
-        # loaded with the pack.
-        self._batch_files = {name: files.get(name) for name in BATCH_GRAPHS}
-        self._batch_sessions: tuple[ort.InferenceSession, ort.InferenceSession] | None = None
-        self._batch_load = threading.Lock()
-        # Frames always go through the batched graphs when the pack has them (one row when
-        # alone), so a stream's bytes never depend on what shares its calls: the int8 row
-        # graphs scale a call's activations by one number, and even in fp32 the row and
-        # batched graphs round differently (about 1e-7). A batched step that takes
-        # embeddings (packs built since 2026-12-02) runs the prefills too, as one row, and
-        # the one-sequence step and head are never loaded: one copy of the weights.
-        self._frames_batched = self.batch_unavailable_reason is None
-        # Loaded now when the pack has them: every frame uses them, the first one too.
-        batch_step, batch_head = self._batch_graphs() if self._frames_batched else (None, None)
-        self._prefill_batched = batch_step is not None and _takes(batch_step, "embeddings")
-        # The prefills' session: the batched step, or the one-sequence one.
-        self._step = (
-            batch_step
-            if batch_step is not None and self._prefill_batched
-            else _session(pack_dir / files["flowlm_step"], threads)
+        self._layers, self._kv_heads, self._head_dim = t.num_layers, t.kv_heads, t.head_dim
+        self._d_model, self._latent_dim = t.d_model, self.config.flow_lm.latent_dim
+        self._sessions: dict[str, ort.InferenceSession] = {}
+        files = self.manifest.graphs[precision]
+        self.generation = pack_generation(
+            files, lambda: _takes(self._load("flowlm_step_batch"), "embeddings")
         )
-        self._head = None if batch_head is not None else _session(pack_dir / files["flow_head"], 1)
-        head = batch_head or self._head
-        assert head is not None
+        mimi = next(name for name in MIMI_GRAPHS if name in files)
+        for graph in ("text_embedding", *self.generation.graphs, mimi):
+            self._load(graph)
+        self.constants = load_file(str(pack_dir / self.manifest.constants_file))
+        self._prefill_batched = self.generation.prefill in BATCH_GRAPHS
+        self._frames_batched = self.generation.frames in BATCH_GRAPHS
+        self._embed = self._sessions["text_embedding"]
+        self._step = self._sessions[self.generation.prefill]
+        self._head = self._sessions.get("flow_head")
+        self._mimi = self._sessions.get("mimi_decoder")
+        self._mimi_batch = self._sessions.get(MIMI_BATCH_GRAPH)
+        self._mimi_outputs = [o.name for o in self._sessions[mimi].get_outputs()]
+        head = self._sessions[self.generation.head]
         self._head_times = [i.name for i in head.get_inputs() if i.name in ("s", "t")]
         self._step_outputs = [o.name for o in self._step.get_outputs()]
+        self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
+        self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
         seanet = self.config.mimi.decoder_seanet
         self._mimi_frame_bytes = self.config.mimi.samples_per_frame * seanet.n_filters * 4
 
+    def _load(self, graph: str) -> ort.InferenceSession:
+        """The session of one of the pack's graphs (loaded once), checked against its role:
+        its inputs and sizes are those pack.json describes."""
+        if graph not in self._sessions:
+            path = self.pack_dir / self.manifest.graphs[self.precision][graph]
+            session = _session(path, 1 if graph in _ONE_THREAD else self._threads)
+            expected, dims = self._role(graph)
+            check_role(session, path, expected)
+            check_trailing_dims(session, path, dims, MANIFEST_NAME)
+            self._sessions[graph] = session
+        return self._sessions[graph]
+
+    def _role(self, graph: str) -> tuple[Role, dict[str, tuple[int | None, ...]]]:
+        """What ``graph`` must take, and the last sizes of its inputs pack.json implies."""
+        caches: dict[str, tuple[int | None, ...]] = {}
+        for i in range(self._layers):
+            caches[f"key_cache_{i}"] = (self._kv_heads, self._head_dim, None)
+            caches[f"value_cache_{i}"] = (self._kv_heads, None, self._head_dim)
+        states = {f"state.{s.name}": s.shape for s in self.manifest.mimi_states}
+        z = {"z": (self.config.flow_lm.cond_dim,)}
+        if graph == "text_embedding":
+            return role("a text embedding", ["token_ids"]), {}
+        if graph == "flowlm_step":
+            return role("a FlowLM step", ["embeddings", "latents", "position", *caches]), caches
+        if graph == "flowlm_step_batch":
+            takes = ["latents", "positions", *caches]
+            return role("a batched FlowLM step", takes, ["embeddings"]), caches
+        if graph in ("flow_head", "flow_head_batch"):
+            return role("a flow head", ["z", "x"], ["s", "t"]), z
+        if graph in MIMI_GRAPHS:
+            return role("a Mimi decoder", ["latents", *states]), states
+        return role("a Mimi encoder", ["audio"]), {}
+
     @property
     def loaded_graphs(self) -> tuple[str, ...]:
         """The pack's graphs this runtime holds a session of (each holds its weights)."""
-        sessions = {
-            "text_embedding": self._embed,
-            "flowlm_step": None if self._prefill_batched else self._step,
-            "flow_head": self._head,
-            "mimi_decoder": self._mimi,
-            MIMI_BATCH_GRAPH: self._mimi_batch,
-            ENCODER_GRAPH: self._encoder,
-        }
-        if self._batch_sessions is not None:
-            sessions.update(zip(BATCH_GRAPHS, self._batch_sessions, strict=True))
-        return tuple(name for name, session in sessions.items() if session is not None)
+        return tuple(self._sessions)
 
     @property
     def threads(self) -> int:
@@ -406,21 +441,17 @@ class OnnxRuntime:
     # -- many sequences at once (the scheduler) ----------------------------
     @property
     def batch_unavailable_reason(self) -> str | None:
-        missing = [name for name, file in self._batch_files.items() if file is None]
-        if missing:
+        if not self._frames_batched:
+            files = self.manifest.graphs[self.precision]
+            missing = [name for name in BATCH_GRAPHS if name not in files]
             return f"the pack has no {' or '.join(missing)} graph (built before batching)"
         return None
 
     def _batch_graphs(self) -> tuple[ort.InferenceSession, ort.InferenceSession]:
-        with self._batch_load:
-            if self._batch_sessions is None:
-                step, head = (self._batch_files[name] for name in BATCH_GRAPHS)
-                assert step is not None and head is not None
-                self._batch_sessions = (
-                    _session(self.pack_dir / step, self._threads),
-                    _session(self.pack_dir / head, 1),
-                )
-            return self._batch_sessions
+        reason = self.batch_unavailable_reason
+        if reason is not None:
+            raise RuntimeError(reason)
+        return self._sessions["flowlm_step_batch"], self._sessions["flow_head_batch"]
 
     def start_batch(self) -> OnnxBatch:
         self._batch_graphs()
@@ -550,9 +581,7 @@ class OnnxRuntime:
         if audio.shape[1] == 0:
             raise ValueError("cannot encode an empty voice prompt")
         graph = self.manifest.graphs[self.precision][ENCODER_GRAPH]
-        if self._encoder is None:
-            self._encoder = _session(self.pack_dir / graph, self._threads)
-        conditioning = self._encoder.run(None, {"audio": audio})[0]
+        conditioning = self._load(ENCODER_GRAPH).run(None, {"audio": audio})[0]
         frames = -(-audio.shape[1] // self.config.mimi.samples_per_frame)
         if conditioning.shape != (frames, self._d_model):
             raise PackError(

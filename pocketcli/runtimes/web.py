@@ -19,9 +19,11 @@ import numpy as np
 import onnxruntime as ort
 
 from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.config_bounds import whole
 from pocketcli.errors import WebPackError as WebPackError  # defined there; re-exported
 from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.packs.onnx_wire import gather_table_rows
+from pocketcli.packs.state_spec import StateSpec
 from pocketcli.packs.web_layout import (
     BOS_FILE,
     CONFIG_FILE,
@@ -113,12 +115,10 @@ class WebRuntime:
         self.meta = meta = read_pack_config(directory)
         try:
             self.config = ModelConfig.from_dict(meta["config"])
-            self.decode_steps = int(meta.get("decode_steps", 1))
+            self.decode_steps = whole("decode_steps", meta.get("decode_steps", 1), 1, 64)
             tokenizer_name = str(meta.get("tokenizer_file", "tokenizer.json"))
-            states = [
-                (str(s["name"]), tuple(int(n) for n in s["shape"]), s["dtype"])
-                for s in meta["mimi_state"]
-            ]
+            specs = [StateSpec.from_dict(s) for s in meta["mimi_state"]]  # bounded shapes
+            states = [(s.name, s.shape, s.dtype) for s in specs]
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise WebPackError(f"{directory / CONFIG_FILE}: {exc}") from None
         if tokenizer_name not in ("tokenizer.json", "tokenizer.model"):

@@ -15,13 +15,14 @@ records which one a pack was built from.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pocketcli.config import ModelConfig
-from pocketcli.errors import UserError
+from pocketcli.config import ConfigError, ModelConfig
+from pocketcli.errors import TokenizerError, UserError
 from pocketcli.packs.manifest import PRECISIONS, PackError, PackManifest
 from pocketcli.store.catalog import catalog, check_precision, kyutai_language
 from pocketcli.store.errors import AccessRefused, StoreError, offline_error
@@ -107,12 +108,42 @@ def _source(
             weights=tuple((resolve_remote_name(u, config), c) for u, c in source.weights),
             tokenizer=resolve_remote_name(source.tokenizer, config),
         )
+    if base_dir is not None:
+        _inside_config_folder(source, base_dir)
     if not source.weights:
         raise StoreError(
             f"config {label} names no weights_path: pockettts builds packs from "
             "one model.safetensors checkpoint"
         )
     return source
+
+
+def _inside_config_folder(src: ModelSource, base_dir: Path) -> None:
+    """A local config's relative file names stay in its folder (``../../etc/passwd`` is
+    refused); an absolute path is the user's own choice and is taken as written."""
+    named = [("flow_lm.lookup_table.tokenizer_path", src.tokenizer)]
+    named += [("weights_path", url) for url, _ in src.weights]
+    for field, name in named:
+        if "://" in name or Path(name).expanduser().is_absolute():
+            continue
+        inside = (base_dir / name).resolve().is_relative_to(base_dir.resolve())
+        if ".." in Path(name).parts or not inside:
+            raise ConfigError(
+                f"config {src.label}: {field} {name!r} points outside the config's folder"
+            )
+
+
+def _checked_tokenizer(src: ModelSource, path: Path) -> Path:
+    """The tokenizer a config names must read as one (and fit the model's table) before
+    it is built into anything or copied into an export."""
+    from pocketcli.text.tokenizer import load_tokenizer
+
+    table = src.config.flow_lm.lookup_table
+    try:
+        load_tokenizer(path, table.tokenizer, vocab_size=table.n_bins)
+    except TokenizerError as exc:
+        raise ConfigError(f"config {src.label}: {exc}") from None
+    return path
 
 
 def _reusable(pack_dir: Path, src: ModelSource) -> PackManifest | None:
@@ -178,6 +209,7 @@ def _fetch_files(
         reporter,
         src.base_dir,
     )
+    _checked_tokenizer(src, tokenizer)
     source = {
         "kind": "kyutai",
         "language": src.language,
@@ -200,7 +232,25 @@ def model_files(
     with Reporter(progress) as reporter:
         src = _source(language, config, offline, reporter)
         checkpoint, tokenizer, source = _fetch_files(src, offline, False, reporter)
-    return checkpoint, src.config, tokenizer, {**source, "name": src.name}
+    if src.base_dir is not None:  # an export leaves this machine: no local paths in it
+        for key in ("config", "weights", "tokenizer"):
+            if "://" not in str(source[key]):
+                source[key] = Path(str(source[key])).name
+    config = _without_local_paths(src.config) if src.base_dir is not None else src.config
+    return checkpoint, config, tokenizer, {**source, "name": src.name}
+
+
+def _without_local_paths(config: ModelConfig) -> ModelConfig:
+    """The config with the files it names reduced to their names (what an export records)."""
+    raw = copy.deepcopy(config.raw)
+    places = [(raw, "weights_path"), (raw, "weights_path_without_voice_cloning")]
+    lookup = raw.get("flow_lm", {}).get("lookup_table", {})
+    places.append((lookup, "tokenizer_path"))
+    for owner, key in places:
+        value = owner.get(key)
+        if isinstance(value, str) and "://" not in value:
+            owner[key] = Path(value).name
+    return replace(config, raw=raw)
 
 
 def resolve_onnx_pack(
@@ -231,6 +281,7 @@ def resolve_onnx_pack(
         ordered = tuple(p for p in PRECISIONS if p in precisions)
         from pocketcli.packs.builder import build_pack  # onnx is heavy: only when building
 
+        pack_dir.parent.mkdir(parents=True, exist_ok=True)  # the store's own folders
         build_pack(
             checkpoint,
             src.config,
@@ -239,6 +290,7 @@ def resolve_onnx_pack(
             ordered,
             source=source,
             progress=reporter.step,
+            force=True,  # the store's own folder: whatever is there is the store's
         )
         reporter.finish_build()
     return pack_dir

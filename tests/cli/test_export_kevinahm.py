@@ -35,6 +35,7 @@ def test_export_then_speak_clone_and_inspect(tmp_path, fixture_dir) -> None:
     config["flow_lm"]["lookup_table"]["tokenizer_path"] = str(TINY_TOKENIZER)
     (tmp_path / "my_model.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "bundles" / "mine"
+    out.parent.mkdir()  # a missing parent is refused, never created
     r = run("export", "--format", "kevinahm-v2", str(out), "--config",
             str(tmp_path / "my_model.yaml"), "-q", cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()

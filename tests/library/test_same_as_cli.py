@@ -13,6 +13,7 @@ from pocketcli import PocketTTS
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.errors import OptionConflict, RuntimeUnavailable, UnknownNameError
 from pocketcli.options import SpeakOptions
+from pocketcli.packs.manifest import seal
 from tests.support.cli import run
 from tests.support.fakehub import TINY_CONFIG
 from tests.unit.store.test_download import hub  # noqa: F401 - the fake Hub fixture, in-process
@@ -88,7 +89,7 @@ def _pack_with_language(pack_dir, tmp_path, language: str):
     shutil.copytree(pack_dir, copy)
     manifest = json.loads((copy / "pack.json").read_text(encoding="utf-8"))
     manifest["source"]["language"] = language
-    (copy / "pack.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (copy / "pack.json").write_text(json.dumps(seal(manifest)), encoding="utf-8")
     return copy
 
 

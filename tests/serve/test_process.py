@@ -13,6 +13,7 @@ import httpx
 import numpy as np
 
 from pocketcli.api import PocketTTS
+from pocketcli.packs.manifest import seal
 from tests.support.cli import SCRIPT, run
 from tests.support.paths import ROOT
 from tests.support.servehelp import LONG_TEXT, PACK, VOICE, expected_pcm, pcm16, spawn
@@ -152,7 +153,7 @@ def test_builtin_voices_from_the_store_and_nothing_else_fetched(tmp_path) -> Non
             (pack / f.name).symlink_to(f)
     manifest = json.loads((PACK / "pack.json").read_text())
     manifest["source"]["language"] = "english"
-    (pack / "pack.json").write_text(json.dumps(manifest))
+    (pack / "pack.json").write_text(json.dumps(seal(manifest)))
     hub = FakeHub()
     add_kyutai(hub)
     with (

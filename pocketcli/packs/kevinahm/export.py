@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from pocketcli.atomic import atomic_folder
+from pocketcli.atomic import FolderKind, atomic_folder
 from pocketcli.config import ModelConfig
 from pocketcli.packs.checkpoint import check_checkpoint, read_checkpoint
 from pocketcli.packs.encoder_weights import cloning_support
@@ -33,6 +33,7 @@ from pocketcli.packs.kevinahm.graphs import (
 )
 from pocketcli.packs.kevinahm.metadata import (  # noqa: F401 - SIDECAR_FILE, graph_file: re-exported
     BOS_FILE,
+    BUNDLE_FILE,
     GRAPHS,
     SIDECAR_FILE,
     SIDECAR_FORMAT,
@@ -49,6 +50,23 @@ PRECISIONS = ("fp32", "int8")
 _FLOAT_PREFIXES = (ROPE_SWAP, "dec.", "upsample.", "quantizer.")
 
 Progress = Callable[[str], None]
+
+
+def _is_our_bundle(folder: Path) -> bool:
+    try:
+        sidecar = json.loads((folder / SIDECAR_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(sidecar, dict) and sidecar.get("format") == SIDECAR_FORMAT
+
+
+def _bundle_names(_folder: Path) -> tuple[str, ...]:
+    graphs = tuple(graph_file(g, p) for g in GRAPHS for p in PRECISIONS)
+    return (BUNDLE_FILE, SIDECAR_FILE, BOS_FILE, TOKENIZER_FILE, "tokenizer.json", *graphs)
+
+
+# A folder this exporter wrote: its pockettts.json, and only the files a bundle has.
+BUNDLE_FOLDER = FolderKind("KevinAHM bundle", _is_our_bundle, _bundle_names)
 
 
 def _save(model: onnx.ModelProto, path: Path) -> None:
@@ -74,8 +92,10 @@ def export_bundle(
     precisions: Sequence[str] = PRECISIONS,
     source: dict | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> Path:
-    """Writes the bundle to ``out_dir`` (replacing a bundle there); returns ``out_dir``."""
+    """Writes the bundle to ``out_dir`` (replacing a bundle this exporter wrote there, or
+    any folder with ``force``: ``atomic.check_folder_output``); returns ``out_dir``."""
     out_dir, tokenizer = Path(out_dir), Path(tokenizer)
     bad = [p for p in precisions if p not in PRECISIONS]
     if bad or not precisions:
@@ -84,7 +104,7 @@ def export_bundle(
     say("reading checkpoint")
     weights = read_checkpoint(checkpoint)
     check_checkpoint(weights, config)
-    with atomic_folder(out_dir, "exporting") as work:
+    with atomic_folder(out_dir, BUNDLE_FOLDER, "exporting", force) as work:
         fl = config.flow_lm
         builders = {
             "text_conditioner": lambda: build_text_conditioner(weights, fl),

@@ -19,7 +19,7 @@ from pocketcli.engine.scheduler import Scheduler
 from pocketcli.options import SpeakOptions
 from pocketcli.packs.builder import write_batch_graphs
 from pocketcli.packs.checkpoint import read_checkpoint
-from pocketcli.packs.manifest import MIMI_BATCH_GRAPH, PackManifest
+from pocketcli.packs.manifest import MIMI_BATCH_GRAPH, PackManifest, seal
 from pocketcli.runtimes.base import decode_batching
 from pocketcli.runtimes.onnx import OnnxRuntime
 from tests.support.alone import frames_alone
@@ -113,7 +113,7 @@ def _pack_without_batched_mimi(pack_dir: Path, out: Path) -> Path:
     for gone in (file, f"{file}.data"):
         (out / gone).unlink()
         data["files"].pop(gone)
-    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    (out / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
     assert MIMI_BATCH_GRAPH not in PackManifest.read(out).graphs["fp32"]
     return out
 

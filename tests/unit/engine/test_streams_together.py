@@ -23,7 +23,7 @@ from pocketcli.engine.chunk import DECODE_BATCH, ChunkTrace, Frame
 from pocketcli.engine.scheduler import MAX_MIMI_TICKS, PREFILL_TOKENS_PER_TICK, Scheduler
 from pocketcli.normalize.timeline import Pause
 from pocketcli.options import SpeakOptions
-from pocketcli.packs.manifest import BATCH_GRAPHS, MIMI_BATCH_GRAPH, PackManifest
+from pocketcli.packs.manifest import BATCH_GRAPHS, MIMI_BATCH_GRAPH, PackManifest, seal
 from pocketcli.runtimes.base import batching
 from tests.support.alone import frames_alone
 
@@ -128,7 +128,7 @@ def _pack_without_batched_graphs(pack_dir: Path, out: Path) -> Path:
                 if (out / gone).exists():
                     (out / gone).unlink()
                 data["files"].pop(gone, None)
-    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    (out / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
     assert not any("batch" in name for name in PackManifest.read(out).files)
     return out
 

@@ -231,6 +231,7 @@ def test_export_then_inspect_and_speak(tmp_path) -> None:
     config["flow_lm"]["lookup_table"]["tokenizer_path"] = str(TINY_TOKENIZER)
     (tmp_path / "my_model.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "web" / "mine"
+    out.parent.mkdir()  # a missing parent is refused, never created
     r = run("export", "--format", "web", str(out), "--config", str(tmp_path / "my_model.yaml"),
             "--voice-clip", str(CLIP), "-q", cache=tmp_path / "cache")  # fmt: skip
     assert r.returncode == 0, r.stderr.decode()

@@ -16,6 +16,7 @@ import pytest
 
 from pocketcli import PocketTTS
 from pocketcli.options import SpeakOptions
+from pocketcli.packs.manifest import seal
 
 V1_STEP = Path(__file__).resolve().parents[2] / "fixtures" / "batch-v1" / "flowlm_step_batch.onnx"
 TEXT = "One copy of the weights. Two chunks of text to speak here!"
@@ -29,7 +30,7 @@ def _pack_with_v1_step(pack_dir: Path, out: Path) -> Path:
     shutil.copyfile(V1_STEP, out / V1_STEP.name)
     data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
     data["files"][V1_STEP.name] = hashlib.sha256(V1_STEP.read_bytes()).hexdigest()
-    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    (out / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
     return out
 
 
@@ -77,3 +78,40 @@ def test_a_pack_built_before_the_batched_prefill_still_speaks_the_same_together(
     again = tts.synthesize_many([TEXT, TEXT], voice, opts)
     assert np.array_equal(again[1], alone[1])
     assert tts.scheduler.stats.batched_calls > 0
+
+
+def _pack_without_batched_frames(pack_dir: Path, out: Path) -> Path:
+    """The tiny pack as packs built before batching are (its batched Mimi decoder kept)."""
+    shutil.copytree(pack_dir, out)
+    (out / ".pockettts-verified.json").unlink(missing_ok=True)
+    data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
+    for graphs in data["graphs"].values():
+        for name in ("flowlm_step_batch", "flow_head_batch"):
+            graphs.pop(name, None)
+    (out / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
+    return out
+
+
+def test_each_generation_of_pack_loads_its_own_graphs_and_no_others(
+    pack_dir, tmp_path, voice_path
+) -> None:
+    """The generation table: which sessions each generation of pack holds (each holds a copy
+    of its weights), at each precision; the batched Mimi decoder wherever the precision has
+    one. Each still speaks."""
+    v1 = _pack_with_v1_step(pack_dir, tmp_path / "v1")
+    old = _pack_without_batched_frames(pack_dir, tmp_path / "old")
+    expected = {
+        (pack_dir, "fp32"): {"text_embedding", "flowlm_step_batch", "flow_head_batch",
+                             "mimi_decoder_batch"},
+        (pack_dir, "int8"): {"text_embedding", "flowlm_step_batch", "flow_head_batch",
+                             "mimi_decoder"},
+        (v1, "fp32"): {"text_embedding", "flowlm_step", "flowlm_step_batch", "flow_head_batch",
+                       "mimi_decoder_batch"},
+        (old, "fp32"): {"text_embedding", "flowlm_step", "flow_head", "mimi_decoder_batch"},
+        (old, "int8"): {"text_embedding", "flowlm_step", "flow_head", "mimi_decoder"},
+    }  # fmt: skip
+    for (pack, precision), graphs in expected.items():
+        tts = PocketTTS.load(pack, precision=precision)
+        assert set(tts.runtime.loaded_graphs) == graphs, (pack.name, precision)
+        assert tts.synthesize("Hi.", tts.load_voice(voice_path), SpeakOptions(seed=1)).size
+    assert PocketTTS.load(old).runtime.batch_unavailable_reason is not None
