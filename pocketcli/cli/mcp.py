@@ -16,6 +16,7 @@ from pocketcli.cli.serve import (
     log_level_option,
     voice_dir_option,
 )
+from pocketcli.serve.settings import MAXIMA
 
 HELP = """Serve speech as Model Context Protocol tools on standard input/output:
 speak (on this machine's speakers), stop_speaking, status, list_voices and
@@ -49,7 +50,12 @@ def mcp_command(
         None, "--device", metavar="DEV", help="Sound output device for speak (number or name)."
     ),
     max_chars: int = typer.Option(
-        defaults.MAX_CHARS, "--max-chars", metavar="N", min=1, help="Text per call."
+        defaults.MAX_CHARS,
+        "--max-chars",
+        metavar="N",
+        min=1,
+        max=MAXIMA["max_chars"],
+        help="Text per call.",
     ),
     log_level: str = log_level_option(),
 ) -> None:

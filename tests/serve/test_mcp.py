@@ -29,7 +29,10 @@ from tests.unit.audio.test_playback import NULL_ALSA, _portaudio_env, _probe  # 
 
 
 def call(args: list[str], steps, env: dict[str, str] | None = None):
-    """Starts the server as an MCP client does and runs ``steps(session)`` on it."""
+    """Starts the server as an MCP client does and runs ``steps(session)`` on it (in this
+    process's environment unless ``env`` says otherwise: the SDK would pass on only a few
+    variables, and so run another checkout's code than the one under test)."""
+    env = dict(os.environ) if env is None else env
 
     async def go():
         params = StdioServerParameters(command=SCRIPT, args=["mcp", *args], env=env)
