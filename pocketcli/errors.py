@@ -25,8 +25,8 @@ status; a usage error adds the line that points at ``--help``) and
 ``pocketcli.serve.apierrors.as_api_error``. Anything that is not a
 ``PocketTTSError`` is a bug and still gets one line (a traceback only with
 POCKETTTS_DEBUG=1). Exceptions that never reach a user are not here: the
-server's queue and protocol signals (``serve.scheduler.QueueFull``,
-``serve.turns.TurnError``, ...) become API errors or protocol frames where they
+server's queue and protocol signals (``frontends.admission.Busy``,
+``frontends.turns.TurnError``, ...) become API errors or protocol frames where they
 are raised, and ``interrupts.Terminated`` is a signal, not an error.
 """
 

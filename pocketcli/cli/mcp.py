@@ -63,8 +63,8 @@ def mcp_command(
 
     require_extra()
     from pocketcli.audio.playback import parse_device
+    from pocketcli.frontends import logs
     from pocketcli.mcp.server import McpSettings, run
-    from pocketcli.serve import logs
 
     level = check_log_level(log_level)
     if output_dir is not None and not output_dir.is_dir():

@@ -20,7 +20,7 @@ SETTINGS = ServeSettings()
 MB = 2**20
 
 if TYPE_CHECKING:
-    from pocketcli.serve.backend import Backend
+    from pocketcli.frontends.backend import Backend
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
 and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
@@ -64,7 +64,7 @@ def backend_loader(
     """Checks the model and voice flags every server takes (serve, wyoming, mcp) before
     anything loads; returns what loads the model and its default voice."""
     from pocketcli.cli.model_options import check_voice_name, names_voices_inside
-    from pocketcli.serve.backend import load_backend
+    from pocketcli.frontends.backend import load_backend
 
     checks.voice_file(voice_file, voice)
     if voice_dir is not None and voice_dir.exists() and not voice_dir.is_dir():
@@ -238,7 +238,7 @@ def serve_command(
         shutdown_seconds=shutdown_timeout,
         cors_origins=tuple(cors_origin or ()),
     )
-    from pocketcli.serve import logs
+    from pocketcli.frontends import logs
     from pocketcli.serve.server import run
 
     if not api_key and host not in ("127.0.0.1", "localhost", "::1"):

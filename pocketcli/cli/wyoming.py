@@ -60,7 +60,7 @@ def wyoming_command(
     from pocketcli.wyoming import require_extra
 
     require_extra()
-    from pocketcli.serve import logs
+    from pocketcli.frontends import logs
     from pocketcli.wyoming.handler import WyomingLimits
     from pocketcli.wyoming.server import LOOPBACK, parse_uri, run
 

@@ -23,14 +23,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
+from pocketcli.frontends.turns import language_problem
+from pocketcli.frontends.voices import VoiceBook, VoiceNotFound
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
-from pocketcli.serve.turns import language_problem
-from pocketcli.serve.voices import VoiceBook, VoiceNotFound
 
 if TYPE_CHECKING:
-    from pocketcli.serve.backend import Backend
-    from pocketcli.serve.voices import Resolved
+    from pocketcli.frontends.backend import Backend
+    from pocketcli.frontends.voices import Resolved
 
 
 @dataclass(frozen=True)

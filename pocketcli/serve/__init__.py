@@ -3,9 +3,8 @@
 - ``app.create_app`` builds the ASGI app (FastAPI): OpenAI's ``/v1/audio/speech``
   and ``/v1/models``, pocket-tts's ``/tts`` form, cloned voices (``/v1/voices``),
   health, metrics and the web page at ``/``.
-- ``backend`` is the one place that talks to the library (load, voices, frames).
-- ``scheduler`` runs one generation at a time per loaded model behind a bounded
-  queue; ``limits``, ``voices``, ``encoding``, ``metrics``, ``logs`` do what they say.
+- ``limits``, ``metrics``, ``settings`` do what they say; what every front end
+  shares (the backend, voices, admission, encoding, logs) is ``pocketcli.frontends``.
 - ``server.run`` binds the socket and runs uvicorn with a graceful shutdown.
 
 FastAPI, uvicorn, python-multipart and prometheus-client come with the

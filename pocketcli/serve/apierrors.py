@@ -93,8 +93,8 @@ def as_api_error(exc: BaseException, what: str) -> ApiError:
     """A library or scheduler exception as the client should see it (``what``: the
     request part it came from, for the code: text, voice, recording)."""
     from pocketcli.errors import FieldError, UserError
-    from pocketcli.serve import logs
-    from pocketcli.serve.scheduler import Cancelled
+    from pocketcli.frontends import logs
+    from pocketcli.frontends.admission import Cancelled
 
     if isinstance(exc, ApiError):
         return exc

@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import APIRouter, FastAPI
 
+from pocketcli.frontends.backend import Backend
 from pocketcli.serve import apierrors
-from pocketcli.serve.backend import Backend
 from pocketcli.serve.limits import ApiKey, BodyLimit
 from pocketcli.serve.metrics import CountRequests
 from pocketcli.serve.routes import form, health, speech, voices, ws

@@ -6,11 +6,11 @@ from typing import Any
 
 import anyio
 
+from pocketcli.frontends.encoding import FORMATS, available_formats
+from pocketcli.frontends.voices import Resolved, VoiceNotFound, VoiceUnreadable
 from pocketcli.options import SpeakOptions
 from pocketcli.serve.apierrors import ApiError, as_api_error
-from pocketcli.serve.encoding import FORMATS, available_formats
 from pocketcli.serve.state import Loaded
-from pocketcli.serve.voices import Resolved, VoiceNotFound, VoiceUnreadable
 
 
 def response_format(given: str | None, default: str) -> str:

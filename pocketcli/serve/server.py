@@ -14,10 +14,10 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from pocketcli.errors import UserError
-from pocketcli.serve import logs
+from pocketcli.frontends import logs
+from pocketcli.frontends.backend import Backend
 from pocketcli.serve.apierrors import error_body
 from pocketcli.serve.app import create_app
-from pocketcli.serve.backend import Backend
 from pocketcli.serve.limits import send_json
 from pocketcli.serve.settings import ServeSettings
 

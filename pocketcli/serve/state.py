@@ -10,14 +10,14 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from pocketcli.serve import logs
+from pocketcli.frontends import logs
+from pocketcli.frontends.admission import JobRunner, make_scheduler
+from pocketcli.frontends.backend import Backend
+from pocketcli.frontends.encoding import available_formats
+from pocketcli.frontends.voices import VoiceBook
 from pocketcli.serve.apierrors import ApiError, redact_paths
-from pocketcli.serve.backend import Backend
-from pocketcli.serve.encoding import available_formats
 from pocketcli.serve.metrics import Metrics
-from pocketcli.serve.scheduler import JobRunner, make_scheduler
 from pocketcli.serve.settings import ServeSettings
-from pocketcli.serve.voices import VoiceBook
 
 
 @dataclass

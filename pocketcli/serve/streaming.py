@@ -21,25 +21,25 @@ import anyio
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
+from pocketcli.frontends import logs
+from pocketcli.frontends.admission import END, ERROR, Busy, Cancelled, ModelJob, ShuttingDown
+from pocketcli.frontends.encoding import StreamEncoder
+from pocketcli.frontends.voices import Resolved
 from pocketcli.options import SpeakOptions
-from pocketcli.serve import logs
 from pocketcli.serve.apierrors import ApiError, as_api_error
-from pocketcli.serve.encoding import StreamEncoder
 from pocketcli.serve.limits import ARRIVED
-from pocketcli.serve.scheduler import END, ERROR, Cancelled, Job, QueueFull, ShuttingDown
 from pocketcli.serve.sse import SpeechEvents
 from pocketcli.serve.state import Loaded, ServerState
-from pocketcli.serve.voices import Resolved
 
 NOTICE_HEADER = "X-PocketTTS-Notice"
 
 
-async def run_first(request: Request, job: Job, loaded: Loaded) -> tuple[str, Any]:
+async def run_first(request: Request, job: ModelJob, loaded: Loaded) -> tuple[str, Any]:
     """Queues the job and waits for its first result, the client's departure or the
     deadline, whichever comes first (``Cancelled`` when the client left)."""
     try:
         loaded.scheduler.submit(job)
-    except QueueFull as exc:
+    except Busy as exc:
         raise ApiError(503, str(exc), "queue_full", {"Retry-After": str(exc.retry_after)}) from None
     except ShuttingDown as exc:
         raise ApiError(503, str(exc), "shutting_down") from None
@@ -73,7 +73,7 @@ async def run_first(request: Request, job: Job, loaded: Loaded) -> tuple[str, An
 
 
 @dataclass
-class Speech:
+class ParsedSpeech:
     """What to say and how: the part of a request a front end has parsed."""
 
     endpoint: str  # for the log: speech, tts, ...
@@ -98,10 +98,10 @@ def check_text(text: str, max_chars: int) -> None:
         )
 
 
-def speech_job(loaded: Loaded, speech: Speech, warnings: list[str]) -> Job:
+def speech_job(loaded: Loaded, speech: ParsedSpeech, warnings: list[str]) -> ModelJob:
     """The job that makes the speech's frames (the text's warnings go to ``warnings``)."""
     backend = loaded.backend
-    return Job(
+    return ModelJob(
         lambda: backend.frames(
             speech.text, speech.voice.state, speech.options, on_warning=warnings.append
         ),
@@ -109,7 +109,7 @@ def speech_job(loaded: Loaded, speech: Speech, warnings: list[str]) -> Job:
     )
 
 
-async def speak(request: Request, loaded: Loaded, speech: Speech) -> StreamingResponse:
+async def speak(request: Request, loaded: Loaded, speech: ParsedSpeech) -> StreamingResponse:
     """The speech as a streamed audio response (errors before the first frame: ApiError)."""
     check_text(speech.text, loaded.settings.limits.max_chars)
     request_id = uuid.uuid4().hex[:16]
@@ -153,7 +153,7 @@ async def speak(request: Request, loaded: Loaded, speech: Speech) -> StreamingRe
 
 def finish(
     state: ServerState,
-    job: Job,
+    job: ModelJob,
     record: dict,
     outcome: str,
     samples: int,
@@ -218,7 +218,7 @@ class AudioStream(StreamingResponse):
     def __init__(
         self,
         state: ServerState,
-        job: Job,
+        job: ModelJob,
         first: tuple[str, Any],
         encoder: StreamEncoder,
         record: dict,

@@ -40,14 +40,14 @@ from wyoming.tts import (
 )
 
 from pocketcli import __version__, defaults
+from pocketcli.frontends import logs
+from pocketcli.frontends.encoding import StreamEncoder
+from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure
+from pocketcli.frontends.voices import VoiceBook, VoiceNotFound
 from pocketcli.options import SpeakOptions
-from pocketcli.serve import logs
-from pocketcli.serve.encoding import StreamEncoder
-from pocketcli.serve.turns import SpokenTurn, TurnError, describe_failure
-from pocketcli.serve.voices import VoiceBook, VoiceNotFound
 
 if TYPE_CHECKING:
-    from pocketcli.serve.backend import Backend
+    from pocketcli.frontends.backend import Backend
 
 WIDTH, CHANNELS = 2, 1  # 16-bit mono
 KYUTAI = Attribution(name="Kyutai", url="https://github.com/kyutai-labs/pocket-tts")

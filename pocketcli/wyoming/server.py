@@ -18,9 +18,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from pocketcli.errors import UserError
-from pocketcli.serve import logs
-from pocketcli.serve.backend import Backend
-from pocketcli.serve.voices import VoiceBook
+from pocketcli.frontends import logs
+from pocketcli.frontends.backend import Backend
+from pocketcli.frontends.voices import VoiceBook
 from pocketcli.wyoming.handler import PocketHandler, Service, WyomingLimits
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -19,10 +19,10 @@ from pocketcli import defaults
 from pocketcli.cli.main import app
 from pocketcli.cli.model_options import BACKENDS
 from pocketcli.config import DEFAULT_TEMPERATURE
+from pocketcli.frontends import logs
 from pocketcli.normalize import parse_markup
 from pocketcli.normalize.pipeline import normalize_text
 from pocketcli.options import ModelRequest, SpeakOptions
-from pocketcli.serve import logs
 from pocketcli.serve.settings import Limits, ServeSettings
 
 

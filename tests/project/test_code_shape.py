@@ -1,6 +1,7 @@
 """The front ends only map flags and requests to library calls: no function in
-pocketcli/cli/ or pocketcli/serve/ has a body over 80 lines (complexity is held to
-15 by ruff's C901, pyproject.toml). Declarations are signatures: they do not count."""
+pocketcli/cli/, pocketcli/serve/ or pocketcli/frontends/ has a body over 80 lines
+(complexity is held to 15 by ruff's C901, pyproject.toml). Declarations are
+signatures: they do not count."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ MAX_BODY_LINES = 80
 
 def test_no_front_end_function_body_is_over_80_lines() -> None:
     long = []
-    files = sorted([*(PACKAGE / "cli").glob("*.py"), *(PACKAGE / "serve").rglob("*.py")])
+    files = sorted(
+        [
+            *(PACKAGE / "cli").glob("*.py"),
+            *(PACKAGE / "serve").rglob("*.py"),
+            *(PACKAGE / "frontends").glob("*.py"),
+        ]
+    )
     assert len(files) > 20  # the walk found the packages
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

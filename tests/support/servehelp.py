@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from pocketcli.serve.backend import Backend, load_backend
+from pocketcli.frontends.backend import Backend, load_backend
 from pocketcli.serve.limits import Limits, ServeSettings
 from pocketcli.serve.server import bind, build
 from tests.support.paths import FIXTURES

@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
+from pocketcli.frontends.voices import Resolved
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.routes.speech import FORMAT_ENUM, NON_BLANK
 from pocketcli.serve.routes.voices import clone_upload
 from pocketcli.serve.state import Ready
-from pocketcli.serve.streaming import Speech, speak
-from pocketcli.serve.voices import Resolved
+from pocketcli.serve.streaming import ParsedSpeech, speak
 
 router = APIRouter()
 
@@ -45,4 +45,6 @@ async def tts_form(
     else:
         voice = await fields.voice(loaded, voice_url)
     disposition = {"Content-Disposition": f"attachment; filename=generated_speech.{fmt}"}
-    return await speak(request, loaded, Speech("tts", text, voice, options, fmt, [], disposition))
+    return await speak(
+        request, loaded, ParsedSpeech("tts", text, voice, options, fmt, [], disposition)
+    )

@@ -7,8 +7,8 @@ from importlib import resources
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from pocketcli.frontends.encoding import available_formats
 from pocketcli.serve.apierrors import redact_paths
-from pocketcli.serve.encoding import available_formats
 from pocketcli.serve.metrics import CONTENT_TYPE
 from pocketcli.serve.state import state_of
 

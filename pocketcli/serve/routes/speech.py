@@ -9,12 +9,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from pocketcli.frontends.encoding import available_formats
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
-from pocketcli.serve.encoding import available_formats
 from pocketcli.serve.sse import SpeechEvents
 from pocketcli.serve.state import Ready
-from pocketcli.serve.streaming import Speech, speak
+from pocketcli.serve.streaming import ParsedSpeech, speak
 
 # Ids OpenAI clients send, all served by the one loaded model.
 MODEL_IDS = ("pockettts", "pocket-tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -102,7 +102,7 @@ async def speech(body: SpeechRequest, request: Request, loaded: Ready) -> Stream
     options = fields.speak_options(seed=body.seed, temperature=body.temperature)
     voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
     voice = await fields.voice(loaded, voice_name)
-    said = Speech("speech", body.input, voice, options, fmt, notices)
+    said = ParsedSpeech("speech", body.input, voice, options, fmt, notices)
     if body.stream_format == "sse":
         said.events = SpeechEvents(len(body.input))
     return await speak(request, loaded, said)

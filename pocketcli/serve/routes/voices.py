@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 from fastapi import APIRouter, File, Request, UploadFile
 
-from pocketcli.serve import logs
+from pocketcli.frontends import logs
+from pocketcli.frontends.admission import ERROR, Cancelled, ModelJob
 from pocketcli.serve.apierrors import ApiError, as_api_error
-from pocketcli.serve.scheduler import ERROR, Cancelled, Job
 from pocketcli.serve.state import Loaded, Ready
 from pocketcli.serve.streaming import run_first
 
@@ -83,7 +83,7 @@ async def clone_upload(request: Request, loaded: Loaded, upload: UploadFile) -> 
         raise ApiError(400, reason, "cloning_unavailable")
     name = _shown_name(upload.filename)
     notes: list[str] = []
-    job = Job(
+    job = ModelJob(
         lambda: iter([_decode_and_clone(loaded, data, name, notes)]),
         time.monotonic() + limits.request_seconds,
         kind="clone",

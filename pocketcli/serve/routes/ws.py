@@ -42,12 +42,13 @@ from typing import Any
 import numpy as np
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from pocketcli.serve import fields, logs
+from pocketcli.frontends import logs
+from pocketcli.frontends.encoding import StreamEncoder
+from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure, language_problem
+from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
-from pocketcli.serve.encoding import StreamEncoder
 from pocketcli.serve.limits import key_matches
 from pocketcli.serve.state import Loaded, ready, state_of
-from pocketcli.serve.turns import SpokenTurn, TurnError, describe_failure, language_problem
 
 router = APIRouter()
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pocketcli.serve.backend import Backend
+from pocketcli.frontends.backend import Backend
 
 if TYPE_CHECKING:
     from pocketcli.voices.state import VoiceState
@@ -173,7 +173,7 @@ class VoiceBook:
         try:
             state = self.backend.load_voice_file(path)
         except Exception as exc:  # any damage, even one Python itself chokes on
-            from pocketcli.serve import logs
+            from pocketcli.frontends import logs
 
             logs.logger().error(
                 "voice file unreadable", extra={"path": str(path), "error": _said(exc)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from pocketcli.serve.scheduler import END, Job, QueueFull, Scheduler
+from pocketcli.frontends.admission import END, Admission, Busy, ModelJob
 
 
 def test_a_job_about_to_start_is_not_counted_twice() -> None:
@@ -25,30 +25,30 @@ def test_a_job_about_to_start_is_not_counted_twice() -> None:
                 between.set()
                 release.wait(60)
 
-        scheduler = Scheduler(max_queue=1, on_change=on_change)
+        scheduler = Admission(max_queue=1, on_change=on_change)
         try:
 
             def first():
                 yield 1
                 first_done.set()
 
-            a = Job(first, deadline=float("inf"))
+            a = ModelJob(first, deadline=float("inf"))
             scheduler.submit(a)
-            b = Job(lambda: iter([2]), deadline=float("inf"))
+            b = ModelJob(lambda: iter([2]), deadline=float("inf"))
             scheduler.submit(b)  # waits: a may still run
             assert await asyncio.to_thread(between.wait, 60)
             assert scheduler.active == 0 and scheduler.waiting == 1
-            c = Job(lambda: iter([3]), deadline=float("inf"))
+            c = ModelJob(lambda: iter([3]), deadline=float("inf"))
             try:
                 scheduler.submit(c)  # b is about to run: c is the only one waiting
-            except QueueFull:
+            except Busy:
                 raise AssertionError("a free slot was refused with 503") from None
             finally:
                 release.set()
             for job in (a, b, c):
                 kinds = [(await job.next(60))[0] for _ in range(2)]
                 assert kinds[-1] == END
-            d = Job(lambda: iter([4]), deadline=float("inf"))
+            d = ModelJob(lambda: iter([4]), deadline=float("inf"))
             scheduler.submit(d)
             assert (await d.next(60))[0] != END
         finally:
@@ -66,15 +66,15 @@ def test_the_bound_still_holds() -> None:
             gate.wait(60)
             yield 1
 
-        scheduler = Scheduler(max_queue=1)
+        scheduler = Admission(max_queue=1)
         try:
-            scheduler.submit(Job(held, deadline=float("inf")))
+            scheduler.submit(ModelJob(held, deadline=float("inf")))
             while scheduler.active == 0:
                 await asyncio.sleep(0.01)
-            scheduler.submit(Job(held, deadline=float("inf")))  # 1 running, 1 waiting
+            scheduler.submit(ModelJob(held, deadline=float("inf")))  # 1 running, 1 waiting
             try:
-                scheduler.submit(Job(held, deadline=float("inf")))
-            except QueueFull as full:
+                scheduler.submit(ModelJob(held, deadline=float("inf")))
+            except Busy as full:
                 assert full.retry_after >= 1
             else:
                 raise AssertionError("a third job fitted a queue of one")

@@ -1,6 +1,6 @@
 """Up to ``max_streams`` generations at once per loaded model, behind a bounded queue.
 
-A request becomes a ``Job``: a function returning an iterator (audio frames,
+A request becomes a ``ModelJob``: a function returning an iterator (audio frames,
 or a single cloned voice). ``max_streams`` worker threads take the jobs in
 arrival order and hand each item to the request's event loop as soon as it
 exists; speech jobs running together are streams of the engine's scheduler
@@ -31,7 +31,7 @@ ITEM = "item"
 ERROR = "error"
 
 
-class QueueFull(Exception):
+class Busy(Exception):
     def __init__(self, retry_after: int) -> None:
         super().__init__(f"the server is busy; retry in {retry_after} s")
         self.retry_after = retry_after
@@ -49,7 +49,7 @@ class Cancelled(Exception):
         self.reason = reason
 
 
-class Job:
+class ModelJob:
     """Work for the model, and the channel its results come back through."""
 
     def __init__(
@@ -66,7 +66,7 @@ class Job:
         self.items_after_cancel = 0
         self.cancel_reason: str | None = None
         self._cancel = threading.Event()
-        self._on_cancel: Callable[[Job], None] = lambda job: None  # set by the scheduler
+        self._on_cancel: Callable[[ModelJob], None] = lambda job: None  # set by the scheduler
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -102,8 +102,8 @@ class JobRunner(Protocol):
     @property
     def active(self) -> int: ...
 
-    def submit(self, job: Job) -> None:
-        """Queues the job, or raises ``QueueFull`` / ``ShuttingDown``."""
+    def submit(self, job: ModelJob) -> None:
+        """Queues the job, or raises ``Busy`` / ``ShuttingDown``."""
 
     def close(self, timeout: float) -> None:
         """Refuses new work, cancels what waits and runs, waits up to ``timeout`` s."""
@@ -113,10 +113,10 @@ def make_scheduler(
     max_queue: int, on_change: Callable[[], None] | None = None, max_streams: int = 1
 ) -> JobRunner:
     """The server's job runner: ``max_streams`` jobs at a time, ``max_queue`` waiting."""
-    return Scheduler(max_queue, on_change, max_streams)
+    return Admission(max_queue, on_change, max_streams)
 
 
-class Scheduler:
+class Admission:
     def __init__(
         self,
         max_queue: int,
@@ -125,8 +125,8 @@ class Scheduler:
     ) -> None:
         self.max_queue = max_queue
         self.max_streams = max(1, max_streams)
-        self._waiting: deque[Job] = deque()
-        self._running: list[Job] = []
+        self._waiting: deque[ModelJob] = deque()
+        self._running: list[ModelJob] = []
         self._closed = False
         self._cond = threading.Condition()
         self._mean_seconds = 1.0  # running mean of job durations, for Retry-After
@@ -146,7 +146,7 @@ class Scheduler:
     def active(self) -> int:
         return len(self._running)
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: ModelJob) -> None:
         with self._cond:
             if self._closed:
                 raise ShuttingDown("the server is shutting down")
@@ -155,13 +155,13 @@ class Scheduler:
             if self.active + len(self._waiting) >= self.max_streams + self.max_queue:
                 ahead = len(self._waiting) + 1
                 seconds = ahead * self._mean_seconds / self.max_streams
-                raise QueueFull(max(1, math.ceil(seconds)))
+                raise Busy(max(1, math.ceil(seconds)))
             job._on_cancel = self._withdraw
             self._waiting.append(job)
             self._cond.notify()
         self._on_change()
 
-    def _withdraw(self, job: Job) -> None:
+    def _withdraw(self, job: ModelJob) -> None:
         """A job cancelled while waiting leaves the queue (and its request hears why)."""
         with self._cond:
             if job not in self._waiting:
@@ -200,7 +200,7 @@ class Scheduler:
             job._post(*outcome)
             self._on_change()
 
-    def _execute(self, job: Job) -> tuple[str, Any]:
+    def _execute(self, job: ModelJob) -> tuple[str, Any]:
         job.started = time.monotonic()
         try:
             self._produce(job)
@@ -212,7 +212,7 @@ class Scheduler:
         return outcome
 
     @staticmethod
-    def _produce(job: Job) -> None:
+    def _produce(job: ModelJob) -> None:
         if job.cancelled:
             raise Cancelled(job.cancel_reason or "cancelled")
         it = iter(job.work())

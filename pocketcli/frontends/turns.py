@@ -33,7 +33,7 @@ from pocketcli.options import SpeakOptions
 from pocketcli.text.sentences import split_ready
 
 if TYPE_CHECKING:
-    from pocketcli.serve.backend import Backend
+    from pocketcli.frontends.backend import Backend
     from pocketcli.voices.state import VoiceState
 
 
@@ -54,7 +54,7 @@ def describe_failure(exc: BaseException) -> tuple[str, str]:
         return exc.message, exc.code
     if isinstance(exc, UserError):  # any library error (markup, empty text, an option...)
         return str(exc), "invalid_request"
-    from pocketcli.serve import logs
+    from pocketcli.frontends import logs
 
     logs.logger().error("internal error", exc_info=exc)
     return f"internal error ({type(exc).__name__}); see the server's log", "internal"

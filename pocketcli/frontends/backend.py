@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pocketcli.engine.scheduler import SchedulerStats
+from pocketcli.frontends import logs
 from pocketcli.options import SpeakOptions
-from pocketcli.serve import logs
 
 if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
