@@ -62,6 +62,9 @@ def mcp_command(
     from pocketcli.mcp import require_extra
 
     require_extra()
+    from pocketcli.interrupts import stop_quietly
+
+    stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
     from pocketcli.audio.playback import parse_device
     from pocketcli.frontends import logs
     from pocketcli.mcp.server import McpSettings, run

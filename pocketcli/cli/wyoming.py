@@ -60,6 +60,9 @@ def wyoming_command(
     from pocketcli.wyoming import require_extra
 
     require_extra()
+    from pocketcli.interrupts import stop_quietly
+
+    stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
     from pocketcli.frontends import logs
     from pocketcli.wyoming.handler import WyomingLimits
     from pocketcli.wyoming.server import LOOPBACK, parse_uri, run

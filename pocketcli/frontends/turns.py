@@ -13,6 +13,11 @@ or a turn that starts with ``<speak>``) sentences are held until the elements
 open in them close, so a ``<speak>`` document or an ``<emphasis>`` across a
 sentence end is spoken whole, not dropped as malformed halves.
 
+Text HTTP refuses is refused here too (``TurnError`` with code ``invalid_text``
+and HTTP's message): malformed markup, and a turn with nothing to say at all. A
+sentence with nothing to say inside a turn that says something is skipped
+with a warning.
+
 Bounded: at most ``max_chars`` characters per turn; ``cancel`` stops the
 generation before its next frame.
 """
@@ -114,6 +119,8 @@ class SpokenTurn:
         self._pending = ""
         self._held = ""  # complete sentences inside a markup element still open
         self._ssml = options.ssml
+        self._spoken = 0  # sentences taken by the session
+        self._nothing: str | None = None  # why a sentence had nothing to say, if one had
         self._session = backend.tts.session(voice, options, on_warning=self.warnings.append)
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
@@ -142,6 +149,9 @@ class SpokenTurn:
         rest = _joined(self._held, self._pending)
         self._held = self._pending = ""
         self._say(rest)
+        if not self._spoken and self._nothing is not None:
+            # Nothing in the whole turn could be said: refused as HTTP refuses such a text.
+            raise TurnError(self._nothing, "invalid_text")
         self._session.finish()
 
     def _markup(self, text: str) -> bool:
@@ -155,12 +165,19 @@ class SpokenTurn:
         from pocketcli.session import SessionClosed
         from pocketcli.text import EmptyTextError
 
+        if not text.strip():
+            return
         try:
             self._session.enqueue(text)
         except SessionClosed:
             raise TurnError("this turn is over; start another", "turn_closed") from None
-        except (MarkupError, EmptyTextError) as exc:  # this sentence only: the rest goes on
+        except MarkupError as exc:  # malformed markup: refused, as HTTP refuses it
+            raise TurnError(str(exc), "invalid_text") from None
+        except EmptyTextError as exc:  # this sentence only (a "###"): the rest goes on
+            self._nothing = str(exc)
             self.warnings.append(f"skipped {' '.join(text.split())[:40]!r}: {exc}")
+        else:
+            self._spoken += 1
 
     # -- audio out --------------------------------------------------------------
     async def audio(self) -> AsyncIterator[np.ndarray]:

@@ -32,9 +32,14 @@ PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 CHUNK = 1 << 16
 
 
-class LineTooLong(Exception):
+class LineTooLong:
+    """What ``read_line`` gives for a line over the bound (skipped, not kept)."""
+
     def __init__(self, limit: int) -> None:
-        super().__init__(f"a message over {limit} bytes; the server reads at most {limit}")
+        self.limit = limit
+
+    def __str__(self) -> str:
+        return f"a message over {self.limit} bytes; the server reads at most {self.limit}"
 
 
 def read_line(stream: BinaryIO, limit: int) -> bytes | LineTooLong:

@@ -44,6 +44,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from pocketcli.frontends import logs
 from pocketcli.frontends.encoding import StreamEncoder
+from pocketcli.frontends.requests import FieldProblem, WsConfig, checked
 from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure, language_problem
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
@@ -52,7 +53,7 @@ from pocketcli.serve.state import Loaded, ready, state_of
 
 router = APIRouter()
 
-MIN_RATE, MAX_RATE = 8000, 48000
+OPTION_FIELDS = ("seed", "temperature", "normalize")
 
 
 class _Closing(Exception):
@@ -166,25 +167,29 @@ class _Socket:
 
     async def _handle(self, message: dict[str, Any]) -> None:
         kind = message["type"]
+        beside = sorted(set(message) - {"type", "data"})
+        if beside:  # a client that left out the envelope: its fields would go unread
+            shown = ", ".join(repr(k[:20]) for k in beside[:4])
+            raise TurnError(
+                f'{kind[:40]}: fields go inside "data" ({{"type": "{kind[:40]}", "data": '
+                f'{{...}}}}), not beside "type": {shown}',
+                "bad_request",
+            )
         data = message.get("data") or {}
         if not isinstance(data, dict):
-            raise TurnError(f"{kind}: data must be an object", "bad_request")
+            raise TurnError(f"{kind[:40]}: data must be an object", "bad_request")
         if kind == "config":
             await self._configure(data)
         elif kind == "text":
-            text = data.get("text")
-            if not isinstance(text, str):
-                raise TurnError("text: data.text must be a string", "bad_request")
-            turn = await self._current_turn()
-            try:
-                turn.add(text)
-            except TurnError:
-                await self.drop_turn()
-                raise
+            await self._add_text(data)
         elif kind == "flush":
             turn = await self._current_turn()
-            turn.end()
             self.turn = None  # its audio and final follow; the next text starts another turn
+            try:
+                turn.end()
+            except TurnError:
+                await turn.cancel()
+                raise
         elif kind == "cancel":
             await self.drop_turn()
         elif kind == "ping":
@@ -195,47 +200,51 @@ class _Socket:
                 "bad_request",
             )
 
+    async def _add_text(self, data: dict[str, Any]) -> None:
+        text = data.get("text")
+        if not isinstance(text, str):
+            raise TurnError("text: data.text must be a string", "bad_request")
+        turn = await self._current_turn()
+        try:
+            turn.add(text)
+        except TurnError:
+            await self.drop_turn()
+            raise
+
     async def _configure(self, data: dict[str, Any]) -> None:
+        try:
+            config = await self._checked_config(data)
+        except (ApiError, TurnError) as exc:
+            kept = "its config is as it was" if self.config else "it still has no config"
+            raise TurnError(f"{exc.message}; {kept}", exc.code) from None
         await self.drop_turn()  # a config starts a new turn: the last one's audio is dropped
+        self.config = config
+        self._start_turn()
+        await self.send_event("config_accepted")
+
+    async def _checked_config(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The socket's config from a ``config`` frame's data (or the error, unchanged)."""
+        given = checked(WsConfig, data)
+        if isinstance(given, FieldProblem):
+            code = "invalid_option" if given.field in OPTION_FIELDS else "invalid_config"
+            raise TurnError(given.message, code)
         backend = self.loaded.backend
-        rate = data.get("sample_rate", backend.sample_rate)
-        if isinstance(rate, bool) or not isinstance(rate, int) or not MIN_RATE <= rate <= MAX_RATE:
-            raise TurnError(
-                f"sample_rate must be a whole number from {MIN_RATE} to {MAX_RATE}, not {rate!r}",
-                "invalid_config",
-            )
-        fmt = data.get("format", "pcm")
-        if fmt != "pcm":
-            raise TurnError(f"format {fmt!r}: only 'pcm' (16-bit mono) is sent", "invalid_config")
-        for name in ("normalize", "pauses", "binary"):
-            if name in data and not isinstance(data[name], bool):
-                raise TurnError(f"{name} must be true or false", "invalid_config")
-        problem = language_problem(backend.language, data.get("language"))
+        if given.format != "pcm":
+            shown = given.format[:40]
+            raise TurnError(f"format {shown!r}: only 'pcm' (16-bit mono) is sent", "invalid_config")
+        problem = language_problem(backend.language, given.language)
         if problem is not None:
             raise TurnError(problem, "unsupported_language")
-        voice_name = data.get("voice")
-        if voice_name is not None and not isinstance(voice_name, str):
-            raise TurnError("voice must be a string", "invalid_config")
-        temperature = data.get("temperature")
-        if temperature is not None and (
-            isinstance(temperature, bool) or not isinstance(temperature, int | float)
-        ):  # a JSON string or list: the options would fail on its type, not its value
-            shown = repr(temperature)[:40]
-            raise TurnError(f"temperature must be a number, not {shown}", "invalid_option")
-        voice = await fields.voice(self.loaded, voice_name)
+        voice = await fields.voice(self.loaded, given.voice)
         options = fields.speak_options(
-            seed=data.get("seed"),
-            temperature=data.get("temperature"),
-            normalize=data.get("normalize"),
+            seed=given.seed, temperature=given.temperature, normalize=given.normalize
         )
-        self.config = {
-            "rate": rate,
-            "binary": data.get("binary", True),
+        return {
+            "rate": given.sample_rate or backend.sample_rate,
+            "binary": given.binary,
             "voice": voice,
             "options": options,
         }
-        self._start_turn()
-        await self.send_event("config_accepted")
 
     def _start_turn(self) -> SpokenTurn:
         assert self.config is not None
