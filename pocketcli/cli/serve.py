@@ -44,6 +44,40 @@ def voice_dir_option() -> Any:
     )
 
 
+def max_queue_option(what: str = "Requests") -> Any:
+    """``--max-queue``: every server front end's, with one default and one maximum."""
+    return typer.Option(
+        LIMITS.max_queue,
+        "--max-queue",
+        metavar="N",
+        min=0,
+        max=_MAX["max_queue"],
+        help=f"{what} waiting for the model; more are refused as busy.",
+    )
+
+
+def max_streams_option(what: str = "Requests") -> Any:
+    return typer.Option(
+        LIMITS.max_streams,
+        "--max-streams",
+        metavar="N",
+        min=1,
+        max=_MAX["max_streams"],
+        help=f"{what} spoken at once (rows of one batch); more wait in the queue.",
+    )
+
+
+def request_timeout_option(what: str = "request") -> Any:
+    return typer.Option(
+        LIMITS.request_seconds,
+        "--request-timeout",
+        metavar="S",
+        min=1.0,
+        max=_MAX["request_seconds"],
+        help=f"Seconds per {what}, queue wait included.",
+    )
+
+
 def log_level_option() -> Any:
     return typer.Option(
         defaults.LOG_LEVEL, "--log-level", metavar="LEVEL", help="debug, info, warning or error."
@@ -116,22 +150,8 @@ def serve_command(
         metavar="ORIGIN",
         help="Let web pages on this origin call the API (e.g. http://localhost:3000). Repeatable.",
     ),
-    max_queue: int = typer.Option(
-        LIMITS.max_queue,
-        "--max-queue",
-        metavar="N",
-        min=0,
-        max=_MAX["max_queue"],
-        help="Requests waiting for the model; more get 503.",
-    ),
-    max_streams: int = typer.Option(
-        LIMITS.max_streams,
-        "--max-streams",
-        metavar="N",
-        min=1,
-        max=_MAX["max_streams"],
-        help="Requests spoken at once (rows of one batch); more wait in the queue.",
-    ),
+    max_queue: int = max_queue_option(),
+    max_streams: int = max_streams_option(),
     max_chars: int = typer.Option(
         LIMITS.max_chars,
         "--max-chars",
@@ -164,14 +184,7 @@ def serve_command(
         max=_MAX["max_decoded_samples"],
         help="Samples (all channels) one recording may decode to; checked from its header.",
     ),
-    request_timeout: float = typer.Option(
-        LIMITS.request_seconds,
-        "--request-timeout",
-        metavar="S",
-        min=1.0,
-        max=_MAX["request_seconds"],
-        help="Seconds per request, queue wait included.",
-    ),
+    request_timeout: float = request_timeout_option(),
     body_timeout: float = typer.Option(
         LIMITS.body_seconds,
         "--body-timeout",

@@ -15,6 +15,9 @@ from pocketcli.cli.serve import (
     backend_loader,
     check_log_level,
     log_level_option,
+    max_queue_option,
+    max_streams_option,
+    request_timeout_option,
     voice_dir_option,
 )
 
@@ -55,6 +58,9 @@ def wyoming_command(
         min=1.0,
         help="Seconds a client may send nothing before it is disconnected.",
     ),
+    max_streams: int = max_streams_option("Syntheses"),
+    max_queue: int = max_queue_option("Syntheses"),
+    request_timeout: float = request_timeout_option("synthesis"),
     log_level: str = log_level_option(),
 ) -> None:
     from pocketcli.wyoming import require_extra
@@ -64,6 +70,7 @@ def wyoming_command(
 
     stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
     from pocketcli.frontends import logs
+    from pocketcli.frontends.admission import AdmissionLimits
     from pocketcli.wyoming.handler import WyomingLimits
     from pocketcli.wyoming.server import LOOPBACK, parse_uri, run
 
@@ -80,5 +87,6 @@ def wyoming_command(
             "this port can use it (keep it on a trusted network)",
             extra={"host": address.host},
         )
-    limits = WyomingLimits(max_chars=max_chars, idle_seconds=idle_timeout)
+    admission = AdmissionLimits(max_streams, max_queue, request_timeout)
+    limits = WyomingLimits(max_chars=max_chars, idle_seconds=idle_timeout, admission=admission)
     run(load, address, limits, voice_dir, level)

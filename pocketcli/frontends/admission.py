@@ -1,18 +1,36 @@
-"""Up to ``max_streams`` generations at once per loaded model, behind a bounded queue.
+"""One admission for every front end: up to ``max_streams`` generations at once per
+loaded model, behind a bounded queue, each with a deadline.
 
-A request becomes a ``ModelJob``: a function returning an iterator (audio frames,
-or a single cloned voice). ``max_streams`` worker threads take the jobs in
+A request (an HTTP speech or SSE request, a websocket or Wyoming turn, an MCP
+tool call, a cloned voice) becomes a ``ModelJob``: a function returning an
+iterator (audio frames, or a single cloned voice), the front end it came
+from and its deadline. ``max_streams`` worker threads take the jobs in
 arrival order and hand each item to the request's event loop as soon as it
 exists; speech jobs running together are streams of the engine's scheduler
-(``pocketcli.engine.scheduler``), rows of one batched call per frame. Before
-every item the worker checks the job's cancel flag (client gone, deadline,
-shutdown), so a cancelled job stops within the frame being computed. When
-``max_queue`` jobs already wait, ``submit`` refuses with an estimate of when
-to retry. A job cancelled while it waits leaves the queue at once.
+(``pocketcli.engine.scheduler``), rows of one batched call per frame.
 
-The app sees only ``JobRunner`` (``submit``, ``waiting``, ``active``, ``close``)
-and builds it with ``make_scheduler``: another engine (several streams at once)
-is a change to this module alone.
+Bounded everywhere: at most ``max_queue`` jobs wait (``submit`` refuses more
+with ``Busy`` and an estimate of when to retry); a job holds at most
+``ahead`` items its reader has not taken (the worker waits for the reader,
+so a client that never reads makes the server hold a few frames, not the
+whole text); and the worker checks the job's cancel flag (client gone,
+deadline, shutdown) before every item and while it waits for the reader,
+so a cancelled job stops within the frame being computed and its generation
+is closed. ``cancel`` also runs the job's cancel hooks (a turn's session is
+cancelled there, even while the worker waits inside it for text). A job
+cancelled while it waits leaves the queue at once.
+
+The front ends see ``JobRunner`` (``submit``, ``waiting``, ``active``,
+``streams``, ``close``) built by ``make_admission``. A front end uses it in
+a few lines::
+
+    job = ModelJob(work, time.monotonic() + seconds, front="wyoming")
+    try:
+        runner.submit(job)
+    except Busy as exc:          # answer "busy" in the protocol's shape
+        ...
+    while (kind_value := await job.next())[0] == ITEM: ...
+    job.cancel("disconnected")   # whatever ends the request early
 """
 
 from __future__ import annotations
@@ -22,13 +40,36 @@ import contextlib
 import math
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+from pocketcli import defaults
 
 END = "end"
 ITEM = "item"
 ERROR = "error"
+
+# Items (frames: 80 ms each) a job holds that its reader has not taken yet.
+AHEAD = 8
+# The front ends a job may come from: a fixed set of metric labels.
+FRONTS = ("http", "sse", "websocket", "wyoming", "mcp")
+_FOREVER = 86_400.0 * 365  # a deadline further than this is none (no timer)
+
+
+@dataclass(frozen=True)
+class AdmissionLimits:
+    """What every server front end takes (``--max-streams``, ``--max-queue``,
+    ``--request-timeout``), with one default and one maximum each."""
+
+    max_streams: int = defaults.MAX_STREAMS  # generated at once (rows of one batch)
+    max_queue: int = 4  # waiting while max_streams are generated; more are refused busy
+    request_seconds: float = 300.0  # per stream, from acceptance to its last frame
+
+
+# The sane maximum of each limit (the CLI refuses more).
+ADMISSION_MAXIMA = {"max_streams": 256, "max_queue": 1000, "request_seconds": 86_400.0}
 
 
 class Busy(Exception):
@@ -50,13 +91,19 @@ class Cancelled(Exception):
 
 
 class ModelJob:
-    """Work for the model, and the channel its results come back through."""
+    """Work for the model, and the (bounded) channel its results come back through."""
 
     def __init__(
-        self, work: Callable[[], Iterator[Any]], deadline: float, kind: str = "speech"
+        self,
+        work: Callable[[], Iterator[Any]],
+        deadline: float,
+        kind: str = "speech",
+        front: str = "http",
+        ahead: int = AHEAD,
     ) -> None:
         self.work = work
         self.kind = kind
+        self.front = front
         self.deadline = deadline  # time.monotonic() by which the job must be done
         self.accepted = time.monotonic()
         self.started: float | None = None
@@ -65,17 +112,41 @@ class ModelJob:
         self.items = 0
         self.items_after_cancel = 0
         self.cancel_reason: str | None = None
+        self.ahead = max(1, ahead)
         self._cancel = threading.Event()
-        self._on_cancel: Callable[[ModelJob], None] = lambda job: None  # set by the scheduler
+        self._hooks: list[Callable[[ModelJob], None]] = []  # the runner's, then the job's own
+        self._space = threading.Condition()
+        self._unread = 0  # items posted that the reader has not taken
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        # The deadline cancels the job whatever its worker waits for (text, the reader).
+        left = deadline - time.monotonic()
+        self._timer = (
+            self._loop.call_later(max(0.0, left), self._expire) if left < _FOREVER else None
+        )
+
+    def _expire(self) -> None:
+        self.cancel("deadline")
 
     # -- any thread -----------------------------------------------------------
     def cancel(self, reason: str) -> None:
-        if not self._cancel.is_set():
+        with self._space:
+            if self._cancel.is_set():
+                return
             self.cancel_reason = reason
             self._cancel.set()
-            self._on_cancel(self)
+            self._space.notify_all()  # a worker waiting for the reader stops waiting
+            hooks = list(self._hooks)
+        for hook in hooks:
+            hook(self)
+
+    def on_cancel(self, hook: Callable[[ModelJob], None]) -> None:
+        """Runs ``hook(job)`` once when the job is cancelled (at once if it already is)."""
+        with self._space:
+            if not self._cancel.is_set():
+                self._hooks.append(hook)
+                return
+        hook(self)
 
     @property
     def cancelled(self) -> bool:
@@ -85,22 +156,62 @@ class ModelJob:
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody listens any more
             self._loop.call_soon_threadsafe(self._queue.put_nowait, (kind, value))
 
+    # -- the worker -------------------------------------------------------------
+    def _wait_for_reader(self) -> None:
+        """Returns once the reader holds fewer than ``ahead`` items, the job is
+        cancelled, or its deadline passes (then it is cancelled)."""
+        with self._space:
+            while self._unread >= self.ahead and not self._cancel.is_set():
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._space.wait(left)
+        if not self.cancelled and time.monotonic() > self.deadline:
+            self.cancel("deadline")
+
+    def _post_item(self, item: Any) -> None:
+        with self._space:
+            self._unread += 1
+        self._post(ITEM, item)
+
     # -- the request's event loop ---------------------------------------------
     async def next(self, timeout: float | None = None) -> tuple[str, Any]:
         """The next ``(ITEM, value)``, ``(ERROR, exception)`` or ``(END, None)``."""
         if timeout is None:
-            return await self._queue.get()
-        return await asyncio.wait_for(self._queue.get(), timeout)
+            got = await self._queue.get()
+        else:
+            got = await asyncio.wait_for(self._queue.get(), timeout)
+        if got[0] == ITEM:
+            with self._space:
+                self._unread -= 1
+                self._space.notify_all()
+        elif self._timer is not None:  # the job is over
+            self._timer.cancel()
+        return got
+
+
+@dataclass(frozen=True)
+class FrontCounts:
+    """One front end's streams: running, waiting, admitted and refused so far."""
+
+    active: int = 0
+    waiting: int = 0
+    admitted: int = 0
+    refused: int = 0
 
 
 class JobRunner(Protocol):
-    """What the app needs of whatever runs its jobs."""
+    """What a front end needs of whatever runs its jobs."""
 
     @property
     def waiting(self) -> int: ...
 
     @property
     def active(self) -> int: ...
+
+    def streams(self) -> dict[str, FrontCounts]:
+        """Each front end's streams (every one of ``FRONTS``, zeros included)."""
+        ...
 
     def submit(self, job: ModelJob) -> None:
         """Queues the job, or raises ``Busy`` / ``ShuttingDown``."""
@@ -109,10 +220,11 @@ class JobRunner(Protocol):
         """Refuses new work, cancels what waits and runs, waits up to ``timeout`` s."""
 
 
-def make_scheduler(
+def make_admission(
     max_queue: int, on_change: Callable[[], None] | None = None, max_streams: int = 1
 ) -> JobRunner:
-    """The server's job runner: ``max_streams`` jobs at a time, ``max_queue`` waiting."""
+    """The admission of one loaded model: ``max_streams`` jobs at a time, ``max_queue``
+    waiting."""
     return Admission(max_queue, on_change, max_streams)
 
 
@@ -127,6 +239,8 @@ class Admission:
         self.max_streams = max(1, max_streams)
         self._waiting: deque[ModelJob] = deque()
         self._running: list[ModelJob] = []
+        self._admitted: Counter[str] = Counter()
+        self._refused: Counter[str] = Counter()
         self._closed = False
         self._cond = threading.Condition()
         self._mean_seconds = 1.0  # running mean of job durations, for Retry-After
@@ -146,6 +260,17 @@ class Admission:
     def active(self) -> int:
         return len(self._running)
 
+    def streams(self) -> dict[str, FrontCounts]:
+        with self._cond:
+            active = Counter(job.front for job in self._running)
+            waiting = Counter(job.front for job in self._waiting)
+            return {
+                front: FrontCounts(
+                    active[front], waiting[front], self._admitted[front], self._refused[front]
+                )
+                for front in FRONTS
+            }
+
     def submit(self, job: ModelJob) -> None:
         with self._cond:
             if self._closed:
@@ -153,10 +278,12 @@ class Admission:
             # ``max_streams`` jobs run and ``max_queue`` wait. Between two jobs a worker
             # has freed its slot but not yet taken the next: count jobs, not the queue alone.
             if self.active + len(self._waiting) >= self.max_streams + self.max_queue:
+                self._refused[job.front] += 1
                 ahead = len(self._waiting) + 1
                 seconds = ahead * self._mean_seconds / self.max_streams
                 raise Busy(max(1, math.ceil(seconds)))
-            job._on_cancel = self._withdraw
+            self._admitted[job.front] += 1
+            job.on_cancel(self._withdraw)
             self._waiting.append(job)
             self._cond.notify()
         self._on_change()
@@ -171,7 +298,7 @@ class Admission:
         self._on_change()
 
     def close(self, timeout: float) -> None:
-        """Refuses new work, cancels what waits and what runs, waits for the worker."""
+        """Refuses new work, cancels what waits and what runs, waits for the workers."""
         with self._cond:
             self._closed = True
             jobs = [*self._waiting, *self._running]
@@ -218,8 +345,7 @@ class Admission:
         it = iter(job.work())
         try:
             while True:
-                if not job.cancelled and time.monotonic() > job.deadline:
-                    job.cancel("deadline")
+                job._wait_for_reader()  # also: the deadline
                 if job.cancelled:
                     raise Cancelled(job.cancel_reason or "cancelled")
                 try:
@@ -231,7 +357,7 @@ class Admission:
                 if job.first_item is None:
                     job.first_item = time.monotonic()
                 job.items += 1
-                job._post(ITEM, item)
+                job._post_item(item)
         finally:
             close = getattr(it, "close", None)
             if close is not None:

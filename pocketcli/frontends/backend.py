@@ -72,6 +72,10 @@ class Backend:
         """The engine scheduler's figures (ticks by batch size, frames)."""
         return self.tts.scheduler.stats
 
+    def engine_streams(self) -> int:
+        """Streams the engine holds now (0: it makes nothing for anyone)."""
+        return self.tts.scheduler.active_streams
+
     def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
         with self.tts.generation_lock:
             return self.tts.clone_voice(samples, sample_rate, on_warning=on_warning)

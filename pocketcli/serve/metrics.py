@@ -6,10 +6,11 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE  # noqa: F401  (re-exported)
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pocketcli.engine.scheduler import SchedulerStats
+from pocketcli.frontends.admission import FrontCounts
 
 _SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _RTFX = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -36,6 +37,38 @@ class _EngineCollector:
             frames.add_metric([], stats.frames)
         yield ticks
         yield frames
+
+
+class _StreamsCollector:
+    """Each front end's streams through the one admission (a label per front end)."""
+
+    def __init__(self, streams: Callable[[], dict[str, FrontCounts]]) -> None:
+        self._streams = streams
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        label = ["front_end"]
+        now = GaugeMetricFamily(
+            "pockettts_streams",
+            "Streams running or waiting, by front end",
+            labels=[*label, "state"],
+        )
+        admitted = CounterMetricFamily(
+            "pockettts_streams_admitted", "Streams admitted, by front end", labels=label
+        )
+        refused = CounterMetricFamily(
+            "pockettts_streams_refused", "Streams refused as busy, by front end", labels=label
+        )
+        for front, counts in sorted(self._streams().items()):
+            now.add_metric([front, "active"], counts.active)
+            now.add_metric([front, "waiting"], counts.waiting)
+            admitted.add_metric([front], counts.admitted)
+            refused.add_metric([front], counts.refused)
+        yield now
+        yield admitted
+        yield refused
 
 
 class Metrics:
@@ -88,6 +121,11 @@ class Metrics:
         """Adds the engine scheduler's figures, read at each scrape: ticks by rows per
         tick (the batch sizes) and frames made."""
         self.registry.register(_EngineCollector(stats))
+
+    def watch_streams(self, streams: Callable[[], dict[str, FrontCounts]]) -> None:
+        """Adds the admission's streams by front end (``pockettts_streams{front_end,
+        state}``, ``pockettts_streams_admitted_total``, ``..._refused_total``)."""
+        self.registry.register(_StreamsCollector(streams))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pocketcli import defaults
+from pocketcli.frontends.admission import ADMISSION_MAXIMA, AdmissionLimits
 
 
 @dataclass(frozen=True)
@@ -20,9 +21,10 @@ class Limits:
     # Decoded samples of one recording, all channels (float32: 4 bytes each): the
     # first 30 s of 96 kHz stereo fit; the header is checked before decoding.
     max_decoded_samples: int = 6_000_000
-    max_queue: int = 4  # requests waiting while max_streams are generated; more get 503
+    # Every front end's admission (HTTP, SSE, websocket turns): one queue, one limit.
+    max_queue: int = AdmissionLimits.max_queue  # waiting while max_streams are generated
     max_streams: int = defaults.MAX_STREAMS  # requests generated at once (rows of one batch)
-    request_seconds: float = 300.0  # per request, from acceptance to the last byte
+    request_seconds: float = AdmissionLimits.request_seconds  # acceptance to the last byte
     max_cloned_voices: int = 32  # cloned voices kept by id (least recently used go first)
     body_seconds: float = 30.0  # a request's body must have arrived by then (else 408)
     header_seconds: float = 10.0  # a connection's request line and headers, likewise
@@ -44,9 +46,8 @@ MAXIMA = {
     "max_upload_bytes": 200 * 2**20,
     "max_clone_seconds": 3600.0,
     "max_decoded_samples": 100_000_000,
-    "max_queue": 1000,
-    "max_streams": 256,
-    "request_seconds": 86_400.0,
+    **{name: ADMISSION_MAXIMA[name] for name in ("max_queue", "max_streams")},
+    "request_seconds": ADMISSION_MAXIMA["request_seconds"],
     "body_seconds": 3600.0,
     "header_seconds": 300.0,
     "idle_seconds": 3600.0,

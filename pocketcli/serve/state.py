@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from pocketcli.frontends import logs
-from pocketcli.frontends.admission import JobRunner, make_scheduler
+from pocketcli.frontends.admission import JobRunner, make_admission
 from pocketcli.frontends.backend import Backend
 from pocketcli.frontends.encoding import available_formats
 from pocketcli.frontends.voices import VoiceBook
@@ -48,8 +48,9 @@ class ServerState:
             return
         limits = self.settings.limits
         self.voices = VoiceBook(backend, self.settings.voice_dir, limits.max_cloned_voices)
-        self.scheduler = make_scheduler(limits.max_queue, self.update_gauges, limits.max_streams)
+        self.scheduler = make_admission(limits.max_queue, self.update_gauges, limits.max_streams)
         self.metrics.watch_engine(backend.engine_stats)
+        self.metrics.watch_streams(self.scheduler.streams)
         self.backend = backend
         self.metrics.ready.set(1)
         log.info(

@@ -57,8 +57,11 @@ async def run_first(request: Request, job: ModelJob, loaded: Loaded) -> tuple[st
     finally:
         gone.cancel()
     if first in done:
-        return first.result()
-    first.cancel()
+        kind, value = first.result()
+        if kind != ERROR or not isinstance(value, Cancelled) or value.reason != "deadline":
+            return kind, value
+    else:
+        first.cancel()
     if gone in done and gone.result().get("type") == "http.disconnect":
         job.cancel("disconnected")
         raise Cancelled("disconnected")
@@ -106,6 +109,7 @@ def speech_job(loaded: Loaded, speech: ParsedSpeech, warnings: list[str]) -> Mod
             speech.text, speech.voice.state, speech.options, on_warning=warnings.append
         ),
         time.monotonic() + loaded.settings.limits.request_seconds,
+        front="http" if speech.events is None else "sse",
     )
 
 
@@ -259,19 +263,25 @@ class AudioStream(StreamingResponse):
             kind, value = await self.job.next()
 
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[override]
+        # The deadline ends the response as well as the generation: a client that reads
+        # slowly (or not at all) holds neither the model nor the server past it.
+        left = max(0.0, self.job.deadline - time.monotonic())
         try:
-            async with anyio.create_task_group() as group:
+            with anyio.move_on_after(left) as deadline:
+                async with anyio.create_task_group() as group:
 
-                async def watch() -> None:
-                    await self.listen_for_disconnect(receive)
-                    if self.outcome == "cancelled":
-                        self.outcome = "disconnected"
+                    async def watch() -> None:
+                        await self.listen_for_disconnect(receive)
+                        if self.outcome == "cancelled":
+                            self.outcome = "disconnected"
+                        group.cancel_scope.cancel()
+
+                    group.start_soon(watch)
+                    with contextlib.suppress(_Aborted):
+                        await self.stream_response(send)
                     group.cancel_scope.cancel()
-
-                group.start_soon(watch)
-                with contextlib.suppress(_Aborted):
-                    await self.stream_response(send)
-                group.cancel_scope.cancel()
+            if deadline.cancelled_caught and self.outcome == "cancelled":
+                self.outcome = "deadline"
         finally:
             if self.outcome != "done":
                 self.job.cancel(self.outcome)

@@ -41,6 +41,7 @@ from wyoming.tts import (
 
 from pocketcli import __version__, defaults
 from pocketcli.frontends import logs
+from pocketcli.frontends.admission import AdmissionLimits, Busy, JobRunner, ShuttingDown
 from pocketcli.frontends.encoding import StreamEncoder
 from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure
 from pocketcli.frontends.voices import VoiceBook, VoiceNotFound, VoiceUnreadable
@@ -58,6 +59,7 @@ class WyomingLimits:
     max_chars: int = defaults.MAX_CHARS  # text per synthesis (streamed or not)
     max_event_bytes: int = 1 << 20  # an event's data and payload
     idle_seconds: float = defaults.WYOMING_IDLE_SECONDS  # a client silent this long is dropped
+    admission: AdmissionLimits = AdmissionLimits()  # streams at once, queue, deadline
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Service:
     backend: Backend
     voices: VoiceBook
     limits: WyomingLimits
+    runner: JobRunner  # the one admission every connection's syntheses go through
 
     def language_code(self) -> str:
         from pocketcli.normalize.languages import resolve
@@ -266,9 +269,21 @@ class PocketHandler(AsyncEventHandler):
             raise TurnError(str(exc), "voice_unreadable") from None
         ssml = True if text_format == SynthesizeTextFormat.SSML else None
         options = SpeakOptions(ssml=ssml)
-        return SpokenTurn(
-            self.service.backend, resolved.state, options, self.service.limits.max_chars
-        )
+        limits = self.service.limits
+        try:
+            return SpokenTurn(
+                self.service.backend,
+                resolved.state,
+                options,
+                limits.max_chars,
+                self.service.runner,
+                front="wyoming",
+                seconds=limits.admission.request_seconds,
+            )
+        except Busy as exc:
+            raise TurnError(str(exc), "busy") from None
+        except ShuttingDown as exc:
+            raise TurnError(str(exc), "shutting_down") from None
 
     async def _speak(self, turn: SpokenTurn) -> None:
         """audio-start, a chunk per frame as it is made, audio-stop (after an error too)."""

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 from pocketcli.errors import UserError
 from pocketcli.frontends import logs
+from pocketcli.frontends.admission import JobRunner, make_admission
 from pocketcli.frontends.backend import Backend
 from pocketcli.frontends.voices import VoiceBook
 from pocketcli.wyoming.handler import PocketHandler, Service, WyomingLimits
@@ -90,6 +91,8 @@ async def _serve(
         loop.add_signal_handler(signum, on_signal, signum)
     handlers: dict[PocketHandler, asyncio.Task] = {}
     service: Service | None = None
+    admitted = limits.admission
+    runner: JobRunner = make_admission(admitted.max_queue, None, admitted.max_streams)
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert service is not None
@@ -118,7 +121,7 @@ async def _serve(
             backend = loading.result()
         except Exception as exc:
             raise UserError(f"the model could not be loaded: {exc}") from None
-        service = Service(backend, VoiceBook(backend, voice_dir), limits)
+        service = Service(backend, VoiceBook(backend, voice_dir), limits, runner)
         if server is not None:
             await server.start_serving()  # listen() happens here, not at the bind
             log.info("listening", extra=_where(address, server))
@@ -140,6 +143,7 @@ async def _serve(
         for task in tasks:  # each cancels its synthesis on the way out (``disconnect``)
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.to_thread(runner.close, 10.0)
         if address.scheme == "unix":
             with contextlib.suppress(OSError):
                 Path(address.path).unlink()

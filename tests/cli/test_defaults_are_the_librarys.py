@@ -68,6 +68,9 @@ def _library_defaults() -> dict[tuple[str, str], Any]:
         ("wyoming", "uri"): defaults.WYOMING_URI,
         ("wyoming", "max_chars"): wyoming.max_chars,
         ("wyoming", "idle_timeout"): wyoming.idle_seconds,
+        ("wyoming", "max_streams"): wyoming.admission.max_streams,
+        ("wyoming", "max_queue"): wyoming.admission.max_queue,
+        ("wyoming", "request_timeout"): wyoming.admission.request_seconds,
         ("wyoming", "log_level"): LOG_LEVEL,
         ("mcp", "max_chars"): mcp.max_chars,
         ("mcp", "log_level"): LOG_LEVEL,
@@ -113,7 +116,11 @@ def test_the_shared_decisions_are_one_value() -> None:
     wyoming = pytest.importorskip("pocketcli.wyoming.handler").WyomingLimits()
     mcp = pytest.importorskip("pocketcli.mcp.server").McpSettings()
     assert LIMITS.max_chars == wyoming.max_chars == mcp.max_chars == defaults.MAX_CHARS
-    assert LIMITS.max_streams == defaults.MAX_STREAMS
+    assert LIMITS.max_streams == wyoming.admission.max_streams == defaults.MAX_STREAMS
+    assert (LIMITS.max_queue, LIMITS.request_seconds) == (
+        wyoming.admission.max_queue,
+        wyoming.admission.request_seconds,
+    )
     assert ModelRequest().model_language == _default(parse_markup, "language") == defaults.LANGUAGE
     assert SpeakOptions().max_tokens == defaults.MAX_TOKENS
     assert DEFAULT_TEMPERATURE == defaults.TEMPERATURE

@@ -35,7 +35,7 @@ INTERNAL = {
     "serve/streaming.py": {"_Aborted"},
     "frontends/turns.py": {"TurnError"},
     "frontends/voices.py": {"VoiceNotFound", "VoiceUnreadable"},
-    "serve/routes/ws.py": {"_Closing"},
+    "serve/routes/ws.py": {"_Closing", "_Refused"},
     "wyoming/handler.py": {"BadEvent"},
     "mcp/speaker.py": {"QueueFull"},
 }

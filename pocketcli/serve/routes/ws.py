@@ -37,12 +37,14 @@ import contextlib
 import json
 import time
 import uuid
+from collections import deque
 from typing import Any
 
 import numpy as np
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from pocketcli.frontends import logs
+from pocketcli.frontends.admission import Busy, ShuttingDown
 from pocketcli.frontends.encoding import StreamEncoder
 from pocketcli.frontends.requests import FieldProblem, WsConfig, checked
 from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure, language_problem
@@ -94,21 +96,43 @@ async def tts_ws(websocket: WebSocket) -> None:
         await socket.serve()
     finally:
         sockets.discard(websocket)
-        await socket.drop_turn()
+        await socket.close()
+
+
+class _Refused(Exception):
+    """The admission's answer to a turn: busy, or shutting down. The socket hears an
+    error frame and is closed with ``close_code`` (1013: try again later)."""
+
+    def __init__(self, message: str, code: str, close_code: int, retry_after: int = 0) -> None:
+        super().__init__(message)
+        self.message, self.code, self.close_code = message, code, close_code
+        self.retry_after = retry_after
 
 
 class _Socket:
+    """One socket: its frames in order; its turns spoken in order by one task.
+
+    Every turn is a stream of the server's admission (``SpokenTurn``): a flood
+    of flushes queues within ``--max-streams`` and ``--max-queue`` or is refused
+    (an error frame "busy" and close code 1013), never a thread per flush. A
+    ``cancel`` frame, a new ``config`` and the socket's end stop every turn the
+    socket started, not just the newest."""
+
     def __init__(self, websocket: WebSocket, loaded: Loaded) -> None:
         self.ws, self.loaded = websocket, loaded
         self.limits = loaded.settings.limits
         self.config: dict[str, Any] | None = None
-        self.turn: SpokenTurn | None = None
-        self.speaking: asyncio.Task[None] | None = None
-        self.request_id: str | None = None
+        self.turn: SpokenTurn | None = None  # the turn taking text
+        self.turns: deque[tuple[SpokenTurn, str]] = deque()  # started, not yet spoken out
+        self.request_id: str | None = None  # the next turn's
+        self._ready = asyncio.Event()  # a turn waits in ``turns``
+        self.playing = False  # the first of ``turns`` is being spoken
+        self._speaker: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self.last_active = time.monotonic()  # the last frame received or audio sent
 
     async def serve(self) -> None:
+        self._speaker = asyncio.create_task(self._speak_turns())
         while True:
             try:
                 message = await self._receive()
@@ -121,12 +145,20 @@ class _Socket:
                 return
             try:
                 await self._handle(message)
+            except _Refused as exc:
+                await self.refuse(exc)
+                return
             except (ApiError, TurnError) as exc:
                 await self.error(exc.message, exc.code)
             except (WebSocketDisconnect, RuntimeError):
                 return
             except Exception as exc:  # the client hears one line, the log has a bug's rest
                 await self.error(*describe_failure(exc))
+
+    @property
+    def speaking(self) -> bool:
+        """Whether a turn the client ended is still being made or sent."""
+        return any(turn is not self.turn for turn, _ in self.turns)
 
     async def _receive(self) -> dict[str, Any]:
         idle = self.limits.ws_idle_seconds
@@ -136,8 +168,7 @@ class _Socket:
             # flushed turn is still being made (it may wait for the model). A turn left
             # open without a flush, its audio all sent, is idle: it only waits for text.
             left = self.last_active + idle - time.monotonic()
-            flushed = self.turn is None and self.speaking is not None
-            if flushed and not self.speaking.done():
+            if self.speaking:
                 left = max(left, idle)
             if left > 0:
                 done, _ = await asyncio.wait({receiving}, timeout=left)
@@ -183,15 +214,10 @@ class _Socket:
         elif kind == "text":
             await self._add_text(data)
         elif kind == "flush":
-            turn = await self._current_turn()
+            self._current_turn().end()
             self.turn = None  # its audio and final follow; the next text starts another turn
-            try:
-                turn.end()
-            except TurnError:
-                await turn.cancel()
-                raise
         elif kind == "cancel":
-            await self.drop_turn()
+            await self.drop_turns()
         elif kind == "ping":
             await self.send_json({"type": "pong"})
         else:
@@ -204,11 +230,11 @@ class _Socket:
         text = data.get("text")
         if not isinstance(text, str):
             raise TurnError("text: data.text must be a string", "bad_request")
-        turn = await self._current_turn()
+        turn = self._current_turn()
         try:
             turn.add(text)
         except TurnError:
-            await self.drop_turn()
+            await self.drop_turns()
             raise
 
     async def _configure(self, data: dict[str, Any]) -> None:
@@ -217,9 +243,11 @@ class _Socket:
         except (ApiError, TurnError) as exc:
             kept = "its config is as it was" if self.config else "it still has no config"
             raise TurnError(f"{exc.message}; {kept}", exc.code) from None
-        await self.drop_turn()  # a config starts a new turn: the last one's audio is dropped
+        await self.drop_turns()  # a config starts a new turn: the last ones' audio is dropped
         self.config = config
-        self._start_turn()
+        # The turn starts (and is admitted) with its first text, not here: a socket
+        # that only configures holds no stream.
+        self.request_id = uuid.uuid4().hex[:16]
         await self.send_event("config_accepted")
 
     async def _checked_config(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -246,35 +274,50 @@ class _Socket:
             "options": options,
         }
 
-    def _start_turn(self) -> SpokenTurn:
-        assert self.config is not None
-        config = self.config
-        turn = SpokenTurn(
-            self.loaded.backend,
-            config["voice"].state,
-            config["options"],
-            self.limits.max_chars,
-        )
-        self.turn = turn
-        self.request_id = uuid.uuid4().hex[:16]
-        previous = self.speaking
-        self.speaking = asyncio.create_task(self._speak(turn, previous, self.request_id))
-        return turn
-
-    async def _current_turn(self) -> SpokenTurn:
+    def _current_turn(self) -> SpokenTurn:
         if self.turn is not None:
             return self.turn
         if self.config is None:
             raise TurnError("send a config frame first", "no_config")
-        return self._start_turn()  # another turn on the same config
+        config = self.config
+        try:
+            turn = SpokenTurn(
+                self.loaded.backend,
+                config["voice"].state,
+                config["options"],
+                self.limits.max_chars,
+                self.loaded.scheduler,
+                front="websocket",
+                seconds=self.limits.request_seconds,
+            )
+        except Busy as exc:
+            raise _Refused(str(exc), "busy", 1013, exc.retry_after) from None
+        except ShuttingDown as exc:
+            raise _Refused(str(exc), "shutting_down", 1012) from None
+        request_id = self.request_id or uuid.uuid4().hex[:16]
+        self.request_id = None  # the next turn on this config gets its own
+        self.turn = turn
+        self.turns.append((turn, request_id))
+        self._ready.set()
+        return turn
 
-    async def _speak(
-        self, turn: SpokenTurn, previous: asyncio.Task[None] | None, request_id: str
-    ) -> None:
+    async def _speak_turns(self) -> None:
+        """The socket's turns, one after another, in the order they started."""
+        while True:
+            await self._ready.wait()
+            while self.turns:
+                turn, request_id = self.turns[0]
+                self.playing = True
+                try:
+                    await self._speak(turn, request_id)
+                finally:
+                    self.playing = False
+                    if self.turns and self.turns[0][0] is turn:
+                        self.turns.popleft()
+            self._ready.clear()
+
+    async def _speak(self, turn: SpokenTurn, request_id: str) -> None:
         """The turn's audio as it is made, then ``final`` (not after a cancel)."""
-        if previous is not None:  # turns on one socket are heard in order
-            with contextlib.suppress(BaseException):
-                await previous
         assert self.config is not None
         rate, binary = self.config["rate"], self.config["binary"]
         backend = self.loaded.backend
@@ -301,20 +344,15 @@ class _Socket:
         except (WebSocketDisconnect, RuntimeError, asyncio.CancelledError):
             await turn.cancel()
             raise
+        except TurnError as exc:  # past the deadline
+            outcome = exc.code
+            await self.error(exc.message, exc.code)
         except Exception as exc:
             outcome = "error"
             await self.error(*describe_failure(exc))
         finally:
             encoder.close()
-            logs.logger().info(
-                "ws turn",
-                extra={
-                    "request_id": request_id,
-                    "outcome": outcome,
-                    "chars": turn.chars,
-                    "samples": turn.samples,
-                },
-            )
+            _record(turn, request_id, outcome)
 
     async def _send_audio(self, pcm: bytes, binary: bool) -> None:
         if not pcm:
@@ -335,20 +373,52 @@ class _Socket:
         body = {"event_type": name, "request_id": request_id or self.request_id}
         await self.send_json({"type": "event", "data": body})
 
-    async def error(self, message: str, code: str) -> None:
+    async def error(self, message: str, code: str, **more: Any) -> None:
         with contextlib.suppress(Exception):  # a socket already gone hears nothing
-            await self.send_json({"type": "error", "data": {"message": message, "code": code}})
+            data = {"message": message, "code": code, **more}
+            await self.send_json({"type": "error", "data": data})
 
-    async def drop_turn(self) -> None:
-        """Cancels the turn being spoken (and any before it still playing)."""
-        turn, task = self.turn, self.speaking
-        self.turn, self.speaking = None, None
-        if turn is not None:
+    async def refuse(self, refused: _Refused) -> None:
+        """The busy answer: an error frame (with ``retry_after``), then the close code."""
+        more = {"retry_after": refused.retry_after} if refused.retry_after else {}
+        await self.error(refused.message, refused.code, **more)
+        with contextlib.suppress(Exception):
+            await self.ws.close(code=refused.close_code)
+
+    async def drop_turns(self) -> None:
+        """Cancels every turn this socket started (the one taking text, those waiting,
+        the one being spoken): none of their audio is sent after this returns."""
+        turns = list(self.turns)
+        self.turn = None
+        self.turns.clear()
+        for i, (turn, request_id) in enumerate(turns):
             await turn.cancel()
-        if task is not None and not task.done():
-            task.cancel()
+            if i or not self.playing:  # the one being spoken logs its own end
+                _record(turn, request_id, "cancelled")
+
+    async def close(self) -> None:
+        """The socket's end: every turn stops, and so does the task that speaks them."""
+        await self.drop_turns()
+        speaker, self._speaker = self._speaker, None
+        if speaker is not None:
+            speaker.cancel()
             with contextlib.suppress(BaseException):
-                await task
+                await speaker
+
+
+def _record(turn: SpokenTurn, request_id: str, outcome: str) -> None:
+    """The turn's log line, once, however it ended."""
+    logs.logger().info(
+        "ws turn",
+        extra={
+            "request_id": request_id,
+            "outcome": outcome,
+            "chars": turn.chars,
+            "samples": turn.samples,
+            "frames": turn.job.items,
+            "frames_after_cancel": turn.job.items_after_cancel,
+        },
+    )
 
 
 async def _send_error(websocket: WebSocket, message: str, code: str) -> None:
