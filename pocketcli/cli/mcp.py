@@ -14,6 +14,9 @@ from pocketcli.cli.serve import (
     backend_loader,
     check_log_level,
     log_level_option,
+    max_queue_option,
+    max_streams_option,
+    request_timeout_option,
     voice_dir_option,
 )
 from pocketcli.serve.settings import MAXIMA
@@ -57,6 +60,9 @@ def mcp_command(
         max=MAXIMA["max_chars"],
         help="Text per call.",
     ),
+    max_streams: int = max_streams_option("Syntheses"),
+    max_queue: int = max_queue_option("Syntheses"),
+    request_timeout: float = request_timeout_option("synthesis"),
     log_level: str = log_level_option(),
 ) -> None:
     from pocketcli.mcp import require_extra
@@ -67,6 +73,7 @@ def mcp_command(
     stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
     from pocketcli.audio.playback import parse_device
     from pocketcli.frontends import logs
+    from pocketcli.frontends.admission import AdmissionLimits
     from pocketcli.mcp.server import McpSettings, run
 
     level = check_log_level(log_level)
@@ -81,5 +88,6 @@ def mcp_command(
         output_dir=output_dir,
         max_chars=max_chars,
         device=parse_device(device),
+        admission=AdmissionLimits(max_streams, max_queue, request_timeout),
     )
     run(backend, settings)

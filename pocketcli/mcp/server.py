@@ -14,23 +14,39 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
+import numpy as np
 from mcp.server.mcpserver import Audio, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 
 from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
+from pocketcli.frontends.admission import (
+    END,
+    ERROR,
+    AdmissionLimits,
+    Busy,
+    Cancelled,
+    JobRunner,
+    ModelJob,
+    ShuttingDown,
+    make_admission,
+)
 from pocketcli.frontends.turns import language_problem
-from pocketcli.frontends.voices import VoiceBook, VoiceNotFound
+from pocketcli.frontends.voices import VoiceBook, VoiceNotFound, VoiceUnreadable
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
     from pocketcli.frontends.backend import Backend
     from pocketcli.frontends.voices import Resolved
+    from pocketcli.voices.state import VoiceState
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,7 @@ class McpSettings:
     max_chars: int = defaults.MAX_CHARS  # text per call
     max_queue: int = defaults.MCP_MAX_QUEUE  # texts waiting for the speakers
     device: int | str | None = None  # sound output device (None: the default one)
+    admission: AdmissionLimits = AdmissionLimits()  # synthesize's streams, queue, deadline
 
     @property
     def max_line_bytes(self) -> int:
@@ -55,7 +72,8 @@ INSTRUCTIONS = (
 
 
 class ToolServer(MCPServer):
-    """The SDK's server, with arguments of the wrong type said in one line."""
+    """The SDK's server, with a tool's failure said as ``TOOL: what went wrong`` in one
+    line (arguments of the wrong type too, without pydantic's four lines)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         from pydantic import ValidationError
@@ -65,6 +83,10 @@ class ToolServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(argument_problem(name, exc.__cause__)) from None
+            said = str(exc)
+            sdk = f"Error executing tool {name}: "  # the SDK's words before the tool's own
+            if said.startswith(sdk) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(f"{name}: {said[len(sdk) :]}") from None
             raise
 
 
@@ -98,6 +120,7 @@ class _Tools:
     settings: McpSettings
     voices: VoiceBook
     speaker: Speaker
+    runner: JobRunner  # synthesize's streams go through it, as every server's do
 
     def resolve(self, voice: str | None, language: str | None, text: str) -> Resolved:
         _check_text(text, self.settings.max_chars)
@@ -108,11 +131,51 @@ class _Tools:
             return self.voices.resolve(voice)
         except VoiceNotFound as exc:
             raise ToolError(str(exc)) from None
+        except VoiceUnreadable as exc:
+            raise ToolError(str(exc)) from None
+
+    async def spoken(self, text: str, voice: VoiceState | None) -> np.ndarray:
+        """The whole speech of ``text``, made as an admitted stream (busy: a ToolError);
+        a call that is cancelled (its client gone) stops its stream."""
+        limits = self.settings.admission
+        job = ModelJob(
+            lambda: self.backend.frames(text, voice, SpeakOptions()),
+            time.monotonic() + limits.request_seconds,
+            front="mcp",
+        )
+        try:
+            self.runner.submit(job)
+        except Busy as exc:
+            raise ToolError(f"{exc} (at most {limits.max_streams} at once)") from None
+        except ShuttingDown:
+            raise ToolError("the server is stopping") from None
+        parts: list[np.ndarray] = []
+        try:
+            while (got := await job.next())[0] != END:
+                kind, value = got
+                if kind == ERROR:
+                    raise _tool_error(value, job, limits.request_seconds)
+                parts.append(value)
+        except BaseException:
+            job.cancel("cancelled")
+            raise
+        return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
 
-def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
+def _tool_error(error: BaseException, job: ModelJob, seconds: float) -> BaseException:
+    if isinstance(error, Cancelled) or job.cancelled:
+        if job.cancel_reason == "deadline":
+            return ToolError(f"no speech within the server's limit of {seconds:g} s")
+        return ToolError(f"stopped: {job.cancel_reason or 'cancelled'}")
+    if isinstance(error, UserError):  # MarkupError, EmptyTextError, OptionsError
+        return ToolError(str(error))
+    return error
+
+
+def build(backend: Backend, settings: McpSettings, runner: JobRunner) -> tuple[MCPServer, Speaker]:
     speaker = Speaker(backend.tts, lambda: _device_sink(backend, settings), settings.max_queue)
-    tools = _Tools(backend, settings, VoiceBook(backend, settings.voice_dir), speaker)
+    voices = VoiceBook(backend, settings.voice_dir)
+    tools = _Tools(backend, settings, voices, speaker, runner)
     # The SDK's own log (a multi-line panel per failed call) only for real trouble: the
     # caller already has the failure's one line in its result.
     server = ToolServer(
@@ -169,26 +232,23 @@ def _speaker_tools(server: MCPServer, tools: _Tools) -> None:
 
 def _synthesize_tool(server: MCPServer, tools: _Tools) -> None:
     @server.tool(structured_output=False)
-    def synthesize(
+    async def synthesize(
         text: str, voice: str | None = None, language: str | None = None, path: str | None = None
     ) -> list[Any]:
         """Make speech and return it as WAV audio (24 kHz, 16-bit mono). path: also write it
         to this file (its suffix picks the format: .wav, .flac, .mp3, .ogg), which must be
         inside the folder the user allowed with --output-dir."""
-        resolved = tools.resolve(voice, language, text)
+        resolved = await anyio.to_thread.run_sync(tools.resolve, voice, language, text)
         output_dir = tools.settings.output_dir
         target = _allowed_path(path, output_dir) if path is not None else None
-        try:
-            audio = tools.backend.tts.synthesize(text, resolved.state, SpeakOptions())
-        except UserError as exc:  # MarkupError, EmptyTextError, OptionsError
-            raise ToolError(str(exc)) from None
+        audio = await tools.spoken(text, resolved.state)
         from pocketcli.audio.output import to_pcm16, wav_header
 
         rate = tools.backend.sample_rate
         wav = wav_header(rate, audio.size) + to_pcm16(audio).tobytes()
         note = f"{audio.size / rate:.2f} s of speech with voice {resolved.name}"
         if target is not None:
-            _write(target, audio, rate)
+            await anyio.to_thread.run_sync(_write, target, audio, rate)
             note += f", written to {target}"
         return [Audio(data=wav, format="wav"), note]
 
@@ -272,16 +332,21 @@ def _device_sink(backend: Backend, settings: McpSettings):  # noqa: ANN202
 
 def run(backend: Backend, settings: McpSettings) -> None:
     """Serves on stdin/stdout until the client closes them (or SIGTERM)."""
-    import anyio
+    anyio.run(_serve_stdio, backend, settings)
 
-    server, speaker = build(backend, settings)
+
+async def _serve_stdio(backend: Backend, settings: McpSettings) -> None:
+    admitted = settings.admission
+    runner = make_admission(admitted.max_queue, None, admitted.max_streams)
+    server, speaker = build(backend, settings, runner)
     try:
-        anyio.run(_serve_stdio, server, settings.max_line_bytes)
+        await _serve_lines(server, settings.max_line_bytes)
     finally:
         speaker.close()
+        await anyio.to_thread.run_sync(runner.close, 10.0)
 
 
-async def _serve_stdio(server: MCPServer, max_line_bytes: int) -> None:
+async def _serve_lines(server: MCPServer, max_line_bytes: int) -> None:
     from mcp.server.stdio import stdio_server
 
     from pocketcli.mcp.transport import wire

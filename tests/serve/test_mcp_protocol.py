@@ -168,8 +168,8 @@ def test_a_fifo_in_the_output_folder_is_refused_and_the_server_still_ends(tmp_pa
         assert proc.wait(60) == 0, err.text()
     fifo, folder = (a["result"] for a in answers)
     assert fifo["isError"] and folder["isError"]
-    assert fifo["content"][0]["text"].endswith(
-        "'fifo.wav' is a FIFO (named pipe), not a regular file: not written"
+    assert fifo["content"][0]["text"] == (
+        "synthesize: 'fifo.wav' is a FIFO (named pipe), not a regular file: not written"
     )
     assert "'folder.wav' is a directory" in folder["content"][0]["text"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.wav", "folder.wav"]
@@ -182,3 +182,42 @@ def test_max_chars_has_serves_maximum() -> None:
     r = run("mcp", *TINY_ARGS, "--max-chars", over)
     assert r.returncode == 2 and b"--max-chars" in r.stderr, r.stderr
     assert str(MAXIMA["max_chars"]).encode() in r.stderr
+
+
+def test_synthesize_goes_through_the_admission_and_says_busy() -> None:
+    # One stream at a time and no queue: of three calls at once, one is spoken and the
+    # others are told the server is busy (the tool's one line), as HTTP answers 503.
+    long_text = "This sentence keeps the model busy for a while. " * 40
+
+    async def steps(session):
+        import asyncio
+
+        calls = [session.call_tool("synthesize", {"text": long_text}) for _ in range(3)]
+        results = await asyncio.gather(*calls)
+        after = await session.call_tool("synthesize", {"text": "Hi."})
+        return results, after
+
+    args = [*TINY_ARGS, "--max-streams", "1", "--max-queue", "0"]
+    results, after = call(args, steps)
+    spoken = [r for r in results if not r.is_error]
+    busy = [text_of(r) for r in results if r.is_error]
+    assert len(spoken) == 1 and len(busy) == 2, busy
+    assert all(m.startswith("synthesize: the server is busy; retry in") for m in busy), busy
+    assert all("at most 1 at once" in m for m in busy), busy
+    assert not after.is_error, text_of(after)  # the stream's slot is free again
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "value"),
+    [
+        ("mcp", "--max-streams", "257"),
+        ("mcp", "--max-queue", "1001"),
+        ("mcp", "--request-timeout", "inf"),
+        ("wyoming", "--max-chars", "999999999999"),
+        ("wyoming", "--idle-timeout", "inf"),
+    ],
+)
+def test_limit_flags_have_serves_maxima(command, flag, value) -> None:
+    # Refused as it is read: a server that took the value would start (the deadline fails it).
+    r = run(command, *TINY_ARGS, flag, value, stdin=b"", timeout=60)
+    assert r.returncode == 2 and flag.encode() in r.stderr, r.stderr
