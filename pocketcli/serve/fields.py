@@ -38,7 +38,7 @@ def speak_options(**fields: Any) -> SpeakOptions:
 
 
 async def voice(loaded: Loaded, name: str | None) -> Resolved:
-    """The voice a request names (see ``serve.voices``), loaded on a worker thread."""
+    """The voice a request names (see ``frontends.voices``), loaded on a worker thread."""
     try:
         return await anyio.to_thread.run_sync(loaded.voices.resolve, name)
     except VoiceNotFound as exc:

@@ -114,10 +114,20 @@ def rss_mb() -> float:
         return int(next(line for line in status if line.startswith("VmRSS:")).split()[1]) / 1024
 
 
-# What a stalled stream may hold on the server (frames, socket buffers, the stream's
-# state in the engine): measured about 1 MB on the tiny pack; the text itself would be
-# tens to hundreds of MB.
-PER_STREAM_MB = 25
+# What a stalled stream may cost the process (its frames, buffers, its text's script, the
+# engine's working memory for one more row): 14-28 MB measured on the tiny pack; the
+# audio of a whole text would be hundreds of MB.
+PER_STREAM_MB = 50
+
+# The engine's half of item 4 (pause frames count against max_ahead; a session's queue is
+# bounded) comes with the engine without a thread per session (``session.MAX_QUEUED_TEXTS``).
+# Until that is merged these cases fail as they should; once it is, they must pass.
+ENGINE_HALF = pytest.mark.xfail(
+    not hasattr(__import__("pocketcli.session").session, "MAX_QUEUED_TEXTS"),
+    strict=True,
+    reason="the engine still makes pause frames past max_ahead and sessions queue frames "
+    "without bound (issue 31 item 4, the engine's half, not merged here yet)",
+)
 
 
 def _never_read(text: str) -> tuple[int, float]:
@@ -166,11 +176,7 @@ def test_readers_that_never_read_speech_hold_a_bounded_amount() -> None:
     assert grown < 4 * PER_STREAM_MB, grown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine still makes a text's pause frames whatever its reader's max_ahead "
-    "(issue 31 item 4, the engine's half); drop this mark once it does not",
-)
+@ENGINE_HALF
 def test_readers_that_never_read_pauses_hold_a_bounded_amount() -> None:
     _, grown = _never_read(PAUSES)  # 330 pauses of 125 frames each: 317 MB a stream
     assert grown < 4 * PER_STREAM_MB, grown
@@ -337,11 +343,7 @@ def test_sockets_beyond_the_streams_and_the_queue_hear_busy() -> None:
     assert 'pockettts_streams_admitted_total{front_end="http"} 1.0' in metrics
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a session's own thread still reads the engine's frames into an unbounded queue "
-    "(issue 31 item 4, the engine's half); drop this mark once sessions are bounded",
-)
+@ENGINE_HALF
 def test_sockets_that_never_read_hold_a_bounded_amount() -> None:
     """Four websockets that send a huge turn and never read its audio: the engine makes a
     bounded number of frames, not the text; once they go, so do their streams and threads."""

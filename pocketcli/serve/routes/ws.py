@@ -3,22 +3,27 @@
 
 Client frames are JSON ``{"type": ..., "data": {...}}``:
 
-- ``config`` starts a turn: ``sample_rate`` (8000-48000, default the model's),
-  ``normalize``, ``pauses``, ``format`` ("pcm"), ``binary`` (PCM as binary
-  frames, else base64 ``audio`` frames), ``voice`` (a voice of this server),
-  ``language`` (the model's own), and ``seed``/``temperature`` as in the
-  speech API. The answer is the event ``config_accepted`` with a request id.
-- ``text`` adds text to the turn; each sentence is spoken as it completes
-  (``SpokenTurn``: one live session per turn).
+- ``config`` sets up the turns that follow: ``sample_rate`` (8000-48000,
+  default the model's), ``normalize``, ``pauses``, ``format`` ("pcm"),
+  ``binary`` (PCM as binary frames, else base64 ``audio`` frames), ``voice``
+  (a voice of this server), ``language`` (the model's own), and
+  ``seed``/``temperature`` as in the speech API. The answer is the event
+  ``config_accepted`` with the next turn's request id.
+- ``text`` adds text to the turn (the first starts it: the turn is admitted
+  then, as a stream of the server's admission); each sentence is spoken as it
+  completes (``SpokenTurn``: one live session per turn).
 - ``flush`` ends the turn: the rest is spoken, then the event ``final``.
-- ``cancel`` stops the turn's generation before its next frame and drops its
-  audio; the socket stays open for the next ``config``.
+- ``cancel`` stops every turn of the socket before its next frame and drops
+  their audio; the socket stays open for the next ``config``.
 - ``ping`` is answered with ``pong``.
 
 Audio is 16-bit little-endian mono PCM, one frame (80 ms) per message, at the
 rate the config asked for (resampled when it is not the model's). Errors are
 ``{"type": "error", "data": {"message", "code"}}`` and the socket keeps
-serving, except for a frame that cannot be read. With ``--api-key`` the
+serving, except for a frame that cannot be read, and a turn the admission
+refuses: ``busy`` (with ``retry_after``, seconds) or ``shutting_down``, then
+close code 1013 (1012 shutting down). A turn past ``--request-timeout`` ends
+with the error ``timeout``. With ``--api-key`` the
 handshake must carry ``Authorization: Bearer KEY`` (or ``X-API-Key``); a
 wrong or missing key is refused before the socket opens (HTTP 403).
 
