@@ -1,14 +1,17 @@
 """The streaming websocket ``/tts/ws``: livekit-streaming-tts's protocol, as
 ``livekit-plugins-pocket`` speaks it.
 
-Client frames are JSON ``{"type": ..., "data": {...}}``:
+Client frames are JSON ``{"type": ..., "data": {...}}`` (a frame with fields
+beside ``type`` is refused naming the envelope, never taken with them unread):
 
 - ``config`` sets up the turns that follow: ``sample_rate`` (8000-48000,
   default the model's), ``normalize``, ``pauses``, ``format`` ("pcm"),
   ``binary`` (PCM as binary frames, else base64 ``audio`` frames), ``voice``
   (a voice of this server), ``language`` (the model's own), and
-  ``seed``/``temperature`` as in the speech API. The answer is the event
-  ``config_accepted`` with the next turn's request id.
+  ``seed``/``temperature`` as in the speech API, each checked by type
+  (``frontends.requests.WsConfig``). The answer is the event
+  ``config_accepted`` with the next turn's request id; a config that fails
+  leaves the socket's config and turn as they were, and its error says so.
 - ``text`` adds text to the turn (the first starts it: the turn is admitted
   then, as a stream of the server's admission); each sentence is spoken as it
   completes (``SpokenTurn``: one live session per turn).
@@ -19,7 +22,8 @@ Client frames are JSON ``{"type": ..., "data": {...}}``:
 
 Audio is 16-bit little-endian mono PCM, one frame (80 ms) per message, at the
 rate the config asked for (resampled when it is not the model's). Errors are
-``{"type": "error", "data": {"message", "code"}}`` and the socket keeps
+``{"type": "error", "data": {"message", "code"}}`` (text HTTP refuses:
+its message, code ``invalid_text``) and the socket keeps
 serving, except for a frame that cannot be read, and a turn the admission
 refuses: ``busy`` (with ``retry_after``, seconds) or ``shutting_down``, then
 close code 1013 (1012 shutting down). A turn past ``--request-timeout`` ends
