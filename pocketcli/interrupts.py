@@ -15,7 +15,8 @@ machinery). Later signals are only recorded: raising again inside cleanup
 code is what used to leave tracebacks.
 
 The process then ends with ``hard_exit``: the registered temporary files are
-removed, one line goes to stderr and ``os._exit`` ends it, skipping
+removed, one line goes to stderr (none for Ctrl-C and SIGTERM to a server:
+``stop_quietly``) and ``os._exit`` ends it, skipping
 interpreter shutdown (where ONNX Runtime's threads could hang it or abort it
 with "terminate called without an active exception"). A watchdog thread
 started by the first signal calls ``hard_exit`` itself if unwinding has not
@@ -42,6 +43,7 @@ _temporary: set[str] = set()
 _exiting = _thread.allocate_lock()
 _finishing = False
 _armed = False
+_quiet = False
 
 
 class Terminated(BaseException):
@@ -81,6 +83,19 @@ def stop_word() -> str:
     return f"stopped by {signal.Signals(first).name}"
 
 
+def stop_quietly() -> None:
+    """From now on Ctrl-C and SIGTERM end the process with their exit status (130, 143)
+    and no error line: for the servers (``serve``, ``wyoming``, ``mcp``), whose normal
+    stop they are. Other signals (a hang-up...) still say what stopped it."""
+    global _quiet
+    _quiet = True
+
+
+def quiet_stop() -> bool:
+    """Whether the first signal is a stop that ends without a line (``stop_quietly``)."""
+    return _quiet and (not stopped_by or stopped_by[0] in (signal.SIGINT, signal.SIGTERM))
+
+
 def hard_exit() -> None:
     """Removes registered temporary files, writes the one line and ends the process now."""
     if not _exiting.acquire(blocking=False):
@@ -97,7 +112,8 @@ def hard_exit() -> None:
     except Exception:  # a closed or broken stdout must not stop the exit
         pass
     try:  # noqa: SIM105
-        os.write(2, f"pockettts: error: {word}\n".encode())
+        if not quiet_stop():
+            os.write(2, f"pockettts: error: {word}\n".encode())
     except OSError:
         pass
     os._exit(exit_status())

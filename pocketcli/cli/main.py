@@ -32,7 +32,14 @@ from pocketcli.cli.signals import exit_for_signal
 from pocketcli.cli.stdio import STDOUT_GONE_STATUS, StandardOutputGone, drop_stdout
 from pocketcli.cli.store_options import help_text
 from pocketcli.errors import UserError
-from pocketcli.interrupts import Terminated, exit_status, install_signal_handlers, stop_word
+from pocketcli.interrupts import (
+    Terminated,
+    exit_status,
+    install_signal_handlers,
+    quiet_stop,
+    stop_word,
+    stopped_by,
+)
 
 app = typer.Typer(
     name="pockettts",
@@ -189,10 +196,12 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
         _usage(exc, argv or [])
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
-    except (click.Abort, KeyboardInterrupt):
+    except (click.Abort, KeyboardInterrupt, Terminated) as exc:
+        if quiet_stop():  # a server's normal stop: only the exit status says it
+            raise SystemExit(exit_status() if stopped_by else 130) from None
+        if isinstance(exc, Terminated):
+            fail(stop_word(), exit_status())
         fail("interrupted", 130)
-    except Terminated:
-        fail(stop_word(), exit_status())
     except UserError as exc:  # every library error says its exit status (errors.py)
         _library_error(exc, debug, argv or [])
     except StandardOutputGone:  # a reader gone (``| head``): quiet, as Unix tools end

@@ -14,8 +14,12 @@ from pocketcli.cli.serve import (
     backend_loader,
     check_log_level,
     log_level_option,
+    max_queue_option,
+    max_streams_option,
+    request_timeout_option,
     voice_dir_option,
 )
+from pocketcli.serve.settings import MAXIMA
 
 HELP = """Serve speech as Model Context Protocol tools on standard input/output:
 speak (on this machine's speakers), stop_speaking, status, list_voices and
@@ -49,15 +53,27 @@ def mcp_command(
         None, "--device", metavar="DEV", help="Sound output device for speak (number or name)."
     ),
     max_chars: int = typer.Option(
-        defaults.MAX_CHARS, "--max-chars", metavar="N", min=1, help="Text per call."
+        defaults.MAX_CHARS,
+        "--max-chars",
+        metavar="N",
+        min=1,
+        max=MAXIMA["max_chars"],
+        help="Text per call.",
     ),
+    max_streams: int = max_streams_option("Syntheses"),
+    max_queue: int = max_queue_option("Syntheses"),
+    request_timeout: float = request_timeout_option("synthesis"),
     log_level: str = log_level_option(),
 ) -> None:
     from pocketcli.mcp import require_extra
 
     require_extra()
+    from pocketcli.interrupts import stop_quietly
+
+    stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
     from pocketcli.audio.playback import parse_device
     from pocketcli.frontends import logs
+    from pocketcli.frontends.admission import AdmissionLimits
     from pocketcli.mcp.server import McpSettings, run
 
     level = check_log_level(log_level)
@@ -72,5 +88,6 @@ def mcp_command(
         output_dir=output_dir,
         max_chars=max_chars,
         device=parse_device(device),
+        admission=AdmissionLimits(max_streams, max_queue, request_timeout),
     )
     run(backend, settings)

@@ -20,6 +20,7 @@ from pocketcli.cli.serve import (
     request_timeout_option,
     voice_dir_option,
 )
+from pocketcli.serve.settings import MAXIMA
 
 HELP = """Serve speech over the Wyoming protocol (Home Assistant's voice pipeline):
 describe, synthesize and streaming synthesis. Listens on 127.0.0.1:10200 unless
@@ -49,13 +50,19 @@ def wyoming_command(
     voice_file: Path | None = flags.voice_file(),
     voice_dir: Path | None = voice_dir_option(),
     max_chars: int = typer.Option(
-        defaults.MAX_CHARS, "--max-chars", metavar="N", min=1, help="Text per synthesis."
+        defaults.MAX_CHARS,
+        "--max-chars",
+        metavar="N",
+        min=1,
+        max=MAXIMA["max_chars"],
+        help="Text per synthesis.",
     ),
     idle_timeout: float = typer.Option(
         defaults.WYOMING_IDLE_SECONDS,
         "--idle-timeout",
         metavar="S",
         min=1.0,
+        max=MAXIMA["idle_seconds"],
         help="Seconds a client may send nothing before it is disconnected.",
     ),
     max_streams: int = max_streams_option("Syntheses"),
@@ -66,6 +73,9 @@ def wyoming_command(
     from pocketcli.wyoming import require_extra
 
     require_extra()
+    from pocketcli.interrupts import stop_quietly
+
+    stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
     from pocketcli.frontends import logs
     from pocketcli.frontends.admission import AdmissionLimits
     from pocketcli.wyoming.handler import WyomingLimits

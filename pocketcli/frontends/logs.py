@@ -32,15 +32,26 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+# asyncio says this once per write to a connection already lost (dozens of lines for
+# one client that left mid-stream); the request's own log line says the client went away.
+_LOST_WRITES = "socket.send() raised exception."
+
+
+def _not_a_lost_write(record: logging.LogRecord) -> bool:
+    return record.msg != _LOST_WRITES
+
+
 def configure(level: str = defaults.LOG_LEVEL) -> None:
-    """JSON lines for our logger and uvicorn's (its access log is replaced by ours)."""
+    """JSON lines for our logger, uvicorn's and asyncio's (uvicorn's access log is
+    replaced by ours): every line on stderr is one JSON object."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
-    for name in (LOGGER, "uvicorn", "uvicorn.error"):
+    for name in (LOGGER, "uvicorn", "uvicorn.error", "asyncio", "websockets"):
         log = logging.getLogger(name)
         log.handlers[:] = [handler]
-        log.setLevel(level.upper())
+        log.setLevel(level.upper() if name.startswith(("pockettts", "uvicorn")) else "WARNING")
         log.propagate = False
+    logging.getLogger("asyncio").filters[:] = [_not_a_lost_write]
     logging.getLogger("uvicorn.access").disabled = True
 
 

@@ -20,6 +20,11 @@ Markup is never cut inside an element: with SSML on (``SpeakOptions.ssml``,
 or a turn that starts with ``<speak>``) sentences are held until the elements
 open in them close, so a ``<speak>`` document or an ``<emphasis>`` across a
 sentence end is spoken whole, not dropped as malformed halves.
+
+Text HTTP refuses is refused here too (the turn's error is a ``TurnError`` with
+code ``invalid_text`` and HTTP's message): malformed markup, and a turn with
+nothing to say at all. A sentence with nothing to say inside a turn that says
+something is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -138,6 +143,9 @@ class SpokenTurn:
         self._in_session = 0  # sentences handed to it and not yet spoken out
         self._ended = False  # no more text (``end``)
         self._finished = False  # the session was told so
+        self._spoken = 0  # sentences the session took
+        self._nothing: str | None = None  # why a sentence had nothing to say, if one had
+        self._refused: TurnError | None = None  # text HTTP would refuse: the turn's error
         self.job = ModelJob(self._frames, time.monotonic() + seconds, front=front)
         self.job.on_cancel(self._stop)
         runner.submit(self.job)
@@ -190,14 +198,25 @@ class SpokenTurn:
         session = self._session
         if session is None:
             return  # not admitted yet: the sentences wait here (``max_chars`` at most)
-        while self._unsaid and self._in_session < IN_SESSION:
+        while self._unsaid and self._in_session < IN_SESSION and self._refused is None:
             text = self._unsaid.popleft()
+            if not text.strip():
+                continue
             try:
                 if session.enqueue(text) is not None:
                     self._in_session += 1
-            except (MarkupError, EmptyTextError) as exc:  # this sentence only: the rest goes on
+            except MarkupError as exc:  # malformed markup: refused, as HTTP refuses it
+                self._refused = TurnError(str(exc), "invalid_text")
+                session.cancel(wait=False)  # the worker raises it once the session stops
+            except EmptyTextError as exc:  # this sentence only (a "###"): the rest goes on
+                self._nothing = str(exc)
                 self.warnings.append(f"skipped {' '.join(text.split())[:40]!r}: {exc}")
+            else:
+                self._spoken += 1
         if self._ended and not self._unsaid and not self._finished:
+            if not self._spoken and self._nothing is not None and self._refused is None:
+                # Nothing in the whole turn could be said: refused as HTTP refuses it.
+                self._refused = TurnError(self._nothing, "invalid_text")
             self._finished = True
             session.finish()
 
@@ -223,6 +242,8 @@ class SpokenTurn:
                 yield event.audio
         finally:
             session.cancel()  # returns once its thread is done: the slot is free after
+        if self._refused is not None:
+            raise self._refused
 
     def _stop(self, job: ModelJob) -> None:
         """The job's cancel (any thread): the session stops before its next frame."""

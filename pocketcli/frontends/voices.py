@@ -76,13 +76,14 @@ class ClonedVoice:
 class VoiceBook:
     """The voices one server offers; thread-safe (voices load on worker threads)."""
 
-    def __init__(self, backend: Backend, voice_dir: Path | None, max_cloned: int = 32) -> None:
+    def __init__(self, backend: Backend, voice_dir: Path | None, max_cloned: int = 0) -> None:
         self.backend = backend
         self.voice_dir = voice_dir.resolve() if voice_dir is not None else None
         self.max_cloned = max_cloned
         self._cloned: OrderedDict[str, ClonedVoice] = OrderedDict()
         self._folder: dict[str, tuple[tuple[int, int], VoiceState]] = {}
         self._lock = threading.Lock()
+        self._kinds: dict[Path, tuple[tuple[int, int], bool]] = {}  # is it a voice file?
 
     # -- lookup -------------------------------------------------------------
     def resolve(self, name: str | None) -> Resolved:
@@ -155,10 +156,39 @@ class VoiceBook:
                     real = Path(entry.path).resolve()
                     if real.parent != self.voice_dir and self.voice_dir not in real.parents:
                         continue
+                    if not self._holds_a_voice(real):  # a model checkpoint, say
+                        continue
                     entries.setdefault(stem, Path(entry.path))
         except OSError:
             return {}
         return entries
+
+    def _holds_a_voice(self, path: Path) -> bool:
+        """False for a safetensors file whose tensors are no voice's (a model checkpoint
+        left in the folder); other files are voices until loading one says otherwise."""
+        if path.suffix.lower() != ".safetensors":
+            return True
+        try:
+            st = path.stat()
+        except OSError:
+            return True
+        key = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            known = self._kinds.get(path)
+        if known is not None and known[0] == key:
+            return known[1]
+        from pocketcli.tensorfile import TensorFile
+        from pocketcli.voices.state import STATE_KEY
+
+        try:
+            with TensorFile(path) as tensors:  # its header only
+                names = list(tensors.tensors)
+        except Exception:
+            return True  # damaged: listed, and named as such when asked for
+        voice = any(n == "audio_prompt" or STATE_KEY.match(n) for n in names)
+        with self._lock:
+            self._kinds[path] = (key, voice)
+        return voice
 
     def _folder_voice(self, name: str) -> VoiceState | None:
         path = self._folder_entries().get(name)
@@ -190,15 +220,18 @@ class VoiceBook:
         shown = name if len(name) <= 80 else name[:77] + "..."
         default = f"{self.backend.default_voice_name} (the default)"
         others = sorted({*self._folder_entries(), *self.backend.builtin_names()})
-        listed = ", ".join(
-            [default, *[n for n in others if n != self.backend.default_voice_name]][:40]
-        )
+        with self._lock:
+            cloned = list(reversed(self._cloned))[:3]  # the most recently used
+        names = [default, *[n for n in others if n != self.backend.default_voice_name]][:40]
+        listed = ", ".join([*names, *cloned])
+        if self.max_cloned > 0:  # only where voices can be cloned (HTTP's POST /v1/voices)
+            listed += ", or a cloned voice's id"
         if "://" in name or "/" in name or "\\" in name:
             return (
                 f"voice {shown!r} is not one of this server's voices: it fetches no URL and "
-                f"reads no path a request names; its voices: {listed}, or a cloned voice's id"
+                f"reads no path a request names; its voices: {listed}"
             )
-        return f"unknown voice {shown!r}; this server's voices: {listed}, or a cloned voice's id"
+        return f"unknown voice {shown!r}; this server's voices: {listed}"
 
     # -- listing ------------------------------------------------------------
     def listing(self) -> list[dict[str, str]]:

@@ -5,27 +5,48 @@ looked up in ``serve``'s ``VoiceBook`` (built-in names, ``--voice-dir``
 files, the default voice; never a path or URL a caller names), text through
 ``PocketTTS`` sessions and ``synthesize`` with ``SpeakOptions``, audio
 through the library's WAV encoder and file writer. A tool's failure is one
-line in an ``is_error`` result; the server keeps serving.
+line in an ``is_error`` result (arguments of the wrong type too: the field and
+what it must be); the server keeps serving. The transport answers lines that
+are no JSON-RPC message with JSON-RPC's own errors (``mcp.transport``).
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
+import numpy as np
 from mcp.server.mcpserver import Audio, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 
 from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
+from pocketcli.frontends.admission import (
+    END,
+    ERROR,
+    AdmissionLimits,
+    Busy,
+    Cancelled,
+    JobRunner,
+    ModelJob,
+    ShuttingDown,
+    make_admission,
+)
 from pocketcli.frontends.turns import language_problem
-from pocketcli.frontends.voices import VoiceBook, VoiceNotFound
+from pocketcli.frontends.voices import VoiceBook, VoiceNotFound, VoiceUnreadable
 from pocketcli.mcp.speaker import QueueFull, Speaker
 from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
     from pocketcli.frontends.backend import Backend
+    from pocketcli.frontends.voices import Resolved
+    from pocketcli.voices.state import VoiceState
 
 
 @dataclass(frozen=True)
@@ -35,6 +56,13 @@ class McpSettings:
     max_chars: int = defaults.MAX_CHARS  # text per call
     max_queue: int = defaults.MCP_MAX_QUEUE  # texts waiting for the speakers
     device: int | str | None = None  # sound output device (None: the default one)
+    admission: AdmissionLimits = AdmissionLimits()  # synthesize's streams, queue, deadline
+
+    @property
+    def max_line_bytes(self) -> int:
+        """A JSON-RPC line's bound: a call of ``max_chars`` characters, each escaped as
+        ``\\uXXXX`` twice over (a surrogate pair), and room for the rest of the call."""
+        return 12 * self.max_chars + 64 * 1024
 
 
 INSTRUCTIONS = (
@@ -43,24 +71,123 @@ INSTRUCTIONS = (
 )
 
 
-def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
-    voices = VoiceBook(backend, settings.voice_dir)
-    speaker = Speaker(backend.tts, lambda: _device_sink(backend, settings), settings.max_queue)
-    # The SDK's own log (a multi-line panel per failed call) only for real trouble: the
-    # caller already has the failure's one line in its result.
-    server = MCPServer(
-        "pockettts", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
-    )
+class ToolServer(MCPServer):
+    """The SDK's server, with a tool's failure said as ``TOOL: what went wrong`` in one
+    line (arguments of the wrong type too, without pydantic's four lines)."""
 
-    def resolve(voice: str | None, language: str | None, text: str) -> Any:
-        _check_text(text, settings.max_chars)
-        problem = language_problem(backend.language, language)
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        from pydantic import ValidationError
+
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_problem(name, exc.__cause__)) from None
+            said = str(exc)
+            sdk = f"Error executing tool {name}: "  # the SDK's words before the tool's own
+            if said.startswith(sdk) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(f"{name}: {said[len(sdk) :]}") from None
+            raise
+
+
+_EXPECTED = {
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+}
+
+
+def argument_problem(tool: str, error: Any) -> str:
+    """The first wrong argument in one line: ``synthesize: text must be a string, not 5``."""
+    first = error.errors()[0]
+    field = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
+    kind = first.get("type", "")
+    if kind == "missing":
+        return f"{tool}: {field} is missing"
+    expected = _EXPECTED.get(kind)
+    if expected is None:
+        return f"{tool}: {field}: {first.get('msg', 'invalid')}"
+    return f"{tool}: {field} must be {expected}, not {repr(first.get('input'))[:40]}"
+
+
+@dataclass
+class _Tools:
+    """What the tools share: the model, its voices, the speakers, the settings."""
+
+    backend: Backend
+    settings: McpSettings
+    voices: VoiceBook
+    speaker: Speaker
+    runner: JobRunner  # synthesize's streams go through it, as every server's do
+
+    def resolve(self, voice: str | None, language: str | None, text: str) -> Resolved:
+        _check_text(text, self.settings.max_chars)
+        problem = language_problem(self.backend.language, language)
         if problem is not None:
             raise ToolError(problem)
         try:
-            return voices.resolve(voice)
+            return self.voices.resolve(voice)
         except VoiceNotFound as exc:
             raise ToolError(str(exc)) from None
+        except VoiceUnreadable as exc:
+            raise ToolError(str(exc)) from None
+
+    async def spoken(self, text: str, voice: VoiceState | None) -> np.ndarray:
+        """The whole speech of ``text``, made as an admitted stream (busy: a ToolError);
+        a call that is cancelled (its client gone) stops its stream."""
+        limits = self.settings.admission
+        job = ModelJob(
+            lambda: self.backend.frames(text, voice, SpeakOptions()),
+            time.monotonic() + limits.request_seconds,
+            front="mcp",
+        )
+        try:
+            self.runner.submit(job)
+        except Busy as exc:
+            raise ToolError(f"{exc} (at most {limits.max_streams} at once)") from None
+        except ShuttingDown:
+            raise ToolError("the server is stopping") from None
+        parts: list[np.ndarray] = []
+        try:
+            while (got := await job.next())[0] != END:
+                kind, value = got
+                if kind == ERROR:
+                    raise _tool_error(value, job, limits.request_seconds)
+                parts.append(value)
+        except BaseException:
+            job.cancel("cancelled")
+            raise
+        return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
+def _tool_error(error: BaseException, job: ModelJob, seconds: float) -> BaseException:
+    if isinstance(error, Cancelled) or job.cancelled:
+        if job.cancel_reason == "deadline":
+            return ToolError(f"no speech within the server's limit of {seconds:g} s")
+        return ToolError(f"stopped: {job.cancel_reason or 'cancelled'}")
+    if isinstance(error, UserError):  # MarkupError, EmptyTextError, OptionsError
+        return ToolError(str(error))
+    return error
+
+
+def build(backend: Backend, settings: McpSettings, runner: JobRunner) -> tuple[MCPServer, Speaker]:
+    speaker = Speaker(backend.tts, lambda: _device_sink(backend, settings), settings.max_queue)
+    voices = VoiceBook(backend, settings.voice_dir)
+    tools = _Tools(backend, settings, voices, speaker, runner)
+    # The SDK's own log (a multi-line panel per failed call) only for real trouble: the
+    # caller already has the failure's one line in its result.
+    server = ToolServer(
+        "pockettts", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+    _speaker_tools(server, tools)
+    _synthesize_tool(server, tools)
+    return server, speaker
+
+
+def _speaker_tools(server: MCPServer, tools: _Tools) -> None:
+    speaker, settings = tools.speaker, tools.settings
 
     @server.tool()
     def speak(
@@ -69,7 +196,7 @@ def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
         """Read text aloud on this machine's speakers. Texts queue up and play in turn;
         interrupt=true stops what is playing first. voice: one of list_voices (default:
         the server's voice); language: the server's language (see list_voices)."""
-        resolved = resolve(voice, language, text)
+        resolved = tools.resolve(voice, language, text)
         problem = _no_device(settings.device)
         if problem is not None:
             raise ToolError(f"cannot speak here: {problem}; synthesize returns the audio instead")
@@ -97,43 +224,45 @@ def build(backend: Backend, settings: McpSettings) -> tuple[MCPServer, Speaker]:
     def list_voices() -> dict[str, Any]:
         """The voices speak and synthesize take, and the language they speak."""
         return {
-            "language": _language(backend),
-            "default": backend.default_voice_name,
-            "voices": [v["id"] for v in voices.listing()],
+            "language": _language(tools.backend),
+            "default": tools.backend.default_voice_name,
+            "voices": [v["id"] for v in tools.voices.listing()],
         }
 
+
+def _synthesize_tool(server: MCPServer, tools: _Tools) -> None:
     @server.tool(structured_output=False)
-    def synthesize(
+    async def synthesize(
         text: str, voice: str | None = None, language: str | None = None, path: str | None = None
     ) -> list[Any]:
         """Make speech and return it as WAV audio (24 kHz, 16-bit mono). path: also write it
         to this file (its suffix picks the format: .wav, .flac, .mp3, .ogg), which must be
         inside the folder the user allowed with --output-dir."""
-        resolved = resolve(voice, language, text)
-        target = _allowed_path(path, settings.output_dir) if path is not None else None
-        try:
-            audio = backend.tts.synthesize(text, resolved.state, SpeakOptions())
-        except UserError as exc:  # MarkupError, EmptyTextError, OptionsError
-            raise ToolError(str(exc)) from None
-        from pocketcli.audio.output import format_for, to_pcm16, wav_header, write_audio
+        resolved = await anyio.to_thread.run_sync(tools.resolve, voice, language, text)
+        output_dir = tools.settings.output_dir
+        target = _allowed_path(path, output_dir) if path is not None else None
+        audio = await tools.spoken(text, resolved.state)
+        from pocketcli.audio.output import to_pcm16, wav_header
 
-        rate = backend.sample_rate
+        rate = tools.backend.sample_rate
         wav = wav_header(rate, audio.size) + to_pcm16(audio).tobytes()
-        out: list[Any] = [Audio(data=wav, format="wav")]
-        seconds = audio.size / rate
-        note = f"{seconds:.2f} s of speech with voice {resolved.name}"
+        note = f"{audio.size / rate:.2f} s of speech with voice {resolved.name}"
         if target is not None:
-            try:
-                write_audio(target, audio, rate, format_for(target))
-            except UserError as exc:  # already names the file and the cause
-                raise ToolError(str(exc)) from None
-            except Exception as exc:
-                raise ToolError(f"cannot write {target}: {exc}") from None
+            await anyio.to_thread.run_sync(_write, target, audio, rate)
             note += f", written to {target}"
-        out.append(note)
-        return out
+        return [Audio(data=wav, format="wav"), note]
 
-    return server, speaker
+
+def _write(target: Path, audio: Any, rate: int) -> None:
+    from pocketcli.audio.output import format_for, write_audio
+
+    _refuse_special(target, str(target))  # again: something may have appeared since
+    try:
+        write_audio(target, audio, rate, format_for(target))
+    except UserError as exc:  # already names the file and the cause
+        raise ToolError(str(exc)) from None
+    except Exception as exc:
+        raise ToolError(f"cannot write {target}: {exc}") from None
 
 
 def _check_text(text: str, max_chars: int) -> None:
@@ -161,6 +290,7 @@ def _allowed_path(path: str, output_dir: Path | None) -> Path:
         raise ToolError(f"{path[:80]!r} is not a usable file name: {exc}") from None
     if target == root or root not in target.parents:
         raise ToolError(f"{path!r} is not inside the folder files may be written to ({root})")
+    _refuse_special(target, path)
     from pocketcli.audio.output import format_for
 
     try:
@@ -168,6 +298,19 @@ def _allowed_path(path: str, output_dir: Path | None) -> Path:
     except Exception as exc:
         raise ToolError(f"{path!r}: {exc}") from None
     return target
+
+
+def _refuse_special(target: Path, shown: str) -> None:
+    """Only a regular file (or nothing) may be at ``target``: a FIFO would wait for a
+    reader for ever, a device or a folder is not the caller's file to replace."""
+    from pocketcli.filekind import describe_mode
+
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return  # nothing there yet (or unreadable: the writer says why)
+    if not stat.S_ISREG(mode):
+        raise ToolError(f"{shown!r} is {describe_mode(mode)}, not a regular file: not written")
 
 
 def _no_device(device: int | str | None) -> str | None:
@@ -189,8 +332,27 @@ def _device_sink(backend: Backend, settings: McpSettings):  # noqa: ANN202
 
 def run(backend: Backend, settings: McpSettings) -> None:
     """Serves on stdin/stdout until the client closes them (or SIGTERM)."""
-    server, speaker = build(backend, settings)
+    anyio.run(_serve_stdio, backend, settings)
+
+
+async def _serve_stdio(backend: Backend, settings: McpSettings) -> None:
+    admitted = settings.admission
+    runner = make_admission(admitted.max_queue, None, admitted.max_streams)
+    server, speaker = build(backend, settings, runner)
     try:
-        server.run("stdio")
+        await _serve_lines(server, settings.max_line_bytes)
     finally:
         speaker.close()
+        await anyio.to_thread.run_sync(runner.close, 10.0)
+
+
+async def _serve_lines(server: MCPServer, max_line_bytes: int) -> None:
+    from mcp.server.stdio import stdio_server
+
+    from pocketcli.mcp.transport import wire
+
+    lowlevel = server._lowlevel_server  # noqa: SLF001 - the SDK's run_stdio_async does the same
+    with wire(max_line_bytes) as (stdin, stdout):
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+            options = lowlevel.create_initialization_options()
+            await lowlevel.run(read_stream, write_stream, options)

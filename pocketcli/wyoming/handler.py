@@ -44,7 +44,7 @@ from pocketcli.frontends import logs
 from pocketcli.frontends.admission import AdmissionLimits, Busy, JobRunner, ShuttingDown
 from pocketcli.frontends.encoding import StreamEncoder
 from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure
-from pocketcli.frontends.voices import VoiceBook, VoiceNotFound
+from pocketcli.frontends.voices import VoiceBook, VoiceNotFound, VoiceUnreadable
 from pocketcli.options import SpeakOptions
 
 if TYPE_CHECKING:
@@ -114,6 +114,21 @@ async def read_event(reader: asyncio.StreamReader, max_bytes: int) -> Event | No
         raise BadEvent(f"an event header over {reader._limit} bytes") from None  # noqa: SLF001
     if not line:
         return None
+    header, lengths = _header(line, max_bytes)
+    data = header.get("data") or {}
+    if not isinstance(data, dict):
+        raise BadEvent("an event whose data is not an object")
+    try:
+        if lengths[0]:
+            data.update(_object(await reader.readexactly(lengths[0])))
+        payload = await reader.readexactly(lengths[1]) if lengths[1] else None
+    except asyncio.IncompleteReadError:
+        return None
+    return Event(type=header["type"], data=data, payload=payload)
+
+
+def _header(line: bytes, max_bytes: int) -> tuple[dict, list[int]]:
+    """An event's header line, and its data and payload lengths, checked."""
     try:
         header = json.loads(line)
     except ValueError:
@@ -121,25 +136,21 @@ async def read_event(reader: asyncio.StreamReader, max_bytes: int) -> Event | No
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise BadEvent("an event header without a type")
     lengths = [header.get("data_length") or 0, header.get("payload_length") or 0]
-    if not all(isinstance(n, int) and n >= 0 for n in lengths):
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in lengths):
         raise BadEvent("an event with a bad data or payload length")
     if sum(lengths) > max_bytes:
         raise BadEvent(f"an event of {sum(lengths)} bytes, over the limit of {max_bytes}")
-    data = header.get("data") or {}
-    if not isinstance(data, dict):
-        raise BadEvent("an event whose data is not an object")
+    return header, lengths
+
+
+def _object(raw: bytes) -> dict:
     try:
-        if lengths[0]:
-            more = json.loads(await reader.readexactly(lengths[0]))
-            if not isinstance(more, dict):
-                raise BadEvent("an event whose data is not an object")
-            data.update(more)
-        payload = await reader.readexactly(lengths[1]) if lengths[1] else None
-    except asyncio.IncompleteReadError:
-        return None
+        more = json.loads(raw)
     except ValueError:
         raise BadEvent("an event whose data is not JSON") from None
-    return Event(type=header["type"], data=data, payload=payload)
+    if not isinstance(more, dict):
+        raise BadEvent("an event whose data is not an object")
+    return more
 
 
 class PocketHandler(AsyncEventHandler):
@@ -229,7 +240,11 @@ class PocketHandler(AsyncEventHandler):
                 await self._drop_stream()
                 raise
         elif SynthesizeStop.is_type(event.type):
-            self._streamed("synthesize-stop").end()
+            try:
+                self._streamed("synthesize-stop").end()
+            except TurnError:
+                await self._drop_stream()
+                raise
             if self._speaking is not None:
                 await self._speaking
             self._turn, self._speaking, self._streaming = None, None, False
@@ -250,6 +265,8 @@ class PocketHandler(AsyncEventHandler):
             resolved = await asyncio.to_thread(self.service.voices.resolve, name)
         except VoiceNotFound as exc:
             raise TurnError(str(exc), "voice_not_found") from None
+        except VoiceUnreadable as exc:  # HTTP's code for it (its log line says more)
+            raise TurnError(str(exc), "voice_unreadable") from None
         ssml = True if text_format == SynthesizeTextFormat.SSML else None
         options = SpeakOptions(ssml=ssml)
         limits = self.service.limits

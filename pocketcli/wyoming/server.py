@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,7 +149,8 @@ async def _serve(
                 Path(address.path).unlink()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
-        log.info("stopped")
+        if server is not None or service is not None:  # not when it never listened
+            log.info("stopped")
 
 
 async def _bind(address: Address, connected) -> asyncio.AbstractServer | None:  # noqa: ANN001
@@ -162,9 +165,12 @@ async def _bind(address: Address, connected) -> asyncio.AbstractServer | None:  
                 raise UserError(f"cannot listen on {path}: it exists and is not a socket")
             path.unlink(missing_ok=True)
             return await asyncio.start_unix_server(connected, path, start_serving=False)
-    except OSError as exc:
+    except OSError as exc:  # asyncio's own words wrap the system's: say the system's
         where = address.path or f"{address.host}:{address.port}"
-        raise UserError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        cause = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+        if exc.errno == errno.EADDRINUSE:
+            cause += " (another server is on it: stop it, or choose another address)"
+        raise UserError(f"cannot listen on {where}: {cause.lower()}") from None
     return None
 
 

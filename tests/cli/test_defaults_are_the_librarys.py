@@ -73,6 +73,9 @@ def _library_defaults() -> dict[tuple[str, str], Any]:
         ("wyoming", "request_timeout"): wyoming.admission.request_seconds,
         ("wyoming", "log_level"): LOG_LEVEL,
         ("mcp", "max_chars"): mcp.max_chars,
+        ("mcp", "max_streams"): mcp.admission.max_streams,
+        ("mcp", "max_queue"): mcp.admission.max_queue,
+        ("mcp", "request_timeout"): mcp.admission.request_seconds,
         ("mcp", "log_level"): LOG_LEVEL,
     }
     return table

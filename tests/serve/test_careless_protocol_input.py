@@ -78,7 +78,9 @@ def test_websocket_temperature_of_the_wrong_type_is_an_option_error(ws_url) -> N
 
     *errors, accepted = run_async(go())
     assert [e["data"]["code"] for e in errors] == ["invalid_option"] * 3, errors
-    assert errors[0]["data"]["message"] == "temperature must be a number, not 'hot'"
+    assert errors[0]["data"]["message"] == (
+        "temperature must be a number, not 'hot'; it still has no config"
+    )
     assert accepted["data"]["event_type"] == "config_accepted"
 
 

@@ -68,6 +68,11 @@ async def model(model_id: str) -> dict[str, Any]:
     return _model(model_id)
 
 
+def stream_format(body: SpeechRequest) -> str:
+    """``audio`` or ``sse`` in any case (as ``response_format`` takes ``WAV``)."""
+    return (body.stream_format or "audio").strip().lower()
+
+
 def speech_fields(body: SpeechRequest) -> tuple[str, list[str]]:
     """The checked format and the notices of a speech request's fields."""
     if body.model not in MODEL_IDS:
@@ -80,7 +85,7 @@ def speech_fields(body: SpeechRequest) -> tuple[str, list[str]]:
     fmt = fields.response_format(
         body.response_format, "mp3" if "mp3" in available_formats() else "wav"
     )
-    if body.stream_format not in (None, "audio", "sse"):
+    if stream_format(body) not in ("audio", "sse"):
         raise ApiError(
             400,
             "stream_format: 'audio' (bytes as they are made) or 'sse' (events)",
@@ -104,6 +109,6 @@ async def speech(body: SpeechRequest, request: Request, loaded: Ready) -> Stream
     voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
     voice = await fields.voice(loaded, voice_name)
     said = ParsedSpeech("speech", body.input, voice, options, fmt, notices)
-    if body.stream_format == "sse":
+    if stream_format(body) == "sse":
         said.events = SpeechEvents(len(body.input))
     return await speak(request, loaded, said)

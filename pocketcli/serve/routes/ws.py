@@ -1,14 +1,17 @@
 """The streaming websocket ``/tts/ws``: livekit-streaming-tts's protocol, as
 ``livekit-plugins-pocket`` speaks it.
 
-Client frames are JSON ``{"type": ..., "data": {...}}``:
+Client frames are JSON ``{"type": ..., "data": {...}}`` (a frame with fields
+beside ``type`` is refused naming the envelope, never taken with them unread):
 
 - ``config`` sets up the turns that follow: ``sample_rate`` (8000-48000,
   default the model's), ``normalize``, ``pauses``, ``format`` ("pcm"),
   ``binary`` (PCM as binary frames, else base64 ``audio`` frames), ``voice``
   (a voice of this server), ``language`` (the model's own), and
-  ``seed``/``temperature`` as in the speech API. The answer is the event
-  ``config_accepted`` with the next turn's request id.
+  ``seed``/``temperature`` as in the speech API, each checked by type
+  (``frontends.requests.WsConfig``). The answer is the event
+  ``config_accepted`` with the next turn's request id; a config that fails
+  leaves the socket's config and turn as they were, and its error says so.
 - ``text`` adds text to the turn (the first starts it: the turn is admitted
   then, as a stream of the server's admission); each sentence is spoken as it
   completes (``SpokenTurn``: one live session per turn).
@@ -19,7 +22,8 @@ Client frames are JSON ``{"type": ..., "data": {...}}``:
 
 Audio is 16-bit little-endian mono PCM, one frame (80 ms) per message, at the
 rate the config asked for (resampled when it is not the model's). Errors are
-``{"type": "error", "data": {"message", "code"}}`` and the socket keeps
+``{"type": "error", "data": {"message", "code"}}`` (text HTTP refuses:
+its message, code ``invalid_text``) and the socket keeps
 serving, except for a frame that cannot be read, and a turn the admission
 refuses: ``busy`` (with ``retry_after``, seconds) or ``shutting_down``, then
 close code 1013 (1012 shutting down). A turn past ``--request-timeout`` ends
@@ -51,6 +55,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pocketcli.frontends import logs
 from pocketcli.frontends.admission import Busy, ShuttingDown
 from pocketcli.frontends.encoding import StreamEncoder
+from pocketcli.frontends.requests import FieldProblem, WsConfig, checked
 from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure, language_problem
 from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
@@ -59,7 +64,7 @@ from pocketcli.serve.state import Loaded, ready, state_of
 
 router = APIRouter()
 
-MIN_RATE, MAX_RATE = 8000, 48000
+OPTION_FIELDS = ("seed", "temperature", "normalize")
 
 
 class _Closing(Exception):
@@ -202,21 +207,21 @@ class _Socket:
 
     async def _handle(self, message: dict[str, Any]) -> None:
         kind = message["type"]
+        beside = sorted(set(message) - {"type", "data"})
+        if beside:  # a client that left out the envelope: its fields would go unread
+            shown = ", ".join(repr(k[:20]) for k in beside[:4])
+            raise TurnError(
+                f'{kind[:40]}: fields go inside "data" ({{"type": "{kind[:40]}", "data": '
+                f'{{...}}}}), not beside "type": {shown}',
+                "bad_request",
+            )
         data = message.get("data") or {}
         if not isinstance(data, dict):
-            raise TurnError(f"{kind}: data must be an object", "bad_request")
+            raise TurnError(f"{kind[:40]}: data must be an object", "bad_request")
         if kind == "config":
             await self._configure(data)
         elif kind == "text":
-            text = data.get("text")
-            if not isinstance(text, str):
-                raise TurnError("text: data.text must be a string", "bad_request")
-            turn = self._current_turn()
-            try:
-                turn.add(text)
-            except TurnError:
-                await self.drop_turns()
-                raise
+            await self._add_text(data)
         elif kind == "flush":
             self._current_turn().end()
             self.turn = None  # its audio and final follow; the next text starts another turn
@@ -230,49 +235,53 @@ class _Socket:
                 "bad_request",
             )
 
+    async def _add_text(self, data: dict[str, Any]) -> None:
+        text = data.get("text")
+        if not isinstance(text, str):
+            raise TurnError("text: data.text must be a string", "bad_request")
+        turn = self._current_turn()
+        try:
+            turn.add(text)
+        except TurnError:
+            await self.drop_turns()
+            raise
+
     async def _configure(self, data: dict[str, Any]) -> None:
+        try:
+            config = await self._checked_config(data)
+        except (ApiError, TurnError) as exc:
+            kept = "its config is as it was" if self.config else "it still has no config"
+            raise TurnError(f"{exc.message}; {kept}", exc.code) from None
         await self.drop_turns()  # a config starts a new turn: the last ones' audio is dropped
-        backend = self.loaded.backend
-        rate = data.get("sample_rate", backend.sample_rate)
-        if isinstance(rate, bool) or not isinstance(rate, int) or not MIN_RATE <= rate <= MAX_RATE:
-            raise TurnError(
-                f"sample_rate must be a whole number from {MIN_RATE} to {MAX_RATE}, not {rate!r}",
-                "invalid_config",
-            )
-        fmt = data.get("format", "pcm")
-        if fmt != "pcm":
-            raise TurnError(f"format {fmt!r}: only 'pcm' (16-bit mono) is sent", "invalid_config")
-        for name in ("normalize", "pauses", "binary"):
-            if name in data and not isinstance(data[name], bool):
-                raise TurnError(f"{name} must be true or false", "invalid_config")
-        problem = language_problem(backend.language, data.get("language"))
-        if problem is not None:
-            raise TurnError(problem, "unsupported_language")
-        voice_name = data.get("voice")
-        if voice_name is not None and not isinstance(voice_name, str):
-            raise TurnError("voice must be a string", "invalid_config")
-        temperature = data.get("temperature")
-        if temperature is not None and (
-            isinstance(temperature, bool) or not isinstance(temperature, int | float)
-        ):  # a JSON string or list: the options would fail on its type, not its value
-            shown = repr(temperature)[:40]
-            raise TurnError(f"temperature must be a number, not {shown}", "invalid_option")
-        voice = await fields.voice(self.loaded, voice_name)
-        options = fields.speak_options(
-            seed=data.get("seed"),
-            temperature=data.get("temperature"),
-            normalize=data.get("normalize"),
-        )
-        self.config = {
-            "rate": rate,
-            "binary": data.get("binary", True),
-            "voice": voice,
-            "options": options,
-        }
+        self.config = config
         # The turn starts (and is admitted) with its first text, not here: a socket
         # that only configures holds no stream.
         self.request_id = uuid.uuid4().hex[:16]
         await self.send_event("config_accepted")
+
+    async def _checked_config(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The socket's config from a ``config`` frame's data (or the error, unchanged)."""
+        given = checked(WsConfig, data)
+        if isinstance(given, FieldProblem):
+            code = "invalid_option" if given.field in OPTION_FIELDS else "invalid_config"
+            raise TurnError(given.message, code)
+        backend = self.loaded.backend
+        if given.format != "pcm":
+            shown = given.format[:40]
+            raise TurnError(f"format {shown!r}: only 'pcm' (16-bit mono) is sent", "invalid_config")
+        problem = language_problem(backend.language, given.language)
+        if problem is not None:
+            raise TurnError(problem, "unsupported_language")
+        voice = await fields.voice(self.loaded, given.voice)
+        options = fields.speak_options(
+            seed=given.seed, temperature=given.temperature, normalize=given.normalize
+        )
+        return {
+            "rate": given.sample_rate or backend.sample_rate,
+            "binary": given.binary,
+            "voice": voice,
+            "options": options,
+        }
 
     def _current_turn(self) -> SpokenTurn:
         if self.turn is not None:

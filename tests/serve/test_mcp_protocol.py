@@ -1,0 +1,223 @@
+"""`pockettts mcp` given what JSON-RPC and MCP clients get wrong, as raw lines on its
+stdin (a cut-off line, a batch, a string, the wrong version, an object id, a line far
+over the bound) and through the SDK's client (arguments of the wrong type, a FIFO in the
+output folder): each gets JSON-RPC's or the tool's one-line answer, never silence or a
+hang, and the server serves on."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import subprocess
+import threading
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from tests.serve.test_mcp import call, text_of  # noqa: E402
+from tests.support.cli import run  # noqa: E402
+from tests.support.protohelp import TINY_ARGS, spawn  # noqa: E402
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+class Lines(threading.Thread):
+    """The server's stdout, line by line, read on a thread (reads wait on a deadline)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        super().__init__(daemon=True)
+        self.proc, self.lines = proc, queue.Queue()
+        self.start()
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.lines.put(json.loads(raw))
+        self.lines.put(None)
+
+    def next(self, timeout: float = 60) -> dict | None:
+        return self.lines.get(timeout=timeout)
+
+
+def send(proc: subprocess.Popen, line: bytes | str | dict) -> None:
+    assert proc.stdin is not None
+    if isinstance(line, dict):
+        line = json.dumps(line)
+    proc.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
+    proc.stdin.flush()
+
+
+def _answer_to(lines: Lines, proc: subprocess.Popen, line, ping_id: int) -> dict:
+    """The answer to ``line``, proven to be its own by a ping sent after it."""
+    send(proc, line)
+    send(proc, {"jsonrpc": "2.0", "id": ping_id, "method": "ping"})
+    answer = lines.next()
+    pong = lines.next()
+    assert pong == {"jsonrpc": "2.0", "id": ping_id, "result": {}}, (answer, pong)
+    return answer
+
+
+MALFORMED = [
+    ('{"jsonrpc": "2.0", "id": 3, "method": "pi', -32700, None),
+    ("[1, 2, 3]", -32600, None),
+    ('"str"', -32600, None),
+    ("42", -32600, None),
+    ('{"jsonrpc": "1.0", "id": 5, "method": "ping"}', -32600, 5),
+    ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', -32600, None),
+    ('{"jsonrpc": "2.0", "id": [1], "method": "ping"}', -32600, None),
+    ('{"jsonrpc": "2.0", "id": 6, "method": 7}', -32600, 6),
+    (b'{"jsonrpc": "2.0", "id": 8, "method": "\xff"}', -32700, None),
+]
+
+
+def test_every_malformed_line_gets_json_rpcs_error_and_the_server_serves_on() -> None:
+    args = ("mcp", *TINY_ARGS, "--max-chars", "100")  # lines of at most 12 * 100 + 64 KiB
+    with spawn(*args, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as (proc, err):
+        lines = Lines(proc)
+        send(proc, INIT)
+        assert lines.next()["id"] == 0
+        send(proc, INITIALIZED)
+        answers = [
+            _answer_to(lines, proc, line, 100 + i) for i, (line, _, _) in enumerate(MALFORMED)
+        ]
+        huge = '{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "' + "y" * 4_000_000
+        long_answer = _answer_to(lines, proc, huge + '"}}', 200)
+        proc.stdin.close()  # the client leaves: the server ends, cleanly
+        assert proc.wait(60) == 0, err.text()
+    for answer, (line, code, request_id) in zip(answers, MALFORMED, strict=True):
+        assert answer["jsonrpc"] == "2.0" and "result" not in answer, (line, answer)
+        assert answer["id"] == request_id and answer["error"]["code"] == code, (line, answer)
+        assert "\n" not in answer["error"]["message"], answer
+    assert long_answer["error"]["code"] == -32600 and long_answer["id"] is None
+    assert "over 66736 bytes" in long_answer["error"]["message"], long_answer
+    assert "Traceback" not in err.text()
+
+
+class _Counting(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.largest = 0
+
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(size)
+        self.largest = max(self.largest, len(line))
+        return line
+
+
+def test_an_over_long_line_is_skipped_in_bounded_pieces() -> None:
+    from pocketcli.mcp.transport import LineTooLong, read_line
+
+    stream = _Counting(b"x" * 5_000_000 + b"\n" + b'{"next": 1}\n')
+    assert isinstance(read_line(stream, 1000), LineTooLong)
+    assert stream.largest <= 1 << 16  # never the whole line at once
+    assert read_line(stream, 1000) == b'{"next": 1}\n'  # the next line is whole
+    assert read_line(stream, 1000) == b""
+
+
+def test_arguments_of_the_wrong_type_are_one_line_naming_the_field() -> None:
+    async def steps(session):
+        out = []
+        for name, arguments in (
+            ("synthesize", {"text": 5}),
+            ("speak", {"text": "Hi.", "interrupt": "maybe"}),
+            ("synthesize", {"voice": "voice"}),
+        ):
+            out.append(await session.call_tool(name, arguments))
+        return out
+
+    wrong_text, wrong_flag, missing = call(list(TINY_ARGS), steps)
+    messages = [text_of(r) for r in (wrong_text, wrong_flag, missing)]
+    assert all(r.is_error for r in (wrong_text, wrong_flag, missing)), messages
+    assert messages == [
+        "synthesize: text must be a string, not 5",
+        "speak: interrupt must be true or false, not 'maybe'",
+        "synthesize: text is missing",
+    ]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_in_the_output_folder_is_refused_and_the_server_still_ends(tmp_path) -> None:
+    os.mkfifo(tmp_path / "fifo.wav")
+    (tmp_path / "folder.wav").mkdir()
+    args = ("mcp", *TINY_ARGS, "--output-dir", str(tmp_path))
+    with spawn(*args, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as (proc, err):
+        lines = Lines(proc)
+        send(proc, INIT)
+        lines.next()
+        send(proc, INITIALIZED)
+        answers = []
+        for i, path in enumerate(("fifo.wav", "folder.wav")):
+            arguments = {"text": "Hi.", "path": path}
+            params = {"name": "synthesize", "arguments": arguments}
+            send(proc, {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": params})
+            answers.append(lines.next())
+        proc.stdin.close()
+        assert proc.wait(60) == 0, err.text()
+    fifo, folder = (a["result"] for a in answers)
+    assert fifo["isError"] and folder["isError"]
+    assert fifo["content"][0]["text"] == (
+        "synthesize: 'fifo.wav' is a FIFO (named pipe), not a regular file: not written"
+    )
+    assert "'folder.wav' is a directory" in folder["content"][0]["text"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.wav", "folder.wav"]
+
+
+def test_max_chars_has_serves_maximum() -> None:
+    from pocketcli.serve.settings import MAXIMA
+
+    over = str(MAXIMA["max_chars"] + 1)
+    r = run("mcp", *TINY_ARGS, "--max-chars", over)
+    assert r.returncode == 2 and b"--max-chars" in r.stderr, r.stderr
+    assert str(MAXIMA["max_chars"]).encode() in r.stderr
+
+
+def test_synthesize_goes_through_the_admission_and_says_busy() -> None:
+    # One stream at a time and no queue: of three calls at once, one is spoken and the
+    # others are told the server is busy (the tool's one line), as HTTP answers 503.
+    long_text = "This sentence keeps the model busy for a while. " * 40
+
+    async def steps(session):
+        import asyncio
+
+        calls = [session.call_tool("synthesize", {"text": long_text}) for _ in range(3)]
+        results = await asyncio.gather(*calls)
+        after = await session.call_tool("synthesize", {"text": "Hi."})
+        return results, after
+
+    args = [*TINY_ARGS, "--max-streams", "1", "--max-queue", "0"]
+    results, after = call(args, steps)
+    spoken = [r for r in results if not r.is_error]
+    busy = [text_of(r) for r in results if r.is_error]
+    assert len(spoken) == 1 and len(busy) == 2, busy
+    assert all(m.startswith("synthesize: the server is busy; retry in") for m in busy), busy
+    assert all("at most 1 at once" in m for m in busy), busy
+    assert not after.is_error, text_of(after)  # the stream's slot is free again
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "value"),
+    [
+        ("mcp", "--max-streams", "257"),
+        ("mcp", "--max-queue", "1001"),
+        ("mcp", "--request-timeout", "inf"),
+        ("wyoming", "--max-chars", "999999999999"),
+        ("wyoming", "--idle-timeout", "inf"),
+    ],
+)
+def test_limit_flags_have_serves_maxima(command, flag, value) -> None:
+    # Refused as it is read: a server that took the value would start (the deadline fails it).
+    r = run(command, *TINY_ARGS, flag, value, stdin=b"", timeout=60)
+    assert r.returncode == 2 and flag.encode() in r.stderr, r.stderr
