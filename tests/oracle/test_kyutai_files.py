@@ -170,7 +170,7 @@ COND_FORMATS = ["audio_prompt-f32-3d", "audio_prompt-bf16-2d", "voices.bin", "np
 
 @pytest.mark.parametrize("kind", COND_FORMATS)
 def test_conditioning_formats_match_the_oracle_prefill(tiny: Setup, tmp_path, kind) -> None:
-    width = tiny.ours._config.flow_lm.transformer.d_model
+    width = tiny.ours.runtime.config.flow_lm.transformer.d_model
     cond = _conditioning(17, width, seed=len(kind))
     name = None
     path = tmp_path / "voice.data"  # the name says nothing: the content decides

@@ -52,7 +52,7 @@ def test_the_batched_prefill_equals_the_one_sequence_step(pack_dir, tmp_path, vo
     assert "flowlm_step" in v1.loaded_graphs  # its prefills' graph
     voice = PocketTTS.open(runtime="onnx", model_dir=pack_dir).voices.load(voice_path)
     emb = ours.embed_text(np.arange(3, 40, dtype=np.int64))
-    nan = np.full(ours._config.flow_lm.latent_dim, np.nan, np.float32)
+    nan = np.full(ours.config.flow_lm.latent_dim, np.nan, np.float32)
     results = []
     for runtime in (ours, v1):
         seq = runtime.start_sequence(voice, 60)
