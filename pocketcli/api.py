@@ -245,7 +245,7 @@ class PocketTTS:
         peak normalisation needs the whole utterance, so a stream cannot have
         it (``pocketcli.audio.postprocess.peak_normalize`` on the joined
         frames gives ``synthesize``'s result). ``output_chain=False`` yields
-        the model's raw audio. ``voice`` may also be what ``voice()`` takes
+        the model's raw audio. ``voice`` may also be what ``voices.get`` takes
         (a built-in name or a voice file).
         """
         voice = self._as_voice(voice)
@@ -389,7 +389,7 @@ class PocketTTS:
     ) -> Session:
         """A live session (FluidAudio's ``makeSession``): ``enqueue(text)`` from any
         thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``.
-        ``voice`` is a voice state, or a built-in name or voice file (``voice(...)``)."""
+        ``voice`` is a voice state, or a built-in name or voice file (``voices.get(...)``)."""
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
