@@ -87,7 +87,7 @@ def run(tmp: Path, args: argparse.Namespace) -> None:
     ref.build_pack(tmp / "pack")
     samples, rate = sf.read(ALBA, dtype="float32")
     alba = convert_audio(torch.from_numpy(samples)[None], rate, 24_000, 1)[0].numpy()
-    tts = PocketTTS.load(tmp / "pack")
+    tts = PocketTTS.open(runtime="onnx", model_dir=tmp / "pack")
     from pocketcli.runtimes.onnx import default_threads
 
     print(
@@ -108,7 +108,7 @@ def compare(ref, tts: PocketTTS, prompt: np.ndarray, repeats: int) -> None:
         "pocket-tts 4.0.1 get_state_for_audio_prompt": lambda: ref.model.get_state_for_audio_prompt(
             tensor
         ),
-        "pockettts clone_voice (onnx fp32)": lambda: tts.clone_voice(prompt, 24_000),
+        "pockettts clone_voice (onnx fp32)": lambda: tts.voices.clone(prompt, 24_000),
     }
     # Alternate the two sides so both see the same machine load (speed drifts here).
     firsts = {label: once(fn) for label, fn in sides.items()}

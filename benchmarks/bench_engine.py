@@ -168,8 +168,10 @@ def streams_main(args) -> None:
     else:
         packs = [ROOT / "tests" / "fixtures" / "tiny" / "pack"]
         voice_file = ROOT / "tests" / "fixtures" / "tiny" / "voice.safetensors"
-    models = [PocketTTS.load(pack, precision=args.precision) for pack in packs]
-    voices = [tts.load_voice(voice_file) for tts in models]
+    models = [
+        PocketTTS.open(runtime="onnx", model_dir=pack, precision=args.precision) for pack in packs
+    ]
+    voices = [tts.voices.load(voice_file) for tts in models]
     mimi_rows = args.mimi_rows.split(",")
     load = os.getloadavg()
     for i, pack in enumerate(packs):
@@ -216,7 +218,9 @@ def run_streams(tts, timed: TimedRuntime, voice, n: int) -> dict:
     for i in range(n):
         o = SpeakOptions(seed=i, eos_threshold=1e9, normalize=False, output_chain=False)
         handles.append(
-            scheduler.submit(tts.script_for(TEXT, o), voice, tts.noise_for(o), tts.settings_for(o))
+            scheduler.submit(
+                tts._script_for(TEXT, o), voice, tts._noise_for(o), tts._settings_for(o)
+            )
         )
 
     def read(i: int) -> None:
@@ -300,8 +304,8 @@ def main() -> None:
 
     sides = {"pocket-tts 4.0.1 fp32": oracle_stream}
     for precision in precisions:
-        ours = PocketTTS.load(tmp / "pack", precision=precision)
-        voice = ours.load_voice(tmp / "voice.safetensors")
+        ours = PocketTTS.open(runtime="onnx", model_dir=tmp / "pack", precision=precision)
+        voice = ours.voices.load(tmp / "voice.safetensors")
 
         def our_stream(ours=ours, voice=voice):
             return (

@@ -68,8 +68,8 @@ def child(case: str, chars: int, pack: str, voice: str | None, precision: str) -
     from pocketcli.options import SpeakOptions
 
     text = make_text(case, chars)
-    tts = PocketTTS.load(pack, precision=precision)
-    state = tts.load_voice(voice) if voice else None
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack, precision=precision)
+    state = tts.voices.load(voice) if voice else None
     options = SpeakOptions(seed=1, eos_threshold=-1e9, frames_after_eos=0)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:

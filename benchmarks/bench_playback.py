@@ -163,8 +163,8 @@ def main() -> None:
     if args.model_dir is None:
         args.work.mkdir(parents=True, exist_ok=True)
         args.model_dir, args.voice_file = build_pack(args.work)
-    tts = PocketTTS.load(args.model_dir, precision=args.precision)
-    voice = tts.load_voice(args.voice_file) if args.voice_file else None
+    tts = PocketTTS.open(runtime="onnx", model_dir=args.model_dir, precision=args.precision)
+    voice = tts.voices.load(args.voice_file) if args.voice_file else None
     phrases = load_corpus("minimax-english")[: args.phrases]
     options = SpeakOptions(seed=1, frames_after_eos=args.frames_after_eos)
     list(tts.stream("Warm up.", voice, options))

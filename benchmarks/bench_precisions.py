@@ -57,14 +57,14 @@ def main() -> None:
     results = {}
     for precision in ("fp32", "int8", "int4"):
         try:
-            tts = PocketTTS.load(args.model_dir, precision=precision)
+            tts = PocketTTS.open(runtime="onnx", model_dir=args.model_dir, precision=precision)
         except ValueError as exc:
             print(f"{precision}: skipped ({exc})")
             continue
-        voice = tts.load_voice(args.voice_file) if args.voice_file else None
+        voice = tts.voices.load(args.voice_file) if args.voice_file else None
         audio, total, ttfa = run(tts, voice, args.repeats)
         results[precision] = audio
-        frames = len(audio) // tts.samples_per_frame
+        frames = len(audio) // tts._samples_per_frame
         line = (
             f"{precision:5s} {frames} frames  {1000 * total / frames:6.1f} ms/frame  "
             f"RTFx {len(audio) / tts.sample_rate / total:5.2f}  "

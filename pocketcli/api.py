@@ -2,7 +2,7 @@
 
 from pocketcli import PocketTTS, SpeakOptions
 tts = PocketTTS.open(language="spanish", precision="int8")   # fetched and built on first use
-voice = tts.voice("lola")                                    # a built-in name, or a voice file
+voice = tts.voices.get("lola")                               # a built-in name, or a voice file
 audio = tts.synthesize("Hola.", voice, SpeakOptions(seed=1))  # float32, 24 kHz
 for frame in tts.stream("Un texto más largo.", voice):      # 80 ms at a time
     play(frame.audio)
@@ -46,8 +46,6 @@ from pocketcli.voices.prompt import VoiceWarning, load_prompt, prepare_prompt
 from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
-    from pocketcli.config import ModelConfig
-    from pocketcli.runtimes.coreml.predictor import PredictorFactory
     from pocketcli.session import Session
 
 
@@ -67,22 +65,24 @@ class PocketTTS:
         pack_language: str | None = None,
     ) -> None:
         self.runtime = runtime
-        self.config = runtime.config
-        self.tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
-        self.rules = TextRules.from_config(self.config.text)
         self.language = language
+        # Internal (pocketcli's own front ends, batch, bench and tests read these):
+        self._config = runtime.config
+        self._tokenizer = load_tokenizer(tokenizer_path, tokenizer_kind)
+        self._rules = TextRules.from_config(self._config.text)
         # The scheduler that speaks many streams of this model at once (sessions,
         # synthesize_many, batch --streams, the server); made on first use.
-        self._scheduler: Scheduler | None = None
+        self._made_scheduler: Scheduler | None = None
         self._scheduler_lock = threading.Lock()
         # Only for what must be serial (the server's voice clones); generation never
         # takes it: concurrent streams are rows of the scheduler's batches.
-        self.generation_lock = threading.Lock()
+        self._generation_lock = threading.Lock()
         # How the model was opened: what voice lookups ask the runtime's spec.
-        self.spec = spec
-        self.request = request or ModelRequest()
-        self.pack_dir = pack_dir
-        self.pack_language = pack_language  # None: the pack does not say (custom config)
+        self._spec = spec
+        self._request = request or ModelRequest()
+        self._pack_dir = pack_dir
+        self._pack_language = pack_language  # None: the pack does not say (custom config)
+        self.voices = Voices(self)
 
     @classmethod
     def open(
@@ -104,7 +104,9 @@ class PocketTTS:
         or a Kyutai config YAML (``config``: path, https:// or hf://).
 
         ``runtime`` is ``auto`` (CoreML on a Mac that has it, else ONNX) or a
-        registered runtime's name (``pocketcli.runtimes.registry``); ``precision``,
+        registered runtime's name (``pocketcli.runtimes.registry``: ``onnx`` for an
+        ONNX pack, KevinAHM bundle or browser pack, ``coreml`` for a FluidAudio
+        CoreML pack, whose 8 flow-decoder steps are baked in); ``precision``,
         ``placement`` and ``compute_units`` default to the runtime's own. Names are
         case-insensitive. ``offline`` uses the cache only; ``progress`` shows
         downloads and builds on stderr. Bad names raise ``UnknownNameError``,
@@ -122,261 +124,45 @@ class PocketTTS:
             progress=progress,
             threads=threads,
         )
-        return cls.from_request(request)
-
-    @classmethod
-    def from_request(cls, request: ModelRequest) -> PocketTTS:
-        """``open`` for a ``ModelRequest`` (what front ends build from their flags)."""
-        request = registry.check(request)
-        spec = registry.spec_for(request)
-        return cls._from_loaded(spec.load(spec.find_pack(request), request), spec, request)
-
-    @classmethod
-    def _from_loaded(
-        cls, loaded: LoadedModel, spec: RuntimeSpec, request: ModelRequest
-    ) -> PocketTTS:
-        return cls(
-            loaded.runtime,
-            loaded.tokenizer_path,
-            loaded.tokenizer_kind,
-            loaded.language or request.model_language,
-            spec=spec,
-            request=request,
-            pack_dir=loaded.pack_dir,
-            pack_language=loaded.language,
-        )
-
-    @classmethod
-    def load(
-        cls, pack_dir: str | Path, precision: str | None = None, threads: int | None = None
-    ) -> PocketTTS:
-        """Loads an ONNX pack (a directory holding ``pack.json``), a KevinAHM bundle or a
-        browser pack: ``open(model_dir=..., runtime="onnx")``; ``precision`` None is the
-        folder's default (fp32 for our packs and bundles)."""
-        return cls.open(model_dir=pack_dir, runtime="onnx", precision=precision, threads=threads)
-
-    @classmethod
-    def load_coreml(
-        cls,
-        pack_dir: str | Path,
-        precision: str | None = None,
-        placement: str | None = None,
-        compute_units: str | None = None,
-        predictor_factory: PredictorFactory | None = None,
-        config: ModelConfig | None = None,
-    ) -> PocketTTS:
-        """Loads a FluidAudio CoreML pack (a ``v2.1/<lang>/`` directory; macOS).
-
-        ``precision`` fp16|int8 picks the FlowLM file, ``placement`` gpu|ane
-        the model set, ``compute_units`` a FluidAudio preset (default, no-ane,
-        all, cpu-gpu, cpu-ane, cpu-only); None: the runtime's default (fp16, gpu,
-        default). ``config`` defaults to the bundled
-        config named like the pack. The flow decoder's 8 steps are baked in,
-        so ``decode_steps`` of ``stream``/``synthesize`` has no effect.
-        """
-        request = ModelRequest(
-            model_dir=Path(pack_dir),
-            runtime="coreml",
-            precision=precision,
-            placement=placement,
-            compute_units=compute_units,
-        )
-        # Through the registry like every runtime; need_here=False: the predictors
-        # may be twins that run anywhere (the runtime says when Core ML is missing).
-        request = registry.check(request, need_here=False)
-        spec = registry.spec_for(request)
-        extras = {"predictor_factory": predictor_factory, "config": config}
-        loaded = spec.load(Path(pack_dir), request, **extras)  # type: ignore[call-arg]
-        return cls._from_loaded(loaded, spec, request)
+        return open_request(request)
 
     @property
     def sample_rate(self) -> int:
-        return self.config.mimi.sample_rate
+        """Samples per second of the audio this model speaks (24 kHz for Pocket TTS)."""
+        return self._config.mimi.sample_rate
 
     @property
-    def samples_per_frame(self) -> int:
-        return self.config.mimi.samples_per_frame
+    def _samples_per_frame(self) -> int:
+        return self._config.mimi.samples_per_frame
 
-    # -- voices ------------------------------------------------------------
     def _loaded(self) -> LoadedModel:
         return LoadedModel(
             self.runtime,
             Path(),
             "",
-            self.pack_language,
-            self.pack_dir if self.pack_dir is not None else Path(),
+            self._pack_language,
+            self._pack_dir if self._pack_dir is not None else Path(),
         )
-
-    def _spec(self) -> RuntimeSpec:
-        if self.spec is None:
-            raise TypeError("this PocketTTS was built by hand: open it with PocketTTS.open")
-        return self.spec
-
-    def voice(
-        self, name_or_path: str | Path, *, on_warning: Callable[[str], None] | None = None
-    ) -> VoiceState:
-        """A voice by built-in name (``"alba"``, ``"lola"``; FluidAudio's ``af_heart``
-        is alba) on any runtime, or a voice file (a ``Path``, or a string naming an
-        existing file or ending in ``.safetensors``/``.bin``). Warnings as in
-        ``load_voice``."""
-        if _is_voice_path(name_or_path):
-            return self.load_voice(name_or_path, on_warning=on_warning)
-        return self.load_voice(self.voice_file(str(name_or_path)), on_warning=on_warning)
-
-    def voice_file(self, name: str) -> Path:
-        """The file of a built-in voice for this model (fetched on first use)."""
-        from pocketcli.store.catalog import canonical_voice
-
-        return self._spec().voice_file(self._loaded(), self.request, canonical_voice(name))
 
     def _as_voice(self, voice: VoiceState | str | Path | None) -> VoiceState | None:
         if voice is None or isinstance(voice, VoiceState):
             return voice
         if isinstance(voice, str | Path):
-            return self.voice(voice)
+            return self.voices.get(voice)
         raise TypeError(
             f"voice must be a VoiceState, a built-in voice name or a voice file, not {voice!r}"
         )
 
-    def default_voice_name(self) -> str | None:
-        """The voice ``pockettts tts`` speaks with when none is named: the
-        language's own (pocket-tts's choice), else alba; None for models without
-        built-in voices (a custom config), which then speak with no voice prompt."""
-        if self.spec is None:
-            return None
-        return self.spec.default_voice(self._loaded(), self.request)
-
-    def default_voice(self) -> VoiceState | None:
-        """The voice state of ``default_voice_name()`` (None: no voice prompt)."""
-        name = self.default_voice_name()
-        return None if name is None else self.voice(name)
-
-    def choose_voice(
-        self,
-        voice: str | None = None,
-        voice_file: str | Path | None = None,
-        clone_voice: str | Path | None = None,
-        save_voice: str | Path | None = None,
-        *,
-        on_warning: Callable[[str], None] | None = None,
-    ) -> ChosenVoice:
-        """The voice every front end speaks with, by one rule: a recording to
-        clone (saved to ``save_voice`` when given, and then spoken as read back
-        from it, so a format that keeps less is what is heard), else a voice file (``voice``
-        then picks one voice of a voices.bin), else the built-in ``voice`` by
-        name, else the model's default (none for a model without built-in
-        voices: no voice prompt)."""
-        if clone_voice is not None:
-            state = self.clone_voice(clone_voice, on_warning=on_warning)
-            if save_voice is not None:
-                self.save_voice(state, save_voice, on_warning=on_warning)
-                # The voice spoken is the voice saved: a .bin keeps 125 frames of the
-                # prompt, so a later run with that file sounds the same as this one.
-                state = self.load_voice(save_voice, on_warning=on_warning)
-            saved = Path(save_voice) if save_voice is not None else None
-            return ChosenVoice(state, Path(clone_voice).stem, saved)
-        if voice_file is not None:
-            state = self.load_voice(voice_file, voice, on_warning=on_warning)
-            return ChosenVoice(state, voice or Path(voice_file).stem, Path(voice_file))
-        name = voice or self.default_voice_name()
-        if name is None:
-            return ChosenVoice(None, "none")
-        from pocketcli.store.catalog import canonical_voice
-
-        name = canonical_voice(name)
-        path = self.voice_file(name)
-        return ChosenVoice(self.load_voice(path, on_warning=on_warning), name, path)
-
-    def load_voice(
-        self,
-        path: str | Path,
-        name: str | None = None,
-        *,
-        on_warning: Callable[[str], None] | None = None,
-    ) -> VoiceState:
-        """Reads a voice file of any published format (found from its content) and
-        checks it fits this model: a Kyutai voice state (F32/BF16/F16 caches, as
-        ``pocket-tts export-voice`` writes), Kyutai's ``audio_prompt`` embeddings,
-        the web demos' voices.bin/PTVB1 containers (``name`` picks the voice), a
-        ``.npy`` array or FluidAudio's ``.bin`` (conditioning formats are prefilled
-        here, so they cost one FlowLM call). Tensors ignored in the file are
-        reported to ``on_warning``, else as ``VoiceWarning``."""
-        notes: list[str] = []
-        voice = load_voice_file(path, self.runtime, name, on_warning or notes.append)
-        _warn_caller(notes)
-        return voice
-
-    @property
-    def supports_voice_cloning(self) -> bool:
-        """False for packs built from Kyutai's weights without voice cloning."""
-        return self.runtime.cloning_unavailable_reason is None
-
-    def clone_voice(
-        self,
-        audio: str | Path | np.ndarray,
-        sample_rate: int | None = None,
-        *,
-        on_warning: Callable[[str], None] | None = None,
-    ) -> VoiceState:
-        """A voice state cloned from a recording, as pocket-tts's
-        ``get_state_for_audio_prompt`` computes it.
-
-        ``audio`` is a file (WAV, FLAC, OGG/Vorbis, Opus, MP3; M4A/AAC with the
-        ``m4a`` extra) or samples ``[n]`` / ``[n, channels]`` at ``sample_rate``.
-        At most the first 30 s are used, trailing silence is trimmed; under 1 s,
-        silence and NaN/inf samples raise ``PromptError``. Notices (audio cut,
-        clipping) go to ``on_warning``, else to ``warnings`` as ``VoiceWarning``.
-        The voice keeps its conditioning, so ``save_voice`` can write ``.bin`` too.
-        A pack without voice-cloning weights raises ``VoiceCloningUnavailable``.
-        """
-        cloning.require_cloning(self.runtime)
-        if self.spec is not None:
-            self.spec.prepare_cloning(self._loaded(), self.request)
-        notes: list[str] = []
-        warn = on_warning or notes.append
-        if isinstance(audio, str | Path):
-            if sample_rate is not None:
-                raise ValueError("sample_rate is for sample arrays; a file has its own")
-            prompt = load_prompt(audio, self.sample_rate, warn)
-        else:
-            if sample_rate is None:
-                raise ValueError("pass the sample_rate of the samples")
-            prompt = prepare_prompt(audio, sample_rate, self.sample_rate, warn)
-        voice = cloning.clone_voice(self.runtime, prompt)
-        _warn_caller(notes)
-        return voice
-
-    def save_voice(
-        self,
-        voice: VoiceState,
-        path: str | Path,
-        *,
-        on_warning: Callable[[str], None] | None = None,
-    ) -> None:
-        """Writes ``voice`` atomically as ``.safetensors`` (Kyutai voice state) or
-        ``.bin`` (FluidAudio: needs a cloned voice; cut to 125 frames with a notice)."""
-        notes: list[str] = []
-        save_voice_file(voice, path, on_warning or notes.append)
-        _warn_caller(notes)
-
-    def plan(
-        self, text: str, max_tokens: int = MAX_TOKENS_PER_CHUNK, frames_after_eos: int | None = None
-    ) -> list[ChunkPlan]:
-        """The chunks, token ids and frame budgets the text will be spoken as.
-
-        Equal to pocket-tts's chunking, except that a chunk it would leave over
-        ``max_tokens`` (text without sentence or clause marks) is cut at words.
-        """
-        return list(self._plans(text, max_tokens, frames_after_eos))
-
     def _plans(
         self, text: str, max_tokens: int, frames_after_eos: int | None
     ) -> Iterator[ChunkPlan]:
-        rate = self.config.mimi.frame_rate
+        rate = self._config.mimi.frame_rate
         plans = plan_chunks(
-            self.tokenizer, text, self.rules, max_tokens, frames_after_eos, frame_rate=rate
+            self._tokenizer, text, self._rules, max_tokens, frames_after_eos, frame_rate=rate
         )
-        return split_overlong(self.tokenizer, plans, self.rules, max_tokens, frames_after_eos, rate)
+        return split_overlong(
+            self._tokenizer, plans, self._rules, max_tokens, frames_after_eos, rate
+        )
 
     def script(
         self,
@@ -459,7 +245,7 @@ class PocketTTS:
         peak normalisation needs the whole utterance, so a stream cannot have
         it (``pocketcli.audio.postprocess.peak_normalize`` on the joined
         frames gives ``synthesize``'s result). ``output_chain=False`` yields
-        the model's raw audio. ``voice`` may also be what ``voice()`` takes
+        the model's raw audio. ``voice`` may also be what ``voices.get`` takes
         (a built-in name or a voice file).
         """
         voice = self._as_voice(voice)
@@ -481,23 +267,18 @@ class PocketTTS:
     ) -> Iterator[Frame]:
         """The frames ``stream`` yields for a text scripted into ``chunks``."""
         settings = self._settings_for(opts)
-        frames = _handle_frames(self.scheduler.submit(chunks, voice, noise, settings, on_chunk))
+        frames = _handle_frames(self._scheduler.submit(chunks, voice, noise, settings, on_chunk))
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
 
     @property
-    def scheduler(self) -> Scheduler:
+    def _scheduler(self) -> Scheduler:
         """The scheduler that speaks this model's concurrent streams (made on first use)."""
         with self._scheduler_lock:
-            if self._scheduler is None:
-                self._scheduler = Scheduler(self.runtime)
-            return self._scheduler
-
-    def stream_together(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Frame]:
-        """``stream`` (its old name from when a stream alone ran another loop: every
-        stream is now spoken by the scheduler beside the others)."""
-        return self.stream(text, *args, **kwargs)
+            if self._made_scheduler is None:
+                self._made_scheduler = Scheduler(self.runtime)
+            return self._made_scheduler
 
     def synthesize_many(
         self,
@@ -588,13 +369,13 @@ class PocketTTS:
 
     def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
         """The seeded noise a synthesis with ``opts`` draws from."""
-        temp = self.config.default_temperature if opts.temperature is None else opts.temperature
+        temp = self._config.default_temperature if opts.temperature is None else opts.temperature
         return GaussianNoise(temp, opts.seed, opts.noise_clamp)
 
     def _settings_for(self, opts: SpeakOptions) -> GenerationSettings:
         eos = opts.eos_threshold
         return GenerationSettings(
-            eos_threshold=self.config.default_eos_threshold if eos is None else eos,
+            eos_threshold=self._config.default_eos_threshold if eos is None else eos,
             decode_steps=opts.decode_steps,
         )
 
@@ -608,32 +389,11 @@ class PocketTTS:
     ) -> Session:
         """A live session (FluidAudio's ``makeSession``): ``enqueue(text)`` from any
         thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``.
-        ``voice`` is a voice state, or a built-in name or voice file (``voice(...)``)."""
+        ``voice`` is a voice state, or a built-in name or voice file (``voices.get(...)``)."""
         from pocketcli.session import Session
 
         opts = (options or SpeakOptions()).with_(**overrides)
         return Session(_SessionModel(self), self._as_voice(voice), opts, on_warning=on_warning)
-
-    # -- deprecated: the internals sessions used; a session now gets _SessionModel --
-    def frames_for(self, *args: Any, **kwargs: Any) -> Iterator[Frame]:
-        """Deprecated (internal): use ``stream`` or ``session``."""
-        _deprecated("frames_for", "stream or session")
-        return self._frames_for(*args, **kwargs)
-
-    def script_for(self, *args: Any, **kwargs: Any) -> list[ChunkPlan | Pause]:
-        """Deprecated: use ``script(text, normalize=..., max_tokens=...)``."""
-        _deprecated("script_for", "script")
-        return self._script_for(*args, **kwargs)
-
-    def noise_for(self, opts: SpeakOptions) -> GaussianNoise:
-        """Deprecated (internal): ``SpeakOptions(seed=...)`` sets the noise."""
-        _deprecated("noise_for", "SpeakOptions(seed=...)")
-        return self._noise_for(opts)
-
-    def settings_for(self, opts: SpeakOptions) -> GenerationSettings:
-        """Deprecated (internal): ``SpeakOptions`` carries the settings."""
-        _deprecated("settings_for", "SpeakOptions")
-        return self._settings_for(opts)
 
     def synthesize(
         self,
@@ -685,7 +445,7 @@ class PocketTTS:
 
 @dataclasses.dataclass(frozen=True)
 class ChosenVoice:
-    """The voice ``PocketTTS.choose_voice`` picked: its state (None: no voice
+    """The voice ``PocketTTS.voices.choose`` picked: its state (None: no voice
     prompt), a name for reports and metrics, and its file when there is one."""
 
     state: VoiceState | None
@@ -718,19 +478,13 @@ class _SessionModel:
         ready: Callable[[], bool],
     ) -> StreamHandle:
         settings = self._tts._settings_for(opts)
-        return self._tts.scheduler.submit(items, voice, noise, settings, ready=ready)
+        return self._tts._scheduler.submit(items, voice, noise, settings, ready=ready)
 
     def output_chain(self, opts: SpeakOptions) -> OutputChain | None:
         return OutputChain(self._tts.sample_rate) if opts.output_chain else None
 
     def noise(self, opts: SpeakOptions) -> GaussianNoise:
         return self._tts._noise_for(opts)
-
-
-def _deprecated(name: str, instead: str) -> None:
-    warnings.warn(
-        f"PocketTTS.{name} is deprecated; use {instead}", DeprecationWarning, stacklevel=3
-    )
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:
@@ -774,3 +528,182 @@ def _warn_caller(notes: list[str]) -> None:
     """Voice notices as Python warnings pointing at the caller of the API method."""
     for note in notes:
         warnings.warn(note, VoiceWarning, stacklevel=3)
+
+
+def open_request(request: ModelRequest, *, need_here: bool = True, **extras: Any) -> PocketTTS:
+    """``PocketTTS.open`` for a ``ModelRequest`` (what pocketcli's front ends build from
+    their flags), through the runtime registry like every runtime. ``extras`` go to the
+    runtime's loader (CoreML: ``predictor_factory``, ``config``; then ``need_here=False``
+    lets twins of the Core ML models run anywhere, the runtime saying when Core ML is
+    missing)."""
+    request = registry.check(request, need_here=need_here)
+    spec = registry.spec_for(request)
+    loaded = spec.load(spec.find_pack(request), request, **extras)  # type: ignore[call-arg]
+    return PocketTTS(
+        loaded.runtime,
+        loaded.tokenizer_path,
+        loaded.tokenizer_kind,
+        loaded.language or request.model_language,
+        spec=spec,
+        request=request,
+        pack_dir=loaded.pack_dir,
+        pack_language=loaded.language,
+    )
+
+
+class Voices:
+    """The voices of a loaded model (``tts.voices``): built-in ones by name, voice
+    files of every published format, clones of recordings, and the default."""
+
+    def __init__(self, tts: PocketTTS) -> None:
+        self._tts = tts
+
+    def _spec(self) -> RuntimeSpec:
+        spec = self._tts._spec
+        if spec is None:
+            raise TypeError("this PocketTTS was built by hand: open it with PocketTTS.open")
+        return spec
+
+    def get(
+        self,
+        name_or_path: str | Path,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> VoiceState:
+        """A voice by built-in name (``"alba"``, ``"lola"``; FluidAudio's ``af_heart``
+        is alba) on any runtime, or a voice file (a ``Path``, or a string naming an
+        existing file or ending in ``.safetensors``/``.bin``). Warnings as in ``load``."""
+        if _is_voice_path(name_or_path):
+            return self.load(name_or_path, on_warning=on_warning)
+        return self.load(self.file(str(name_or_path)), on_warning=on_warning)
+
+    def file(self, name: str) -> Path:
+        """The file of a built-in voice for this model (fetched on first use)."""
+        from pocketcli.store.catalog import canonical_voice
+
+        tts = self._tts
+        return self._spec().voice_file(tts._loaded(), tts._request, canonical_voice(name))
+
+    @property
+    def default_name(self) -> str | None:
+        """The voice ``pockettts tts`` speaks with when none is named: the
+        language's own (pocket-tts's choice), else alba; None for models without
+        built-in voices (a custom config), which then speak with no voice prompt."""
+        tts = self._tts
+        if tts._spec is None:
+            return None
+        return tts._spec.default_voice(tts._loaded(), tts._request)
+
+    def default(self) -> VoiceState | None:
+        """The voice state of ``default_name`` (None: no voice prompt)."""
+        name = self.default_name
+        return None if name is None else self.get(name)
+
+    def choose(
+        self,
+        voice: str | None = None,
+        voice_file: str | Path | None = None,
+        clone_voice: str | Path | None = None,
+        save_voice: str | Path | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> ChosenVoice:
+        """The voice every front end speaks with, by one rule: a recording to
+        clone (saved to ``save_voice`` when given, and then spoken as read back
+        from it, so a format that keeps less is what is heard), else a voice file (``voice``
+        then picks one voice of a voices.bin), else the built-in ``voice`` by
+        name, else the model's default (none for a model without built-in
+        voices: no voice prompt)."""
+        if clone_voice is not None:
+            state = self.clone(clone_voice, on_warning=on_warning)
+            if save_voice is not None:
+                self.save(state, save_voice, on_warning=on_warning)
+                # The voice spoken is the voice saved: a .bin keeps 125 frames of the
+                # prompt, so a later run with that file sounds the same as this one.
+                state = self.load(save_voice, on_warning=on_warning)
+            saved = Path(save_voice) if save_voice is not None else None
+            return ChosenVoice(state, Path(clone_voice).stem, saved)
+        if voice_file is not None:
+            state = self.load(voice_file, voice, on_warning=on_warning)
+            return ChosenVoice(state, voice or Path(voice_file).stem, Path(voice_file))
+        name = voice or self.default_name
+        if name is None:
+            return ChosenVoice(None, "none")
+        from pocketcli.store.catalog import canonical_voice
+
+        name = canonical_voice(name)
+        path = self.file(name)
+        return ChosenVoice(self.load(path, on_warning=on_warning), name, path)
+
+    def load(
+        self,
+        path: str | Path,
+        name: str | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> VoiceState:
+        """Reads a voice file of any published format (found from its content) and
+        checks it fits this model: a Kyutai voice state (F32/BF16/F16 caches, as
+        ``pocket-tts export-voice`` writes), Kyutai's ``audio_prompt`` embeddings,
+        the web demos' voices.bin/PTVB1 containers (``name`` picks the voice), a
+        ``.npy`` array or FluidAudio's ``.bin`` (conditioning formats are prefilled
+        here, so they cost one FlowLM call). Tensors ignored in the file are
+        reported to ``on_warning``, else as ``VoiceWarning``."""
+        notes: list[str] = []
+        voice = load_voice_file(path, self._tts.runtime, name, on_warning or notes.append)
+        _warn_caller(notes)
+        return voice
+
+    @property
+    def cloning_available(self) -> bool:
+        """False for packs built from Kyutai's weights without voice cloning."""
+        return self._tts.runtime.cloning_unavailable_reason is None
+
+    def clone(
+        self,
+        audio: str | Path | np.ndarray,
+        sample_rate: int | None = None,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> VoiceState:
+        """A voice state cloned from a recording, as pocket-tts's
+        ``get_state_for_audio_prompt`` computes it.
+
+        ``audio`` is a file (WAV, FLAC, OGG/Vorbis, Opus, MP3; M4A/AAC with the
+        ``m4a`` extra) or samples ``[n]`` / ``[n, channels]`` at ``sample_rate``.
+        At most the first 30 s are used, trailing silence is trimmed; under 1 s,
+        silence and NaN/inf samples raise ``PromptError``. Notices (audio cut,
+        clipping) go to ``on_warning``, else to ``warnings`` as ``VoiceWarning``.
+        The voice keeps its conditioning, so ``save`` can write ``.bin`` too.
+        A pack without voice-cloning weights raises ``VoiceCloningUnavailable``.
+        """
+        tts = self._tts
+        cloning.require_cloning(tts.runtime)
+        if tts._spec is not None:
+            tts._spec.prepare_cloning(tts._loaded(), tts._request)
+        notes: list[str] = []
+        warn = on_warning or notes.append
+        if isinstance(audio, str | Path):
+            if sample_rate is not None:
+                raise ValueError("sample_rate is for sample arrays; a file has its own")
+            prompt = load_prompt(audio, tts.sample_rate, warn)
+        else:
+            if sample_rate is None:
+                raise ValueError("pass the sample_rate of the samples")
+            prompt = prepare_prompt(audio, sample_rate, tts.sample_rate, warn)
+        voice = cloning.clone_voice(tts.runtime, prompt)
+        _warn_caller(notes)
+        return voice
+
+    def save(
+        self,
+        voice: VoiceState,
+        path: str | Path,
+        *,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        """Writes ``voice`` atomically as ``.safetensors`` (Kyutai voice state) or
+        ``.bin`` (FluidAudio: needs a cloned voice; cut to 125 frames with a notice)."""
+        notes: list[str] = []
+        save_voice_file(voice, path, on_warning or notes.append)
+        _warn_caller(notes)

@@ -72,7 +72,7 @@ def model_id(tts) -> str:
     """Identifies the weights: runtime, precision and the pack's manifest (config, files)."""
     runtime = tts.runtime
     digest = hashlib.sha256(f"{runtime.name}\0{getattr(runtime, 'precision', '')}\0".encode())
-    pack_dir = Path(tts.pack_dir or getattr(runtime, "pack_dir", ""))
+    pack_dir = Path(tts._pack_dir or getattr(runtime, "pack_dir", ""))
     manifest = pack_dir / "pack.json"
     if manifest.is_file():
         digest.update(manifest.read_bytes())

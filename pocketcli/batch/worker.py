@@ -35,12 +35,12 @@ class ModelSpec:
     threads: int | None  # ONNX intra-op threads per session (None: the runtime's default)
 
     def load(self):
-        from pocketcli.api import PocketTTS
+        from pocketcli.api import open_request
 
         request = replace(self.request, threads=self.threads, progress=False)
         if self.pack_dir is not None and Path(self.pack_dir).is_dir():
             request = replace(request, model_dir=Path(self.pack_dir), language=None, config=None)
-        tts = PocketTTS.from_request(request)
+        tts = open_request(request)
         tts.language = self.language
         return tts
 

@@ -95,7 +95,7 @@ def run_batch_command(
     count, threads = _split(workers, ray, precision, len(items), cores, quiet)
 
     def spec() -> ModelSpec:
-        pack_dir = tts.pack_dir
+        pack_dir = tts._pack_dir
         return ModelSpec(
             choice, str(pack_dir) if pack_dir is not None else None, tts.language, threads
         )

@@ -68,14 +68,14 @@ def clone_command(
     tts = load_model(choice, quiet=quiet)
     require_cloning(tts.runtime)  # the gated-weights message before any decoding
     loaded = time.perf_counter()
-    voice = tts.clone_voice(audio, on_warning=_warn)
+    voice = tts.voices.clone(audio, on_warning=_warn)
     cloned = time.perf_counter()
-    tts.save_voice(voice, output, on_warning=_warn)
+    tts.voices.save(voice, output, on_warning=_warn)
     if not quiet:
         frames = voice.conditioning.shape[0] if voice.conditioning is not None else 0
         if output.suffix.lower() == ".bin":  # what the file holds, as the warning said
             frames = min(frames, BIN_MAX_FRAMES)
-        seconds = frames * tts.samples_per_frame / tts.sample_rate
+        seconds = frames * tts._samples_per_frame / tts.sample_rate
         sys.stderr.write(
             f"wrote {output}: {seconds:.2f} s of voice prompt ({frames} frames),"
             f" load {loaded - started:.2f} s, cloning {cloned - loaded:.2f} s\n"

@@ -185,7 +185,7 @@ def _model_config(model_dir: Path | None) -> list[tuple[str, Any]]:
         return []
     from pocketcli.api import PocketTTS
 
-    return [(str(model_dir), PocketTTS.load(model_dir).runtime.config)]
+    return [(str(model_dir), PocketTTS.open(runtime="onnx", model_dir=model_dir).runtime.config)]
 
 
 def _describe_file(path: Path, model: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -141,9 +141,9 @@ def check_voice_name(choice: ModelRequest, voice: str | None) -> None:
 
 def load_model(choice: ModelRequest, quiet: bool = False) -> PocketTTS:
     """The PocketTTS for these options: a local pack, or one from the store."""
-    from pocketcli.api import PocketTTS
+    from pocketcli.api import open_request
 
-    return PocketTTS.from_request(replace(choice, progress=not quiet))
+    return open_request(replace(choice, progress=not quiet))
 
 
 def names_voices_inside(voice_file: Path | None) -> bool:
@@ -168,9 +168,9 @@ def choose_voice(
     save_voice: Path | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> ChosenVoice:
-    """The library's voice choice (``PocketTTS.choose_voice``); without a callback
+    """The library's voice choice (``tts.voices.choose``); without a callback
     (-q) its notices are dropped rather than raised as Python warnings."""
     quiet = lambda _note: None  # noqa: E731
-    return tts.choose_voice(
+    return tts.voices.choose(
         voice, voice_file, clone_voice, save_voice, on_warning=on_warning or quiet
     )

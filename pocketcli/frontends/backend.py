@@ -48,7 +48,7 @@ class Backend:
     @property
     def language(self) -> str | None:
         """The pack's language (None: it does not say, e.g. a custom config)."""
-        return self.tts.pack_language
+        return self.tts._pack_language
 
     # -- generation ---------------------------------------------------------
     def frames(
@@ -62,45 +62,43 @@ class Backend:
         the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
         # A stream of the model's scheduler: concurrent requests (and sessions) are rows
         # of one batched call per frame.
-        with closing(
-            self.tts.stream_together(text, voice, options, on_warning=on_warning)
-        ) as frames:
+        with closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames:
             for frame in frames:
                 yield frame.audio
 
     def engine_stats(self) -> SchedulerStats:
         """The engine scheduler's figures (ticks by batch size, frames)."""
-        return self.tts.scheduler.stats
+        return self.tts._scheduler.stats
 
     def engine_streams(self) -> int:
         """Streams the engine holds now (0: it makes nothing for anyone)."""
-        return self.tts.scheduler.active_streams
+        return self.tts._scheduler.active_streams
 
     def clone(self, samples: np.ndarray, sample_rate: int, on_warning: Callable[[str], None]):
-        with self.tts.generation_lock:
-            return self.tts.clone_voice(samples, sample_rate, on_warning=on_warning)
+        with self.tts._generation_lock:
+            return self.tts.voices.clone(samples, sample_rate, on_warning=on_warning)
 
     @property
     def cloning_unavailable(self) -> str | None:
-        if self.tts.supports_voice_cloning:
+        if self.tts.voices.cloning_available:
             return None
         from pocketcli.voices.cloning import unavailable_message
 
         return unavailable_message(self.tts.runtime.cloning_unavailable_reason or "")
 
     def load_voice_file(self, path: Path) -> VoiceState:
-        return self.tts.load_voice(path, on_warning=log_warning)
+        return self.tts.voices.load(path, on_warning=log_warning)
 
     # -- built-in voices ----------------------------------------------------
     def builtin_names(self) -> tuple[str, ...]:
         """Names a request may use: the pack's own voice files, and the catalogue's
         voices for the model's language (fetched at pinned revisions on first use)."""
-        spec, request = self.tts.spec, self.tts.request
+        spec, request = self.tts._spec, self.tts._request
         if spec is None:
             return ()
         names: set[str] = set()
-        if request.model_dir is not None and self.tts.pack_dir is not None:
-            names.update(spec.pack_voices(self.tts.pack_dir))
+        if request.model_dir is not None and self.tts._pack_dir is not None:
+            names.update(spec.pack_voices(self.tts._pack_dir))
         if self.language is not None and request.config is None:
             names.update(spec.voices(self.language))
         return tuple(sorted(names))
@@ -111,7 +109,7 @@ class Backend:
             cached = self._builtin_cache.get(name)
         if cached is not None:
             return cached
-        state = self.tts.voice(name, on_warning=log_warning)
+        state = self.tts.voices.get(name, on_warning=log_warning)
         with self._lock:
             self._builtin_cache[name] = state
         return state
@@ -119,12 +117,12 @@ class Backend:
 
 def load_backend(request: ModelRequest, voice: str | None, voice_file: Path | None) -> Backend:
     """Opens the model and its default voice, by the library's one rule
-    (``PocketTTS.choose_voice``: a voice file, else a built-in name, else the
+    (``tts.voices.choose``: a voice file, else a built-in name, else the
     model's own default), as ``pockettts tts`` chooses."""
     from dataclasses import replace
 
-    from pocketcli.api import PocketTTS
+    from pocketcli.api import open_request
 
-    tts = PocketTTS.from_request(replace(request, progress=False))
-    chosen = tts.choose_voice(voice, voice_file, on_warning=log_warning)
+    tts = open_request(replace(request, progress=False))
+    chosen = tts.voices.choose(voice, voice_file, on_warning=log_warning)
     return Backend(tts, chosen.state, chosen.name)

@@ -75,7 +75,7 @@ class CoreMLSpec(RuntimeSpec):
         config: ModelConfig | None = None,
     ) -> LoadedModel:
         """``predictor_factory`` and ``config`` replace Core ML's predictors and the
-        bundled config (``PocketTTS.load_coreml``: twins of the models on any OS)."""
+        bundled config (``pocketcli.api.open_request``: twins of the models on any OS)."""
         from pocketcli.runtimes.coreml import CoreMLRuntime
 
         runtime = CoreMLRuntime(

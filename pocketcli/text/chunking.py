@@ -201,7 +201,7 @@ def split_into_chunks(
     for chunk in chunks:
         n_tokens = len(tokenizer.encode(chunk.strip()))
         if n_tokens > max_tokens:
-            # Debug only: PocketTTS.plan cuts such chunks at words (text/overlong.py).
+            # Debug only: PocketTTS.script cuts such chunks at words (text/overlong.py).
             logger.debug(
                 "chunk of %d tokens exceeds %d, the model may skip words: %.50r",
                 n_tokens,

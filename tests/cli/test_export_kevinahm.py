@@ -92,8 +92,8 @@ def test_export_without_cloning_weights_has_no_encoder_and_says_so(tmp_path) -> 
     )
     report = describe_folder(out)
     assert report["voice_cloning"] is False and report["precisions"] == ["fp32"]
-    tts = PocketTTS.load(out)
-    assert not tts.supports_voice_cloning
+    tts = PocketTTS.open(runtime="onnx", model_dir=out)
+    assert not tts.voices.cloning_available
 
 
 def test_export_refuses_unknown_formats_as_usage_errors(tmp_path) -> None:
@@ -118,7 +118,7 @@ def test_missing_graph(tmp_path) -> None:
 def load_error(bundle, *words: str) -> str:
     """What ``--model-dir`` prints for the bundle (the library's error, as one line)."""
     with pytest.raises(BundleError) as caught:
-        PocketTTS.load(bundle)
+        PocketTTS.open(runtime="onnx", model_dir=bundle)
     message = str(caught.value)
     assert "\n" not in message
     for word in words:
@@ -182,7 +182,7 @@ def test_shapes_that_do_not_fit_the_tokenizer_or_the_voice(tmp_path) -> None:
 def test_a_voice_of_another_model_size_is_refused(tmp_path) -> None:
     from pocketcli.voices.state import VoiceError, VoiceState
 
-    tts = PocketTTS.load(copy_of_bundle(tmp_path))
+    tts = PocketTTS.open(runtime="onnx", model_dir=copy_of_bundle(tmp_path))
     keys = tuple(np.zeros((3, 4, 16), np.float32) for _ in range(3))
     with pytest.raises(VoiceError, match="3 layers but the model has 2"):
         tts.synthesize("Hi.", VoiceState(keys, keys))

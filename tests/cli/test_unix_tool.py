@@ -38,10 +38,10 @@ def test_stdout_stream_is_a_readable_wav_equal_to_the_raw_audio(loud_pack_dir, v
     assert r.returncode == 0, r.stderr
     audio, rate = sf.read(io.BytesIO(r.stdout), dtype="int16")
     assert rate == 24_000
-    tts = PocketTTS.load(pack_dir)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     expected = tts.synthesize(
         "Streaming to a pipe. Two sentences.",
-        tts.load_voice(voice_path),
+        tts.voices.load(voice_path),
         seed=2,
         output_chain=False,
     )
@@ -55,7 +55,7 @@ def test_stdout_stream_applies_the_causal_output_chain(loud_pack_dir) -> None:
     pack_dir = loud_pack_dir
     r = run("tts", "Filtered stream.", "-o", "-", "--model-dir", str(pack_dir), "--seed", "4", "-q")
     audio, _ = sf.read(io.BytesIO(r.stdout), dtype="int16")
-    tts = PocketTTS.load(pack_dir)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     raw = tts.synthesize("Filtered stream.", None, seed=4, output_chain=False)
     filtered = OutputChain(24_000).process(raw)
     assert np.abs(filtered).max() > 1.0  # some samples must be clipped
@@ -101,7 +101,7 @@ def test_file_output_is_peak_normalised_with_or_without_deess(loud_pack_dir, tmp
     assert np.abs(chain).max() == pytest.approx(1.0, abs=1e-4)
     assert np.abs(raw).max() == pytest.approx(1.0, abs=1e-4)
     assert chain.shape == raw.shape
-    tts = PocketTTS.load(pack_dir)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     model = tts.synthesize("Loud and clear.", None, seed=1, output_chain=False)
     assert -model.min() > model.max() > 1.0
     assert np.abs(raw - model / np.abs(model).max()).max() <= 2 / 32767  # 16-bit truncation

@@ -14,7 +14,7 @@ def tts(pack_dir) -> PocketTTS:
 
 
 def test_a_voice_state_repr_is_one_short_line(tts, voice_path) -> None:
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     text = repr(voice)
     assert len(text) < 200 and "\n" not in text, text
     assert text.startswith("VoiceState(") and f"positions={voice.length}" in text
@@ -22,7 +22,7 @@ def test_a_voice_state_repr_is_one_short_line(tts, voice_path) -> None:
 
 
 def test_enqueue_after_cancel_says_cancelled_and_after_finish_says_finished(tts, voice_path):
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     session = tts.session(voice)
     session.cancel()
     with pytest.raises(SessionClosed, match="cancelled"):

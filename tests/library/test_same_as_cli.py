@@ -56,7 +56,7 @@ def test_synthesize_equals_pockettts_tts_for_the_same_seed(
         output_chain="--no-deess" not in flags,
         peak_normalize=True,
     )
-    ours = tts.synthesize(TEXT, tts.voice(voice_path), options)
+    ours = tts.synthesize(TEXT, tts.voices.get(voice_path), options)
     assert ours.shape == cli.shape
     assert np.abs(_as_int16(ours).astype(np.int32) - cli).max() <= 1
     assert np.abs(ours).max() == pytest.approx(1.0, abs=1e-6)
@@ -67,14 +67,14 @@ def test_default_options_are_the_cli_defaults(pack_dir, voice_path, tmp_path) ->
     cli = _cli_wav(
         tmp_path, "--model-dir", str(pack_dir), "--voice-file", str(voice_path), "--seed", "9"
     )
-    tts = PocketTTS.load(pack_dir)
-    ours = tts.synthesize(TEXT, tts.load_voice(voice_path), seed=9)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    ours = tts.synthesize(TEXT, tts.voices.load(voice_path), seed=9)
     assert np.abs(_as_int16(ours).astype(np.int32) - cli).max() <= 1
 
 
 def test_stream_is_synthesize_before_peak_normalisation(pack_dir, voice_path) -> None:
     tts = PocketTTS.open(model_dir=pack_dir)
-    voice = tts.voice(str(voice_path))
+    voice = tts.voices.get(str(voice_path))
     frames = [f.audio for f in tts.stream(TEXT, voice, seed=3)]
     whole = tts.synthesize(TEXT, voice, seed=3)
     raw = tts.synthesize(TEXT, voice, seed=3, output_chain=False)
@@ -95,33 +95,33 @@ def _pack_with_language(pack_dir, tmp_path, language: str):
 
 def test_voice_by_name_is_fetched_for_the_packs_language(hub, pack_dir, voice_path, tmp_path):  # noqa: F811
     tts = PocketTTS.open(model_dir=_pack_with_language(pack_dir, tmp_path, "english"))
-    assert tts.language == "english" and tts.default_voice_name() == "alba"
-    alba = tts.voice("alba")
+    assert tts.language == "english" and tts.voices.default_name == "alba"
+    alba = tts.voices.get("alba")
     assert any("alba.safetensors" in r.path for r in hub.requests())
-    fixture = tts.load_voice(voice_path)
+    fixture = tts.voices.load(voice_path)
     assert all(np.array_equal(a, b) for a, b in zip(alba.keys, fixture.keys, strict=True))
     # FluidAudio's name for the default voice, any case; and the default voice itself.
-    assert np.array_equal(tts.voice("AF_Heart").keys[0], alba.keys[0])
-    assert tts.default_voice() is not None
+    assert np.array_equal(tts.voices.get("AF_Heart").keys[0], alba.keys[0])
+    assert tts.voices.default() is not None
     with pytest.raises(UnknownNameError, match="alba"):
-        tts.voice("nobody")
+        tts.voices.get("nobody")
 
 
 def test_a_pack_without_a_language_has_no_default_voice(pack_dir) -> None:
     tts = PocketTTS.open(model_dir=pack_dir)
-    assert tts.default_voice_name() is None and tts.default_voice() is None
+    assert tts.voices.default_name is None and tts.voices.default() is None
     with pytest.raises(Exception, match="does not say its language"):
-        tts.voice("alba")
+        tts.voices.get("alba")
 
 
 def test_open_builds_a_config_from_the_hub_as_the_cli_does(hub, tmp_path) -> None:  # noqa: F811
     tts = PocketTTS.open(config=TINY_CONFIG, precision="INT8")
-    assert tts.request.precision == "int8" and tts.request.runtime == "onnx"
-    assert tts.pack_dir is not None and (tts.pack_dir / "pack.json").is_file()
+    assert tts._request.precision == "int8" and tts._request.runtime == "onnx"
+    assert tts._pack_dir is not None and (tts._pack_dir / "pack.json").is_file()
     assert tts.synthesize("Built in one line.", None, seed=1).size > 0
     hub.clear_log()
     again = PocketTTS.open(config=TINY_CONFIG, precision="int8", offline=True)
-    assert again.pack_dir == tts.pack_dir and hub.requests() == []
+    assert again._pack_dir == tts._pack_dir and hub.requests() == []
 
 
 @pytest.mark.parametrize(
@@ -188,9 +188,9 @@ def test_speak_options_refuse_bad_values(field, value) -> None:
 
 
 def test_synthesize_and_stream_take_a_voice_by_name_or_path(pack_dir, voice_path) -> None:
-    """What tts.voice() takes works where a voice is expected (a newcomer's first try)."""
+    """What tts.voices.get() takes works where a voice is expected (a newcomer's first try)."""
     tts = PocketTTS.open(model_dir=pack_dir)
-    expected = tts.synthesize("Hi.", tts.voice(voice_path), seed=2)
+    expected = tts.synthesize("Hi.", tts.voices.get(voice_path), seed=2)
     for given in (voice_path, str(voice_path)):
         assert np.array_equal(tts.synthesize("Hi.", given, seed=2), expected)
         streamed = np.concatenate([f.audio for f in tts.stream("Hi.", given, seed=2)])

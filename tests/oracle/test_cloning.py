@@ -68,7 +68,7 @@ def setup(request, tmp_path_factory) -> Setup:
     root = tmp_path_factory.mktemp(f"clone-{request.param}")
     ref = build_reference(make_config(request.param, str(TOKENIZER_MODEL)), 23, root / "ref")
     ref.build_pack(root / "pack")
-    return Setup(ref, PocketTTS.load(root / "pack"), root)
+    return Setup(ref, PocketTTS.open(runtime="onnx", model_dir=root / "pack"), root)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def _speak_both(setup: Setup, ours: VoiceState, theirs: dict) -> tuple[np.ndarra
 def test_cloning_matches_the_oracle_on_speech(setup, prompts, clip) -> None:
     audio_24k = prompts[clip]
     theirs = setup.ref.voice_state_from_audio(audio_24k, 24_000)
-    ours = setup.tts.clone_voice(audio_24k, 24_000)
+    ours = setup.tts.voices.clone(audio_24k, 24_000)
     assert ours.length >= 26  # >= 2 s of speech plus bos_before_voice
     _compare_states(ours, theirs)
     audio, expected = _speak_both(setup, ours, theirs)
@@ -107,12 +107,12 @@ def test_cloning_matches_the_oracle_on_speech(setup, prompts, clip) -> None:
 
 
 def test_voice_files_cross_both_ways(setup, prompts) -> None:
-    ours = setup.tts.clone_voice(prompts["libri-clean"], 24_000)
+    ours = setup.tts.voices.clone(prompts["libri-clean"], 24_000)
     theirs = setup.ref.voice_state_from_audio(prompts["libri-clean"], 24_000)
 
     # Ours -> pocket-tts: its own loader (get_state_for_audio_prompt on a .safetensors path).
     mine = setup.root / "ours.safetensors"
-    setup.tts.save_voice(ours, mine)
+    setup.tts.voices.save(ours, mine)
     imported = setup.ref.model.get_state_for_audio_prompt(mine)
     from_ours = setup.ref.generate(TEXT, imported, temperature=0.0, seed=0, eos_threshold=1e9)
     from_theirs = setup.ref.generate(TEXT, theirs, temperature=0.0, seed=0, eos_threshold=1e9)
@@ -121,7 +121,7 @@ def test_voice_files_cross_both_ways(setup, prompts) -> None:
     # pocket-tts -> ours: its export_model_state file.
     exported = setup.root / "theirs.safetensors"
     setup.ref.export_voice(theirs, exported)
-    loaded = setup.tts.load_voice(exported)
+    loaded = setup.tts.voices.load(exported)
     _compare_states(loaded, theirs)
     audio = setup.tts.synthesize(
         TEXT, loaded, temperature=0.0, eos_threshold=1e9, output_chain=False
@@ -146,7 +146,7 @@ def test_30_second_cut_and_file_reading_match_export_voice(setup, prompts, tmp_p
     sf.write(path, long, 24_000, subtype="PCM_16")
     theirs = setup.ref.model.get_state_for_audio_prompt(path, truncate=True)
     notes: list[str] = []
-    ours = setup.tts.clone_voice(path, on_warning=notes.append)
+    ours = setup.tts.voices.clone(path, on_warning=notes.append)
     assert len(notes) == 1 and "first 30 s" in notes[0]
     assert ours.length > 370  # 30 s = 375 frames (+ pause, + bos)
     _compare_states(ours, theirs)
@@ -171,7 +171,7 @@ def test_cloning_from_other_rates_matches_the_oracle(setup, recordings, rate) ->
     path = recordings[rate]
     assert sf.info(path).samplerate == rate
     theirs = setup.ref.model.get_state_for_audio_prompt(path, truncate=True)
-    ours = setup.tts.clone_voice(path)
+    ours = setup.tts.voices.clone(path)
     _compare_states(ours, theirs)
     audio, expected = _speak_both(setup, ours, theirs)
     assert audio.shape == expected.shape

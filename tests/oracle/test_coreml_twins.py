@@ -22,9 +22,11 @@ pytest.importorskip("torch")
 pytest.importorskip("pocket_tts")
 
 from pocketcli import PocketTTS  # noqa: E402
+from pocketcli.api import open_request  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.engine.chunk import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
+from pocketcli.options import ModelRequest  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     Reference,
@@ -76,9 +78,8 @@ def setup(request, tmp_path_factory) -> Setup:
 
 
 def _tts(s: Setup, placement: str = "gpu") -> PocketTTS:
-    return PocketTTS.load_coreml(
-        s.pack, placement=placement, predictor_factory=onnx_factory(), config=s.config
-    )
+    request = ModelRequest(model_dir=s.pack, runtime="coreml", placement=placement)
+    return open_request(request, need_here=False, predictor_factory=onnx_factory(), config=s.config)
 
 
 def _ours(
@@ -149,8 +150,8 @@ def test_ane_twins_match_the_oracle_over_full_length_chunks(setup: Setup) -> Non
 def test_clone_through_the_pack_encoder_matches_the_oracle_voice(setup: Setup) -> None:
     """mimi_encoderv3 + bos_before_voice + cond_prefill give the oracle's voice state."""
     tts = _tts(setup)
-    assert tts.supports_voice_cloning
-    voice = tts.clone_voice(synthetic_voice_audio(seconds=2.0, seed=3), 24_000)
+    assert tts.voices.cloning_available
+    voice = tts.voices.clone(synthetic_voice_audio(seconds=2.0, seed=3), 24_000)
     layers = setup.voice_state
     caches = [layers[name]["cache"] for name in sorted(layers) if "cache" in layers[name]]
     assert len(caches) == setup.config.flow_lm.transformer.num_layers

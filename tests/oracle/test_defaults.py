@@ -61,12 +61,17 @@ def setup(tmp_path_factory) -> Setup:
     ref.build_pack(root / "pack")
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
     ref.export_voice(voice_state, root / "voice.safetensors")
-    return Setup(ref, voice_state, PocketTTS.load(root / "pack"), root / "voice.safetensors")
+    return Setup(
+        ref,
+        voice_state,
+        PocketTTS.open(runtime="onnx", model_dir=root / "pack"),
+        root / "voice.safetensors",
+    )
 
 
 def _ours(setup: Setup, text: str, **options) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
-    voice = setup.ours.load_voice(setup.voice_path)
+    voice = setup.ours.voices.load(setup.voice_path)
     frames = list(
         setup.ours.stream(
             text, voice, on_chunk=traces.append, normalize=False, output_chain=False, **options

@@ -60,15 +60,18 @@ def setup(request, tmp_path_factory) -> Setup:
     return Setup(
         ref,
         voice_state,
-        PocketTTS.load(root / "pack"),
-        {p: PocketTTS.load(root / "pack", precision=p) for p in ("int8", "int4")},
+        PocketTTS.open(runtime="onnx", model_dir=root / "pack"),
+        {
+            p: PocketTTS.open(runtime="onnx", model_dir=root / "pack", precision=p)
+            for p in ("int8", "int4")
+        },
         voice_path,
     )
 
 
 def _ours(tts: PocketTTS, voice_path: Path, **kwargs) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     frames = list(
         tts.stream(
             TEXT,

@@ -111,7 +111,9 @@ def test_config_builds_and_matches_the_oracle(name: str, tmp_path: Path) -> None
     ref.build_pack(tmp_path / "pack")
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
-    assert_speaks_as_the_oracle(ref, voice_state, PocketTTS.load(tmp_path / "pack"), tmp_path)
+    assert_speaks_as_the_oracle(
+        ref, voice_state, PocketTTS.open(runtime="onnx", model_dir=tmp_path / "pack"), tmp_path
+    )
 
 
 def assert_speaks_as_the_oracle(ref, voice_state, tts: PocketTTS, tmp_path: Path) -> None:
@@ -120,7 +122,7 @@ def assert_speaks_as_the_oracle(ref, voice_state, tts: PocketTTS, tmp_path: Path
     run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)
     ours = tts.synthesize(
         TEXT,
-        tts.load_voice(tmp_path / "voice.safetensors"),
+        tts.voices.load(tmp_path / "voice.safetensors"),
         temperature=0.0,
         eos_threshold=1e9,
         normalize=False,
@@ -143,8 +145,8 @@ def test_24_layer_config_at_its_real_depth(tmp_path: Path) -> None:
     assert len(voice_state) >= 24
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
     run = ref.generate(TEXT, voice_state, temperature=0.0, seed=0, eos_threshold=1e9)
-    tts = PocketTTS.load(tmp_path / "pack")
-    voice = tts.load_voice(tmp_path / "voice.safetensors")
+    tts = PocketTTS.open(runtime="onnx", model_dir=tmp_path / "pack")
+    voice = tts.voices.load(tmp_path / "voice.safetensors")
     assert voice.num_layers == 24
     frames = list(
         tts.stream(

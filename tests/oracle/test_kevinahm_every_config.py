@@ -48,7 +48,7 @@ def test_config_exports_a_bundle_that_matches_the_oracle(
     )
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
     ref.export_voice(voice_state, tmp_path / "voice.safetensors")
-    tts = PocketTTS.load(bundle)
+    tts = PocketTTS.open(runtime="onnx", model_dir=bundle)
     layers = config["flow_lm"]["transformer"]["num_layers"]
     assert tts.runtime.config.flow_lm.transformer.num_layers == layers
     assert_speaks_as_the_oracle(ref, voice_state, tts, tmp_path)

@@ -58,7 +58,9 @@ def _setup(tmp_path_factory, variant: str, dtype: str) -> Setup:
     voice_state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0), 24_000)
     voice_path = root / "voice.safetensors"
     ref.export_voice(voice_state, voice_path)
-    return Setup(ref, full, PocketTTS.load(root / "pack"), voice_state, voice_path)
+    return Setup(
+        ref, full, PocketTTS.open(runtime="onnx", model_dir=root / "pack"), voice_state, voice_path
+    )
 
 
 @pytest.fixture(
@@ -168,7 +170,7 @@ COND_FORMATS = ["audio_prompt-f32-3d", "audio_prompt-bf16-2d", "voices.bin", "np
 
 @pytest.mark.parametrize("kind", COND_FORMATS)
 def test_conditioning_formats_match_the_oracle_prefill(tiny: Setup, tmp_path, kind) -> None:
-    width = tiny.ours.config.flow_lm.transformer.d_model
+    width = tiny.ours.runtime.config.flow_lm.transformer.d_model
     cond = _conditioning(17, width, seed=len(kind))
     name = None
     path = tmp_path / "voice.data"  # the name says nothing: the content decides
@@ -187,7 +189,7 @@ def test_conditioning_formats_match_the_oracle_prefill(tiny: Setup, tmp_path, ki
             np.save(f, cond[None])
     else:
         cond.astype("<f4").tofile(path)
-    voice = tiny.ours.load_voice(path, name)
+    voice = tiny.ours.voices.load(path, name)
     assert voice.conditioning is not None and np.array_equal(voice.conditioning, cond)
     _same_audio(tiny, voice, tiny.ref.voice_state_from_conditioning(cond))
 
@@ -199,12 +201,12 @@ def test_voice_states_in_every_dtype_match_the_oracle(tiny: Setup, tmp_path, dty
     if dtype == "ptvb1":
         tensors = {k: v.numpy() for k, v in _state_tensors(state).items()}
         _ptvb1(path, {"mine": tensors, "other": tensors})
-        voice = tiny.ours.load_voice(path, "mine")
+        voice = tiny.ours.voices.load(path, "mine")
         oracle_state = state
     else:
         torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float16
         safetensors.torch.save_file(_state_tensors(state, torch_dtype), str(path))
-        voice = tiny.ours.load_voice(path)
+        voice = tiny.ours.voices.load(path)
         oracle_state = _rounded_state(state, torch_dtype)
     _same_audio(tiny, voice, oracle_state)
 
@@ -217,11 +219,11 @@ def test_audio_prompt_on_a_model_without_bos_before_voice(tmp_path) -> None:
     full = build_reference(config, 5, tmp_path / "f32")
     ref = full.saved_as("bf16", tmp_path / "bf16")
     assert not ref.model.flow_lm.insert_bos_before_voice
-    tts = PocketTTS.load(ref.build_pack(tmp_path / "pack"))
+    tts = PocketTTS.open(runtime="onnx", model_dir=ref.build_pack(tmp_path / "pack"))
     cond = _conditioning(11, 64, seed=4)
     path = tmp_path / "prompt.safetensors"
     safetensors.torch.save_file({"audio_prompt": torch.from_numpy(cond[None])}, str(path))
-    voice = tts.load_voice(path)
+    voice = tts.voices.load(path)
     assert voice.length == 11
     setup = Setup(ref, full, tts, {}, path)
     _same_audio(setup, voice, ref.voice_state_from_conditioning(cond))

@@ -48,7 +48,12 @@ def sides(tmp_path_factory) -> tuple[Reference, dict, PocketTTS, Path]:
     ref.build_pack(root / "pack")
     state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5), 24_000)
     ref.export_voice(state, root / "voice.safetensors")
-    return ref, state, PocketTTS.load(root / "pack"), root / "voice.safetensors"
+    return (
+        ref,
+        state,
+        PocketTTS.open(runtime="onnx", model_dir=root / "pack"),
+        root / "voice.safetensors",
+    )
 
 
 def _oracle_noise(sides, temperature: float, clamp: float | None, seed: int) -> np.ndarray:
@@ -85,7 +90,7 @@ def _our_noise(sides, temperature: float, clamp: float | None, seed: int) -> np.
             normalize=False,
             output_chain=False,
         )
-        frames = list(tts.stream(TEXT, tts.load_voice(voice_path), options))
+        frames = list(tts.stream(TEXT, tts.voices.load(voice_path), options))
     finally:
         del runtime.sample_latent
     assert len(seen) >= len(frames) > 150

@@ -36,12 +36,12 @@ LINES = (  # text, voice, seed, eos_threshold
 def test_three_streams_together_match_pocket_tts(tmp_path) -> None:
     ref = build_reference(make_config("tiny", str(TOKENIZER_MODEL)), 11, tmp_path / "ref")
     ref.build_pack(tmp_path / "pack")
-    tts = PocketTTS.load(tmp_path / "pack")
+    tts = PocketTTS.open(runtime="onnx", model_dir=tmp_path / "pack")
     voices = []
     for i in range(2):
         state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=2.0, seed=i), 24_000)
         ref.export_voice(state, tmp_path / f"voice{i}.safetensors")
-        voices.append((state, tts.load_voice(tmp_path / f"voice{i}.safetensors")))
+        voices.append((state, tts.voices.load(tmp_path / f"voice{i}.safetensors")))
 
     runs = [
         ref.generate(
@@ -60,7 +60,7 @@ def test_three_streams_together_match_pocket_tts(tmp_path) -> None:
         noise = [row for c in run.chunks for row in c.frame_noise[: c.emitted_frames]]
         mine: list[ChunkTrace] = []
         streams.append(
-            tts.stream_together(
+            tts.stream(
                 text,
                 voices[voice][1],
                 noise=InjectedNoise(noise),
@@ -76,6 +76,6 @@ def test_three_streams_together_match_pocket_tts(tmp_path) -> None:
     frames = [list(s) for s in streams]
 
     assert len({r.audio.size for r in runs}) == 3
-    assert tts.scheduler.stats.batch_sizes[3] > 0 and tts.scheduler.stats.batched_calls > 0
+    assert tts._scheduler.stats.batch_sizes[3] > 0 and tts._scheduler.stats.batched_calls > 0
     for run, got, trace in zip(runs, frames, traces, strict=True):
         compare_with_oracle(run, got, trace)

@@ -41,13 +41,13 @@ def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("two-voices")
     ref = build_reference(make_config("tiny", str(TOKENIZER_MODEL)), 17, root / "ref")
     ref.build_pack(root / "pack")
-    tts = PocketTTS.load(root / "pack")
+    tts = PocketTTS.open(runtime="onnx", model_dir=root / "pack")
     voices, expected = {}, {}
     for name, seed in (("a", 1), ("b", 2)):
         state = ref.voice_state_from_audio(synthetic_voice_audio(seconds=1.5, seed=seed), 24_000)
         path = root / f"{name}.safetensors"
         ref.export_voice(state, path)
-        voices[name] = tts.load_voice(path)
+        voices[name] = tts.voices.load(path)
         run = ref.generate(TEXT, state, temperature=0.0, seed=0, eos_threshold=1e9)
         assert len(run.chunks) == 1
         expected[name] = (run.audio, run.chunks[0].latents[: run.chunks[0].emitted_frames])

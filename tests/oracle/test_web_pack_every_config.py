@@ -45,8 +45,8 @@ def test_config_exports_a_browser_pack_that_speaks_as_our_pack(name: str, tmp_pa
     ref.export_voice(ref.voice_state_from_audio(clip, 24_000), tmp_path / "voice.safetensors")
     audio = []
     for folder in (pack, web):
-        tts = PocketTTS.load(folder)
-        voice = tts.load_voice(tmp_path / "voice.safetensors")
+        tts = PocketTTS.open(runtime="onnx", model_dir=folder)
+        voice = tts.voices.load(tmp_path / "voice.safetensors")
         audio.append(
             tts.synthesize(
                 TEXT,

@@ -106,7 +106,7 @@ def test_a_deadline_ends_the_generation_and_the_response_of_a_reader_that_never_
     made = at_end - before
     # What the server may hold for a reader: the admission's AHEAD frames, the engine's
     # reader bound (max_ahead, pauses included) and the frame in the making.
-    assert made <= got / FRAME_BYTES + AHEAD + backend.tts.scheduler.max_ahead + 2, (made, got)
+    assert made <= got / FRAME_BYTES + AHEAD + backend.tts._scheduler.max_ahead + 2, (made, got)
 
 
 def rss_mb() -> float:

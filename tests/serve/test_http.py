@@ -43,12 +43,12 @@ def server():
 
 @pytest.fixture(scope="module")
 def tts():
-    return PocketTTS.load(PACK)
+    return PocketTTS.open(runtime="onnx", model_dir=PACK)
 
 
 @pytest.fixture(scope="module")
 def voice(tts):
-    return tts.load_voice(VOICE)
+    return tts.voices.load(VOICE)
 
 
 def client(url: str, key: str = "unused") -> openai.OpenAI:
@@ -254,7 +254,7 @@ def test_cloned_voice_by_id_and_by_upload(server, tts) -> None:
     again = httpx.post(f"{url}/v1/voices", files={"file": ("me.wav", data)}, timeout=120)
     assert again.json() == {**first.json(), "cached": True}  # the same seconds, not 0
     assert first.json()["seconds"] > 0
-    cloned = tts.clone_voice(CLONE_WAV)
+    cloned = tts.voices.clone(CLONE_WAV)
     want = expected_pcm(tts, "In a cloned voice.", cloned, seed=9)
     by_id = speech(url, input="In a cloned voice.", seed=9, voice={"id": voice_id})
     np.testing.assert_array_equal(pcm16(by_id.content), want)
@@ -329,9 +329,9 @@ def test_voice_folder_and_builtin_names(tmp_path, tts) -> None:
         assert listed["narrator"] == "folder" and listed["alba"] in ("builtin", "default")
         assert "escape" not in listed
         narrator = speech(url, input="From the folder.", seed=1, voice="narrator")
-        want = expected_pcm(tts, "From the folder.", tts.load_voice(VOICE), seed=1)
+        want = expected_pcm(tts, "From the folder.", tts.voices.load(VOICE), seed=1)
         np.testing.assert_array_equal(pcm16(narrator.content), want)
-        alba = tts.load_voice(TINY / "clone_voice.safetensors")
+        alba = tts.voices.load(TINY / "clone_voice.safetensors")
         want = expected_pcm(tts, "Built in.", alba, seed=1)
         for name in ("alba", "hf://kyutai/tts-voices/alba-mackenna/casual.wav"):
             r = speech(url, input="Built in.", seed=1, voice=name)

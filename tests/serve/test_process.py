@@ -95,8 +95,8 @@ def _dechunk(raw: bytes) -> tuple[bytes, bool]:
 
 
 def test_sigterm_lets_an_inflight_request_finish() -> None:
-    tts = PocketTTS.load(PACK)
-    want = expected_pcm(tts, LONG_TEXT, tts.load_voice(VOICE), seed=3)
+    tts = PocketTTS.open(runtime="onnx", model_dir=PACK)
+    want = expected_pcm(tts, LONG_TEXT, tts.voices.load(VOICE), seed=3)
     with spawn(SCRIPT, *TINY_ARGS, "--shutdown-timeout", "20") as (proc, url):
         payload = {"model": "tts-1", "voice": "alloy", "input": LONG_TEXT, "seed": 3}
         s = _post_raw(url, {**payload, "response_format": "pcm"})

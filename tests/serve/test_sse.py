@@ -46,7 +46,7 @@ def sse_events(url: str, text: str, fmt: str, seed: int) -> tuple[str, list[dict
 
 
 def test_sse_deltas_are_the_audio_as_it_is_made_then_done_with_usage(url) -> None:
-    tts = PocketTTS.load(PACK)
+    tts = PocketTTS.open(runtime="onnx", model_dir=PACK)
     text = "Hello from the events. And a second sentence."
     kind, events = sse_events(url, text, "pcm", seed=5)
     assert kind.startswith("text/event-stream")
@@ -54,7 +54,7 @@ def test_sse_deltas_are_the_audio_as_it_is_made_then_done_with_usage(url) -> Non
     assert {e["type"] for e in deltas} == {"speech.audio.delta"}
     assert len(deltas) > 2  # frame by frame, not the whole file at the end
     audio = b"".join(base64.b64decode(e["audio"]) for e in deltas)
-    want = expected_pcm(tts, text, tts.load_voice(VOICE), seed=5)
+    want = expected_pcm(tts, text, tts.voices.load(VOICE), seed=5)
     np.testing.assert_array_equal(pcm16(audio), want)
     assert done["type"] == "speech.audio.done"
     assert done["usage"] == {

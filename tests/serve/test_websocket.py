@@ -51,12 +51,12 @@ def server():
 
 @pytest.fixture(scope="module")
 def tts():
-    return PocketTTS.load(PACK)
+    return PocketTTS.open(runtime="onnx", model_dir=PACK)
 
 
 def expected(tts, pieces: list[str], seed: int) -> np.ndarray:
     """A live session with the sentences the server cuts the pieces into."""
-    with tts.session(tts.load_voice(VOICE), SpeakOptions(seed=seed)) as session:
+    with tts.session(tts.voices.load(VOICE), SpeakOptions(seed=seed)) as session:
         for piece in pieces:
             session.enqueue(piece)
         session.finish()

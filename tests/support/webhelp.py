@@ -78,14 +78,16 @@ def npm_package(name: str) -> Path:
 def driver_job(text: str = DRIVER_TEXT, seed: int = 7) -> tuple[dict, np.ndarray]:
     """A job for web_generate.mjs (chunks as our planner makes them, noise drawn here) and
     the audio our runner makes of the same chunks and noise on the tiny browser pack."""
-    tts = PocketTTS.load(tiny_web_pack())
-    chunks = tts.plan(text)
+    tts = PocketTTS.open(runtime="onnx", model_dir=tiny_web_pack())
+    chunks = tts.script(text, normalize=False)
     temperature = 0.3
     rng = np.random.default_rng(seed)
     noise = rng.standard_normal((sum(c.max_frames for c in chunks), 32)) * np.sqrt(temperature)
     noise = noise.astype(np.float32)
     settings = GenerationSettings(eos_threshold=-4.0)
-    frames = frames_alone(tts.runtime, chunks, tts.voice("alba"), InjectedNoise(noise), settings)
+    frames = frames_alone(
+        tts.runtime, chunks, tts.voices.get("alba"), InjectedNoise(noise), settings
+    )
     ours = np.concatenate([f.audio for f in frames])
     job = {
         "chunks": [

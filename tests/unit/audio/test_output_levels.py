@@ -27,12 +27,12 @@ ORACLE_AUDIO = FIXTURES / "loud" / "reference_audio.npy"
 
 @pytest.fixture(scope="module")
 def loud_tts(loud_pack_dir: Path) -> PocketTTS:
-    return PocketTTS.load(loud_pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=loud_pack_dir)
 
 
 @pytest.fixture(scope="module")
 def raw(loud_tts: PocketTTS, voice_path: Path) -> np.ndarray:
-    voice = loud_tts.load_voice(voice_path)
+    voice = loud_tts.voices.load(voice_path)
     return loud_tts.synthesize(TEXT, voice, seed=3, output_chain=False)
 
 
@@ -43,7 +43,7 @@ def _blocks(audio: np.ndarray) -> list[np.ndarray]:
 def test_the_loud_fixture_is_the_oracle_s_and_reaches_past_full_scale(
     loud_tts: PocketTTS, voice_path: Path, loud_reference: dict, raw: np.ndarray
 ) -> None:
-    voice = loud_tts.load_voice(voice_path)
+    voice = loud_tts.voices.load(voice_path)
     frames = loud_tts.stream(
         loud_reference["text"],
         voice,
@@ -94,7 +94,7 @@ def test_float_output_saturates_past_full_scale(raw: np.ndarray) -> None:
 def test_peak_normalising_divides_by_the_largest_magnitude(
     loud_tts: PocketTTS, voice_path: Path, raw: np.ndarray
 ) -> None:
-    voice = loud_tts.load_voice(voice_path)
+    voice = loud_tts.voices.load(voice_path)
     normalised = loud_tts.synthesize(TEXT, voice, seed=3, output_chain=False, peak_normalize=True)
     assert np.abs(normalised).max() == 1.0 and normalised.min() == -1.0
     np.testing.assert_allclose(normalised, raw / np.abs(raw).max(), atol=1e-6)
@@ -104,7 +104,7 @@ def test_peak_normalising_divides_by_the_largest_magnitude(
 def test_the_output_chain_ends_at_full_scale(
     loud_tts: PocketTTS, voice_path: Path, raw: np.ndarray
 ) -> None:
-    voice = loud_tts.load_voice(voice_path)
+    voice = loud_tts.voices.load(voice_path)
     chained = loud_tts.synthesize(TEXT, voice, seed=3)
     filtered = OutputChain(24_000).process(raw)
     assert np.abs(filtered).max() > 1.0 and filtered.min() < 0 < filtered.max()

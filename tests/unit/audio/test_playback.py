@@ -70,11 +70,11 @@ def test_a_flushed_stretch_plays_out_below_the_prebuffer_without_an_underrun() -
 # -- exact samples through a fake sink ----------------------------------------------
 @pytest.fixture(scope="module")
 def tts(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 def test_the_sink_gets_the_frames_as_they_are_made(tts, voice_path) -> None:
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     options = SpeakOptions(seed=4)  # with the output chain's filters, as tts plays them
     texts = ["One line.", "And another one."]
     with tts.session(voice, options) as reference:

@@ -20,7 +20,7 @@ from pocketcli.options import SpeakOptions
 @pytest.fixture(scope="module")
 def worker(pack_dir, voice_path) -> LineWorker:
     tts = PocketTTS.open(model_dir=pack_dir)
-    return LineWorker(tts, tts.voice(voice_path), SpeakOptions())
+    return LineWorker(tts, tts.voices.get(voice_path), SpeakOptions())
 
 
 def test_line_file_has_the_bytes_of_the_whole_utterance(worker, tmp_path) -> None:

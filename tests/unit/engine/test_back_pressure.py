@@ -31,18 +31,18 @@ LONG = "A stream long enough to run for a good while, spoken with no end of spee
 
 @pytest.fixture(scope="module")
 def tts(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 @pytest.fixture(scope="module")
 def voice(tts, voice_path):
-    return tts.load_voice(voice_path)
+    return tts.voices.load(voice_path)
 
 
 def _job(tts: PocketTTS, text: str, seed: int = 1, **fields):
     opts = SpeakOptions(seed=seed, max_tokens=50, **fields)
     settings = GenerationSettings(
-        eos_threshold=fields.get("eos_threshold", tts.config.default_eos_threshold),
+        eos_threshold=fields.get("eos_threshold", tts._config.default_eos_threshold),
         decode_steps=opts.decode_steps,
     )
     return tts._script_for(text, opts), GaussianNoise(0.7, seed), settings
@@ -64,21 +64,21 @@ def test_a_pause_flood_unread_stops_at_max_ahead(tts, voice) -> None:
     frames = tts.stream(FLOOD, voice, SpeakOptions(seed=1, output_chain=False))
     first = next(frames)  # under way; then nobody reads
     try:
-        scheduler = tts.scheduler
+        scheduler = tts._scheduler
         _idle(scheduler)
         handles = list(scheduler._rows.values())
         assert len(handles) == 1
         assert handles[0].handle.ahead == MAX_AHEAD_FRAMES  # exactly: no frame beyond
     finally:
         frames.close()
-    assert first.audio.size == tts.samples_per_frame
+    assert first.audio.size == tts._samples_per_frame
 
 
 def test_a_pause_flood_read_slowly_stays_within_max_ahead(pack_dir, voice_path) -> None:
-    tts = PocketTTS.load(pack_dir)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     scheduler = Scheduler(tts.runtime, max_ahead=8)
     chunks, noise, settings = _job(tts, FLOOD)
-    handle = scheduler.submit(chunks, tts.load_voice(voice_path), noise, settings)
+    handle = scheduler.submit(chunks, tts.voices.load(voice_path), noise, settings)
     try:
         seen = []
         for _ in range(60):  # a reader that takes a frame, then lets the engine rest
@@ -95,7 +95,7 @@ def test_a_session_enqueued_but_unread_stops(tts, voice) -> None:
     session = tts.session(voice, SpeakOptions(seed=1))
     try:
         session.enqueue(FLOOD)
-        _idle(tts.scheduler)
+        _idle(tts._scheduler)
         assert session._handle.ahead == MAX_AHEAD_FRAMES
         for _ in range(MAX_QUEUED_TEXTS - 1):
             session.enqueue("More.")
@@ -103,7 +103,7 @@ def test_a_session_enqueued_but_unread_stops(tts, voice) -> None:
             session.enqueue("One too many.")
     finally:
         assert session.cancel(timeout=WAIT), "the session's stream never left"
-    assert tts.scheduler.active_streams == 0
+    assert tts._scheduler.active_streams == 0
 
 
 def test_dropped_sessions_leave_no_stream_and_no_thread(tts, voice) -> None:
@@ -114,13 +114,13 @@ def test_dropped_sessions_leave_no_stream_and_no_thread(tts, voice) -> None:
     sessions = [tts.session(voice, SpeakOptions(seed=i)) for i in range(200)]
     for session in sessions:
         session.enqueue("Hello there.")
-    assert tts.scheduler.active_streams == 200
+    assert tts._scheduler.active_streams == 200
     del sessions, session
     gc.collect()
     deadline = time.monotonic() + WAIT
-    while tts.scheduler.active_streams or threading.active_count() > baseline:
-        assert time.monotonic() < deadline, (tts.scheduler.active_streams, baseline)
-        tts.scheduler.wait_idle(0.05)
+    while tts._scheduler.active_streams or threading.active_count() > baseline:
+        assert time.monotonic() < deadline, (tts._scheduler.active_streams, baseline)
+        tts._scheduler.wait_idle(0.05)
     assert threading.active_count() == baseline
 
 

@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent(
     from pocketcli import PocketTTS
     from pocketcli.engine.chunk import GenerationSettings
 
-    tts = PocketTTS.load(sys.argv[1])
+    tts = PocketTTS.open(runtime="onnx", model_dir=sys.argv[1])
     calls = 0
     exiting = threading.Event()
 
@@ -41,7 +41,7 @@ SCRIPT = textwrap.dedent(
         raise RuntimeError("the stream failed while the process exited")
 
     text = "A long text, so that the stream is still going. " * 4
-    handle = tts.scheduler.submit(tts.script(text), None, noise, GenerationSettings(-4.0))
+    handle = tts._scheduler.submit(tts.script(text), None, noise, GenerationSettings(-4.0))
     frames = iter(handle)
     next(frames)
 

@@ -20,12 +20,12 @@ TEXTS = ["First line.", "Second line, [pause:200ms] with a pause.", "Third."]
 
 @pytest.fixture(scope="module")
 def tts(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 @pytest.fixture(scope="module")
 def voice(tts, voice_path):
-    return tts.load_voice(voice_path)
+    return tts.voices.load(voice_path)
 
 
 def _spoken(session, texts) -> list[SessionFrame]:
@@ -146,8 +146,8 @@ class _CountingRuntime:
 
 
 def test_cancel_stops_within_a_frame_and_frees_the_model(pack_dir, voice_path) -> None:
-    tts = PocketTTS.load(pack_dir)
-    voice = tts.load_voice(voice_path)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    voice = tts.voices.load(voice_path)
     counting = _CountingRuntime(tts.runtime)
     tts.runtime = counting
     # A long budget: generation would run for hundreds of frames if not stopped.
@@ -161,17 +161,17 @@ def test_cancel_stops_within_a_frame_and_frees_the_model(pack_dir, voice_path) -
     steps_after = counting.steps - steps_at_cancel
     assert steps_after <= 1, steps_after  # at most the step that was running
     assert counting.steps < 3 * 130  # it was stopped, not finished (130 frames a text)
-    assert tts.scheduler.active_streams == 0  # its stream left the ticks
-    assert tts.generation_lock.acquire(blocking=False)
-    tts.generation_lock.release()
+    assert tts._scheduler.active_streams == 0  # its stream left the ticks
+    assert tts._generation_lock.acquire(blocking=False)
+    tts._generation_lock.release()
     assert list(session) == []
     with pytest.raises(SessionClosed):
         session.enqueue("more")
 
 
 def test_an_error_ends_the_stream_after_its_frames(pack_dir, voice_path) -> None:
-    tts = PocketTTS.load(pack_dir)
-    voice = tts.load_voice(voice_path)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    voice = tts.voices.load(voice_path)
     tts.runtime = _CountingRuntime(tts.runtime, fail_at=5)
     session = tts.session(voice, SpeakOptions(seed=1))
     session.enqueue(TEXT)
@@ -181,8 +181,8 @@ def test_an_error_ends_the_stream_after_its_frames(pack_dir, voice_path) -> None
         for frame in session:
             got.append(frame)
     assert 1 <= len(got) <= 5
-    assert tts.generation_lock.acquire(blocking=False)
-    tts.generation_lock.release()
+    assert tts._generation_lock.acquire(blocking=False)
+    tts._generation_lock.release()
     with pytest.raises(SessionClosed):
         session.enqueue("more")
 
@@ -202,8 +202,8 @@ def test_async_for_gives_the_same_frames(tts, voice) -> None:
 
 
 def test_cancelling_the_async_reader_cancels_generation(pack_dir, voice_path) -> None:
-    tts = PocketTTS.load(pack_dir)
-    voice = tts.load_voice(voice_path)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    voice = tts.voices.load(voice_path)
     session = tts.session(voice, SpeakOptions(seed=1, frames_after_eos=400))
     for _ in range(5):  # several seconds of audio: still generating when cancelled
         session.enqueue(TEXT)
@@ -227,15 +227,15 @@ def test_cancelling_the_async_reader_cancels_generation(pack_dir, voice_path) ->
     asyncio.run(main())
     assert session.cancelled
     session._handle._left.wait(30)
-    assert tts.scheduler.active_streams == 0
+    assert tts._scheduler.active_streams == 0
     assert len(frames) < 5 * 130  # it did not run to the end
 
 
 def test_two_sessions_on_one_model_speak_at_once(pack_dir, voice_path) -> None:
-    tts = PocketTTS.load(pack_dir)
-    voice = tts.load_voice(voice_path)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    voice = tts.voices.load(voice_path)
     solo = {seed: _spoken(tts.session(voice, SpeakOptions(seed=seed)), TEXTS) for seed in (1, 2)}
-    before = tts.scheduler.stats.batch_sizes[2]
+    before = tts._scheduler.stats.batch_sizes[2]
     results: dict[int, list[SessionFrame]] = {}
     both_open = threading.Barrier(2)
 
@@ -252,5 +252,5 @@ def test_two_sessions_on_one_model_speak_at_once(pack_dir, voice_path) -> None:
     # Rows of one batch: each session's audio is its audio alone, bit for bit.
     assert _same(results[1], solo[1]) and _same(results[2], solo[2])
     assert not _same(results[1], results[2])
-    assert tts.scheduler.stats.batch_sizes[2] > before  # they did share ticks
-    assert tts.scheduler.stats.batched_calls > 0  # in batched calls
+    assert tts._scheduler.stats.batch_sizes[2] > before  # they did share ticks
+    assert tts._scheduler.stats.batched_calls > 0  # in batched calls

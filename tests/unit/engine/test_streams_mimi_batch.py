@@ -34,13 +34,13 @@ TEXTS = (
 
 @pytest.fixture(scope="module")
 def fp32(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 def _job(tts: PocketTTS, fixture_dir: Path, i: int):
     opts = SpeakOptions(seed=10 + i, max_tokens=12)
-    voice = tts.load_voice(fixture_dir / "voice.safetensors") if i % 2 == 0 else None
-    return (tts.script_for(TEXTS[i], opts), voice, tts.noise_for(opts), tts.settings_for(opts))
+    voice = tts.voices.load(fixture_dir / "voice.safetensors") if i % 2 == 0 else None
+    return (tts._script_for(TEXTS[i], opts), voice, tts._noise_for(opts), tts._settings_for(opts))
 
 
 def _samples(frames) -> np.ndarray:
@@ -121,7 +121,9 @@ def _pack_without_batched_mimi(pack_dir: Path, out: Path) -> Path:
 def test_a_pack_without_the_batched_decoder_decodes_per_stream(
     fp32, pack_dir, fixture_dir, tmp_path
 ) -> None:
-    old = PocketTTS.load(_pack_without_batched_mimi(pack_dir, tmp_path / "old"))
+    old = PocketTTS.open(
+        runtime="onnx", model_dir=_pack_without_batched_mimi(pack_dir, tmp_path / "old")
+    )
     assert decode_batching(old.runtime) is None
     assert MIMI_BATCH_GRAPH in (old.runtime.decode_batch_unavailable_reason or "")
     alone = [_samples(frames_alone(old.runtime, *_job(old, fixture_dir, i))) for i in range(4)]

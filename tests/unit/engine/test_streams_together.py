@@ -37,19 +37,19 @@ SEEDS = (1, 2, 3)
 
 @pytest.fixture(scope="module")
 def fp32(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 @pytest.fixture(scope="module")
 def int8(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir, precision="int8")
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir, precision="int8")
 
 
 def _voices(tts: PocketTTS, fixture_dir: Path) -> list:
     return [
-        tts.load_voice(fixture_dir / "voice.safetensors"),
+        tts.voices.load(fixture_dir / "voice.safetensors"),
         None,
-        tts.load_voice(fixture_dir / "clone_voice.safetensors"),
+        tts.voices.load(fixture_dir / "clone_voice.safetensors"),
     ]
 
 
@@ -59,7 +59,7 @@ def _jobs(tts: PocketTTS, fixture_dir: Path):
     for text, voice, seed in zip(TEXTS, _voices(tts, fixture_dir), SEEDS, strict=True):
         opts = SpeakOptions(seed=seed, max_tokens=12)
         jobs.append(
-            (tts.script_for(text, opts), voice, tts.noise_for(opts), tts.settings_for(opts))
+            (tts._script_for(text, opts), voice, tts._noise_for(opts), tts._settings_for(opts))
         )
     return jobs
 
@@ -136,7 +136,9 @@ def _pack_without_batched_graphs(pack_dir: Path, out: Path) -> Path:
 def test_a_pack_without_batched_graphs_is_served_round_robin(
     pack_dir, fixture_dir, tmp_path
 ) -> None:
-    old = PocketTTS.load(_pack_without_batched_graphs(pack_dir, tmp_path / "old"))
+    old = PocketTTS.open(
+        runtime="onnx", model_dir=_pack_without_batched_graphs(pack_dir, tmp_path / "old")
+    )
     assert batching(old.runtime) is None
     assert "built before batching" in (old.runtime.batch_unavailable_reason or "")
     scheduler = Scheduler(old.runtime)
@@ -285,14 +287,14 @@ def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
     no stream under way, all start in the first tick."""
     log = _CallLog(fp32.runtime)
     assert batching(log) is not None
-    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
     scheduler = Scheduler(log)
     scripts, handles = [], []
 
     def submit(seed: int, text: str) -> None:
         opts = SpeakOptions(seed=seed, max_tokens=max_tokens)
-        scripts.append(fp32.script_for(text, opts))
-        job = (scripts[-1], voice, fp32.noise_for(opts), fp32.settings_for(opts))
+        scripts.append(fp32._script_for(text, opts))
+        job = (scripts[-1], voice, fp32._noise_for(opts), fp32._settings_for(opts))
         handles.append(scheduler.submit(*job))
 
     try:
@@ -358,10 +360,10 @@ def test_a_stream_with_nothing_to_play_is_decoded_first(fp32, fixture_dir) -> No
     stepped = _SteppedRuntime(fp32.runtime)
     scheduler = Scheduler(stepped, batched=False, threaded_decoder=False)
     opts = SpeakOptions(seed=1, max_tokens=50, eos_threshold=1e9)
-    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
 
     def submit(text: str):
-        job = (fp32.script_for(text, opts), voice, fp32.noise_for(opts), fp32.settings_for(opts))
+        job = (fp32._script_for(text, opts), voice, fp32._noise_for(opts), fp32._settings_for(opts))
         assert sum(not isinstance(item, Pause) for item in job[0]) == 1  # one chunk each
         return scheduler.submit(*job)
 
@@ -419,10 +421,10 @@ def test_a_joining_stream_does_not_wait_for_mimi_to_catch_up(fp32, fixture_dir) 
     held = _HeldMimi(fp32.runtime)
     scheduler = Scheduler(held, batched=False)
     opts = SpeakOptions(seed=1, eos_threshold=1e9)
-    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
 
     def submit(text: str):
-        job = (fp32.script_for(text, opts), voice, fp32.noise_for(opts), fp32.settings_for(opts))
+        job = (fp32._script_for(text, opts), voice, fp32._noise_for(opts), fp32._settings_for(opts))
         return scheduler.submit(*job)
 
     deadline = time.monotonic() + 120
@@ -484,13 +486,13 @@ def test_a_lone_first_frame_is_decoded_before_the_next_step(fp32, fixture_dir, b
     log = _OrderLog(fp32.runtime)
     scheduler = Scheduler(log, batched=batched)
     opts = SpeakOptions(seed=3, output_chain=False)
-    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
     try:
         job = (
-            fp32.script_for(TEXTS[0], opts),
+            fp32._script_for(TEXTS[0], opts),
             voice,
-            fp32.noise_for(opts),
-            fp32.settings_for(opts),
+            fp32._noise_for(opts),
+            fp32._settings_for(opts),
         )
         frames = list(scheduler.submit(*job))
     finally:
@@ -511,14 +513,19 @@ def test_streams_that_sit_out_keep_their_caches_while_others_join(fp32, fixture_
         "One, two, three. Four, five, six. Seven, eight, nine. Ten, eleven, twelve.",
         "Alpha, beta, gamma. Delta, epsilon, zeta. Eta, theta, iota. Kappa, lambda.",
     )
-    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
 
     def jobs():
         out = []
         for seed, text in enumerate(texts):
             opts = SpeakOptions(seed=seed, max_tokens=12)
             out.append(
-                (fp32.script_for(text, opts), voice, fp32.noise_for(opts), fp32.settings_for(opts))
+                (
+                    fp32._script_for(text, opts),
+                    voice,
+                    fp32._noise_for(opts),
+                    fp32._settings_for(opts),
+                )
             )
         return out
 
@@ -572,12 +579,12 @@ def test_a_stream_failed_by_mimi_leaves_the_ticks_once_its_reader_hears(fp32, fi
     runtime = _BrokenMimi(fp32.runtime, broken_from=1)
     scheduler = Scheduler(runtime, batched=False)
     opts = SpeakOptions(seed=1, eos_threshold=1e9)
-    voice = fp32.load_voice(fixture_dir / "voice.safetensors")
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
     job = lambda text: (  # noqa: E731
-        fp32.script_for(text, opts),
+        fp32._script_for(text, opts),
         voice,
-        fp32.noise_for(opts),
-        fp32.settings_for(opts),
+        fp32._noise_for(opts),
+        fp32._settings_for(opts),
     )
     try:
         good = scheduler.submit(*job("The good stream."))

@@ -20,11 +20,11 @@ from tests.support.snr import snr_db
 
 @pytest.fixture(scope="module")
 def tts(pack_dir: Path) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> None:
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     audio = tts.synthesize(
         reference["text"],
         voice,
@@ -36,12 +36,12 @@ def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> Non
     expected = np.load(fixture_dir / "reference_audio.npy")
     assert audio.shape == expected.shape
     assert np.abs(audio - expected).max() <= 1e-4
-    plans = tts.plan(reference["text"], reference["max_tokens"])
+    plans = tts.script(reference["text"], normalize=False, max_tokens=reference["max_tokens"])
     assert [list(p.token_ids) for p in plans] == reference["token_ids"]
 
 
 def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) -> None:
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     frames = list(
         tts.stream(
             reference["text"],
@@ -66,7 +66,7 @@ def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) ->
 
 
 def test_seed_makes_runs_repeatable(tts, voice_path) -> None:
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     a = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3, output_chain=False)
     b = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3, output_chain=False)
     c = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=4, output_chain=False)
@@ -77,7 +77,7 @@ def test_seed_makes_runs_repeatable(tts, voice_path) -> None:
 def test_injected_noise_equals_seeded_noise(tts, voice_path) -> None:
     """The seeded default path against noise drawn here, independently of GaussianNoise:
     numpy's PCG64 with the same seed, N(0, 1) float32 scaled by sqrt(temperature)."""
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     rng = np.random.default_rng(9)
     scale = np.float32(np.sqrt(0.7))
     noise = [rng.standard_normal(32, dtype=np.float32) * scale for _ in range(400)]
@@ -95,8 +95,8 @@ def test_decoder_thread_does_not_change_numbers(tts, voice_path) -> None:
     from pocketcli.engine.noise import GaussianNoise
     from tests.support.alone import frames_alone
 
-    voice = tts.load_voice(voice_path)
-    plans = tts.plan("Threaded or not, the same audio.")
+    voice = tts.voices.load(voice_path)
+    plans = tts.script("Threaded or not, the same audio.", normalize=False)
     outs = []
     for threaded in (True, False):
         settings = GenerationSettings(eos_threshold=-4.0)
@@ -111,7 +111,7 @@ def test_kv_cache_growth_does_not_change_numbers(tts, voice_path, monkeypatch) -
     float rounding: attention sums run over the buffer's length, masked slots included)."""
     import pocketcli.runtimes.onnx as onnx_runtime
 
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     text = "Grown one position at a time, or in steps."
     default = tts.synthesize(text, voice, seed=3, output_chain=False)
     monkeypatch.setattr(onnx_runtime, "CACHE_STEP", 1)
@@ -121,7 +121,7 @@ def test_kv_cache_growth_does_not_change_numbers(tts, voice_path, monkeypatch) -
 
 
 def test_kv_cache_refuses_positions_beyond_its_limit(tts, voice_path) -> None:
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     runtime = tts.runtime
     seq = runtime.start_sequence(voice, 3)
     with pytest.raises(ValueError, match="KV cache full"):
@@ -134,9 +134,9 @@ def test_no_voice_is_allowed(tts) -> None:
 
 
 def test_int8_pack_runs_close_to_fp32(pack_dir, voice_path) -> None:
-    fp32 = PocketTTS.load(pack_dir)
-    int8 = PocketTTS.load(pack_dir, precision="int8")
-    voice = fp32.load_voice(voice_path)
+    fp32 = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    int8 = PocketTTS.open(runtime="onnx", model_dir=pack_dir, precision="int8")
+    voice = fp32.voices.load(voice_path)
     a = fp32.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     b = int8.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     assert a.shape == b.shape
@@ -149,7 +149,7 @@ def test_voice_for_another_model_size_is_refused(tts, tmp_path) -> None:
     path = tmp_path / "other.safetensors"
     save_voice_state(VoiceState(keys, keys), path)
     with pytest.raises(VoiceError, match="3 layers but the model has 2"):
-        tts.load_voice(path)
+        tts.voices.load(path)
 
 
 def test_pauses_are_exact_silence_between_chunks(tts) -> None:

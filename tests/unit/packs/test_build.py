@@ -38,16 +38,16 @@ def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice
     )
     manifest = PackManifest.read(out)
     assert manifest.precisions == ("fp32", "int8")
-    ours = PocketTTS.load(out)
-    committed = PocketTTS.load(fixture_dir / "pack")
-    voice = ours.load_voice(voice_path)
+    ours = PocketTTS.open(runtime="onnx", model_dir=out)
+    committed = PocketTTS.open(runtime="onnx", model_dir=fixture_dir / "pack")
+    voice = ours.voices.load(voice_path)
     a = ours.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
     b = committed.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
     assert np.array_equal(a, b)
     # int8 too: a quantiser change must come with the fixture rebuilt
     # (scripts/make_fixture_pack.py --batch-graphs for the batched graphs).
-    ours8 = PocketTTS.load(out, precision="int8")
-    committed8 = PocketTTS.load(fixture_dir / "pack", precision="int8")
+    ours8 = PocketTTS.open(runtime="onnx", model_dir=out, precision="int8")
+    committed8 = PocketTTS.open(runtime="onnx", model_dir=fixture_dir / "pack", precision="int8")
     a = ours8.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
     b = committed8.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
     assert np.array_equal(a, b)
@@ -102,7 +102,7 @@ def test_pack_of_an_older_format_is_refused_with_a_rebuild_hint(pack_dir, tmp_pa
     manifest = old / "pack.json"
     manifest.write_text(manifest.read_text().replace('"version": 2', '"version": 1'))
     with pytest.raises(PackError, match="rebuild the pack"):
-        PocketTTS.load(old)
+        PocketTTS.open(runtime="onnx", model_dir=old)
 
 
 def test_checkpoint_for_another_size_is_refused(fixture_dir, tmp_path) -> None:
@@ -147,7 +147,7 @@ def test_incomplete_pack_is_reported(pack_dir, tmp_path) -> None:
     with pytest.raises(PackError, match="not found"):
         PackManifest.read(tmp_path / "nowhere")
     with pytest.raises(UnknownNameError, match="'fp16' for the onnx runtime"):
-        PocketTTS.load(pack_dir, precision="fp16")
+        PocketTTS.open(runtime="onnx", model_dir=pack_dir, precision="fp16")
 
 
 def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice_path) -> None:
@@ -166,8 +166,11 @@ def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice
     mimi = onnx.load(str(out / manifest.graphs["int4"]["mimi_decoder"]))
     assert "MatMulInteger" in [n.op_type for n in mimi.graph.node]
     assert not list(out.glob("mimi_decoder.int4.*"))
-    fp32, int4 = PocketTTS.load(out), PocketTTS.load(out, precision="int4")
-    voice = fp32.load_voice(voice_path)
+    fp32, int4 = (
+        PocketTTS.open(runtime="onnx", model_dir=out),
+        PocketTTS.open(runtime="onnx", model_dir=out, precision="int4"),
+    )
+    voice = fp32.voices.load(voice_path)
     a = fp32.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     b = int4.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
     assert a.shape == b.shape and np.isfinite(b).all()

@@ -75,8 +75,8 @@ def test_a_bf16_checkpoint_builds_the_same_pack_as_its_float32_values(
     audio = []
     for name, path in (("bf16", bf16), ("f32", f32)):
         build_pack(path, config, TOKENIZER, tmp_path / name)
-        tts = PocketTTS.load(tmp_path / name)
-        audio.append(tts.synthesize("Same weights.", tts.load_voice(voice_path), seed=2))
+        tts = PocketTTS.open(runtime="onnx", model_dir=tmp_path / name)
+        audio.append(tts.synthesize("Same weights.", tts.voices.load(voice_path), seed=2))
     assert audio[0].size > 0 and np.array_equal(audio[0], audio[1])
 
 

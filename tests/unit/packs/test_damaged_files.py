@@ -190,7 +190,7 @@ VOICES["bb"] = np.random.default_rng(2).standard_normal((3, WIDTH)).astype(np.fl
 
 @pytest.fixture(scope="module")
 def tts(pack_dir: Path) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 @settings(max_examples=EXAMPLES)
@@ -224,6 +224,6 @@ def test_a_damaged_voices_bin_gives_the_voices_it_holds_or_a_clean_error(
             np.testing.assert_array_equal(got, VOICES[entry.name])  # what was written
         readable.append((entry.name, got))
     for name, conditioning in readable[:1]:  # the whole load, through the model, once
-        voice = tts.load_voice(path, name)
+        voice = tts.voices.load(path, name)
         assert voice.conditioning is not None
         np.testing.assert_array_equal(voice.conditioning, conditioning)

@@ -30,7 +30,7 @@ def test_the_browser_packs_chunk_size_is_the_one_pockettts_speaks_with() -> None
     """A page reads ``max_chunk_tokens`` to cut text: it must cut where we do."""
     pack = tiny_web_pack()
     meta = json.loads((pack / "pocket_tts.json").read_text(encoding="utf-8"))
-    tts = PocketTTS.load(pack)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack)
     as_page = tts.script(LONG, max_tokens=meta["max_chunk_tokens"])
     as_ours = tts.script(LONG)
     assert len(as_ours) > 2
@@ -55,8 +55,8 @@ def test_a_flow_matching_bundle_speaks_as_our_pack_of_the_same_model(tmp_path) -
     export_bundle(TINY_MODEL, config, TINY_TOKENIZER, tmp_path / "bundle", "fm", ("fp32",))
     audio = []
     for folder in ("pack", "bundle"):
-        tts = PocketTTS.load(tmp_path / folder)
-        out = tts.synthesize("Hello there, friend.", tts.voice(TINY / "voice.safetensors"),
+        tts = PocketTTS.open(runtime="onnx", model_dir=tmp_path / folder)
+        out = tts.synthesize("Hello there, friend.", tts.voices.get(TINY / "voice.safetensors"),
                              SpeakOptions(seed=3, decode_steps=4))  # fmt: skip
         audio.append(np.asarray(getattr(out, "samples", out)))
     ours, bundle = audio
@@ -76,5 +76,5 @@ def test_a_bundles_description_lists_the_precisions_it_holds(tmp_path, precision
     sidecar = json.loads((out / "pockettts.json").read_text(encoding="utf-8"))
     assert tuple(sidecar["precisions"]) == Bundle.read(out).precisions
     for precision in sidecar["precisions"]:
-        tts = PocketTTS.load(out, precision=precision)
-        assert tts.synthesize("Hi.", tts.voice(TINY / "voice.safetensors")).size
+        tts = PocketTTS.open(runtime="onnx", model_dir=out, precision=precision)
+        assert tts.synthesize("Hi.", tts.voices.get(TINY / "voice.safetensors")).size

@@ -19,7 +19,7 @@ def test_frames_after_eos_must_be_a_whole_number_from_zero(tmp_path, frames) -> 
     meta["model_recommended_frames_after_eos"] = frames
     (bundle / "bundle.json").write_text(json.dumps(meta))
     with pytest.raises(BundleError) as caught:
-        PocketTTS.load(bundle)
+        PocketTTS.open(runtime="onnx", model_dir=bundle)
     assert str(caught.value) == (
         f"{bundle / 'bundle.json'}: model_recommended_frames_after_eos must be a whole"
         f" number from 0 (or null), not {frames!r}"

@@ -120,9 +120,9 @@ def test_int8_graphs_are_dynamically_quantised_with_float_convolutions() -> None
 @pytest.fixture(scope="module")
 def models(pack_dir):
     return {
-        "pack": PocketTTS.load(pack_dir),
-        "fp32": PocketTTS.load(tiny_bundle()),
-        "int8": PocketTTS.load(tiny_bundle(), precision="int8"),
+        "pack": PocketTTS.open(runtime="onnx", model_dir=pack_dir),
+        "fp32": PocketTTS.open(runtime="onnx", model_dir=tiny_bundle()),
+        "int8": PocketTTS.open(runtime="onnx", model_dir=tiny_bundle(), precision="int8"),
     }
 
 
@@ -132,7 +132,7 @@ def test_library_load_recognises_a_bundle_folder(models) -> None:
 
 
 def _speak(tts, voice_path, seed, **kw):
-    return tts.synthesize(TEXT, tts.voice(voice_path), SpeakOptions(seed=seed, **kw))
+    return tts.synthesize(TEXT, tts.voices.get(voice_path), SpeakOptions(seed=seed, **kw))
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -152,8 +152,8 @@ def test_int8_bundle_is_close_to_our_fp32_pack(models, voice_path) -> None:
 
 def test_cloning_from_the_bundle_encoder_gives_our_voice(models, fixture_dir) -> None:
     prompt = fixture_dir / "clone_prompt_24k.wav"
-    ours = models["pack"].clone_voice(prompt)
-    theirs = models["fp32"].clone_voice(prompt)
+    ours = models["pack"].voices.clone(prompt)
+    theirs = models["fp32"].voices.clone(prompt)
     assert ours.length == theirs.length
     for a, b in zip(ours.keys + ours.values, theirs.keys + theirs.values, strict=True):
         assert np.abs(a - b).max() <= 1e-4
@@ -200,11 +200,13 @@ def test_text_flags_come_from_bundle_json(tmp_path) -> None:
     meta = json.loads((bundle / "bundle.json").read_text())
     meta.update(remove_semicolons=True, model_recommended_frames_after_eos=2)
     (bundle / "bundle.json").write_text(json.dumps(meta))
-    tts = PocketTTS.load(bundle)
-    plans = tts.plan("One; two three four five six.")
+    tts = PocketTTS.open(runtime="onnx", model_dir=bundle)
+    plans = tts.script("One; two three four five six.", normalize=False)
     assert ";" not in plans[0].text and "," in plans[0].text
     assert all(p.frames_after_eos == 2 for p in plans)
-    plain = PocketTTS.load(tiny_bundle()).plan("One; two three four five six.")
+    plain = PocketTTS.open(runtime="onnx", model_dir=tiny_bundle()).script(
+        "One; two three four five six.", normalize=False
+    )
     assert ";" in plain[0].text and plain[0].frames_after_eos != 2
 
 
@@ -244,7 +246,7 @@ def test_the_server_speaks_from_a_bundle_as_from_our_pack(models, voice_path) ->
         got = httpx.post(f"{url}/v1/audio/speech", json={**body, "seed": 11}, timeout=60)
     assert got.status_code == 200, got.text
     pack = models["pack"]
-    want = expected_pcm(pack, text, pack.load_voice(voice_path), seed=11)
+    want = expected_pcm(pack, text, pack.voices.load(voice_path), seed=11)
     assert np.abs(pcm16(got.content).astype(int) - want.astype(int)).max() <= 1
 
 
@@ -260,8 +262,8 @@ def test_a_bf16_checkpoint_exports_to_the_audio_of_its_pack(tmp_path, voice_path
     config = ModelConfig.from_yaml(TINY_CONFIG)
     build_pack(checkpoint, config, TINY_TOKENIZER, tmp_path / "pack")
     export_bundle(checkpoint, config, TINY_TOKENIZER, tmp_path / "bundle", "bf16", ("fp32",))
-    a = _speak(PocketTTS.load(tmp_path / "pack"), voice_path, 3)
-    b = _speak(PocketTTS.load(tmp_path / "bundle"), voice_path, 3)
+    a = _speak(PocketTTS.open(runtime="onnx", model_dir=tmp_path / "pack"), voice_path, 3)
+    b = _speak(PocketTTS.open(runtime="onnx", model_dir=tmp_path / "bundle"), voice_path, 3)
     assert a.shape == b.shape and np.abs(a - b).max() <= 1e-4
 
 

@@ -62,9 +62,9 @@ def test_pocketsynth_runs_our_bundle_and_matches_our_audio(prompt) -> None:
     theirs = np.asarray(result.audio, np.float32).reshape(-1)
     assert result.sample_rate == 24000 and theirs.size == FRAMES * 1920
 
-    tts = PocketTTS.load(tiny_bundle())
+    tts = PocketTTS.open(runtime="onnx", model_dir=tiny_bundle())
     # Same text preparation and tokens.
-    plan = tts.plan(text)
+    plan = tts.script(text, normalize=False)
     assert len(plan) == 1
     prepared, token_ids = runtime.frontend.prepare_and_encode(text)
     assert (prepared, token_ids) == (plan[0].text, plan[0].token_ids)
@@ -86,7 +86,7 @@ def test_pocketsynth_runs_our_bundle_and_matches_our_audio(prompt) -> None:
 
     opts = SpeakOptions(temperature=TEMPERATURE, output_chain=False, eos_threshold=1e9)
     chunk = dataclasses.replace(plan[0], max_frames=FRAMES)
-    frames = list(tts.frames_for([chunk], ours_voice, opts, their_noise))
+    frames = list(tts._frames_for([chunk], ours_voice, opts, their_noise))
     assert len(frames) == FRAMES
     ours = np.concatenate([f.audio for f in frames])
     fade = np.linspace(0.0, 1.0, int(24000 * FADE_IN_SECONDS), dtype=np.float32)

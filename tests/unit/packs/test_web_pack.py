@@ -143,11 +143,14 @@ def test_bos_emb_is_the_input_projection_of_the_bos_latent() -> None:
 
 @pytest.fixture(scope="module")
 def models(pack_dir):
-    return {"pack": PocketTTS.load(pack_dir), "web": PocketTTS.load(tiny_web_pack())}
+    return {
+        "pack": PocketTTS.open(runtime="onnx", model_dir=pack_dir),
+        "web": PocketTTS.open(runtime="onnx", model_dir=tiny_web_pack()),
+    }
 
 
 def _speak(tts: PocketTTS, voice_path: Path, seed: int) -> np.ndarray:
-    out = tts.synthesize(TEXT, tts.voice(voice_path), SpeakOptions(seed=seed))
+    out = tts.synthesize(TEXT, tts.voices.get(voice_path), SpeakOptions(seed=seed))
     return np.asarray(getattr(out, "samples", out))
 
 
@@ -199,9 +202,9 @@ def test_one_call_per_frame_draws_the_noise_of_step_then_sample(models, voice_pa
     runtime = tts.runtime
     text = " ".join(["This sentence is here to make a chunk of its own, quite long."] * 3)
     # No frames after EOS: the EOS frame itself is the chunk's last step, not kept.
-    chunks = list(tts.plan(text, frames_after_eos=0))
+    chunks = list(tts.script(text, normalize=False, frames_after_eos=0))
     assert len(chunks) >= 2
-    voice = tts.voice(voice_path)
+    voice = tts.voices.get(voice_path)
     # Every logit passes this threshold: each chunk ends on EOS, with a last frame not kept.
     settings = GenerationSettings(eos_threshold=-1e9)
 
@@ -318,6 +321,6 @@ def test_the_packs_voice_of_127_rows_is_its_built_in_alba(tmp_path) -> None:
     meta = json.loads((pack / web.CONFIG_FILE).read_text())
     meta["voices"]["alba"]["shape"] = [127, 64]
     (pack / web.CONFIG_FILE).write_text(json.dumps(meta))
-    tts = PocketTTS.load(pack)
-    assert tts.voice("alba").length == 127
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack)
+    assert tts.voices.get("alba").length == 127
     assert tts.synthesize("Hello.", "alba", SpeakOptions(seed=1)) is not None

@@ -63,7 +63,7 @@ def test_a_pack_that_does_not_fit_together_is_refused_at_load(tmp_path, case) ->
     pack = _copy(tmp_path)
     spoil(pack)
     with pytest.raises(WebPackError) as info:
-        PocketTTS.load(pack)
+        PocketTTS.open(runtime="onnx", model_dir=pack)
     message = str(info.value)
     assert len(message.splitlines()) == 1 and str(pack / file) in message and words in message
 

@@ -25,8 +25,8 @@ def _sequences(tts: PocketTTS, voice, n: int):
 def test_joins_leave_running_rows_in_place_and_a_stream_that_sits_out_keeps_its_row(
     pack_dir, fixture_dir
 ) -> None:
-    tts = PocketTTS.load(pack_dir)
-    runtime, voice = tts.runtime, tts.load_voice(fixture_dir / "voice.safetensors")
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    runtime, voice = tts.runtime, tts.voices.load(fixture_dir / "voice.safetensors")
     rng = np.random.default_rng(0)
     dim = runtime.config.flow_lm.latent_dim
     # Which sequences step together at each call (a, b, c, d), in the order given.

@@ -14,8 +14,8 @@ from pocketcli import PocketTTS
 
 @pytest.fixture(scope="module")
 def tiny(pack_dir, fixture_dir):
-    tts = PocketTTS.load(pack_dir)
-    return tts.runtime, tts.load_voice(fixture_dir / "voice.safetensors")
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    return tts.runtime, tts.voices.load(fixture_dir / "voice.safetensors")
 
 
 def _started(runtime, voice, tokens: int, extra: int = 100):

@@ -152,8 +152,10 @@ def test_a_real_fluidaudio_pack_speaks() -> None:
     from pocketcli import PocketTTS
 
     pack = Path(os.environ["POCKETTTS_COREML_PACK"])
-    tts = PocketTTS.load_coreml(
-        pack, compute_units=os.environ.get("POCKETTTS_COMPUTE_UNITS", "default")
+    tts = PocketTTS.open(
+        model_dir=pack,
+        runtime="coreml",
+        compute_units=os.environ.get("POCKETTTS_COMPUTE_UNITS", "default"),
     )
     audio = tts.synthesize(
         "Hello from Core ML.", tts.runtime.load_voice("alba"), seed=1, output_chain=False

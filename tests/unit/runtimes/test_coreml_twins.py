@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 
 from pocketcli import PocketTTS
+from pocketcli.api import open_request
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UserError
+from pocketcli.options import ModelRequest
 from pocketcli.packs.checkpoint import read_checkpoint
 from pocketcli.packs.manifest import PackError
 from pocketcli.runtimes.coreml import CoreMLRuntime, CoreMLUnavailable
@@ -78,10 +80,10 @@ def _speak(runtime: CoreMLRuntime, **kwargs) -> np.ndarray:
 @pytest.fixture(scope="module")
 def reference_audio(pack_dir: Path, voice_path: Path) -> np.ndarray:
     """Our ONNX pack of the same weights at 8 LSD steps (what flow_decoder_fused bakes in)."""
-    tts = PocketTTS.load(pack_dir)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     return tts.synthesize(
         TEXT,
-        tts.load_voice(voice_path),
+        tts.voices.load(voice_path),
         temperature=0.0,
         max_tokens=10,
         eos_threshold=1e9,
@@ -307,14 +309,11 @@ def test_cloning_falls_back_to_the_root_encoder(fixture_dir, config, tmp_path) -
     assert reason is not None and "mimi_encoderv2" in reason
 
 
-def test_load_coreml_gives_a_working_api(twin, config) -> None:
-    tts = PocketTTS.load_coreml(
-        twin,
-        placement="ane",
-        compute_units="no-ane",
-        predictor_factory=onnx_factory(),
-        config=config,
+def test_coreml_opens_through_the_registry_into_a_working_api(twin, config) -> None:
+    request = ModelRequest(
+        model_dir=twin, runtime="coreml", placement="ane", compute_units="no-ane"
     )
+    tts = open_request(request, need_here=False, predictor_factory=onnx_factory(), config=config)
     assert tts.runtime.compute_units["flow_decoder"] == "CPU_AND_GPU"
     assert tts.language == "english"  # from the pack's directory name
     frames = list(

@@ -36,7 +36,7 @@ def _pack_with_v1_step(pack_dir: Path, out: Path) -> Path:
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
 def test_a_pack_with_the_batched_prefill_loads_no_one_sequence_flowlm(pack_dir, precision) -> None:
-    runtime = PocketTTS.load(pack_dir, precision=precision).runtime
+    runtime = PocketTTS.open(runtime="onnx", model_dir=pack_dir, precision=precision).runtime
     loaded = runtime.loaded_graphs
     assert "flowlm_step_batch" in loaded and "flow_head_batch" in loaded
     assert "flowlm_step" not in loaded and "flow_head" not in loaded
@@ -45,10 +45,12 @@ def test_a_pack_with_the_batched_prefill_loads_no_one_sequence_flowlm(pack_dir, 
 def test_the_batched_prefill_equals_the_one_sequence_step(pack_dir, tmp_path, voice_path) -> None:
     """Text prefill and first frame in one call, through the batched graph (one row) and
     through the one-sequence graph of the same pack: the same z, EOS logit and cache."""
-    ours = PocketTTS.load(pack_dir).runtime
-    v1 = PocketTTS.load(_pack_with_v1_step(pack_dir, tmp_path / "v1")).runtime
+    ours = PocketTTS.open(runtime="onnx", model_dir=pack_dir).runtime
+    v1 = PocketTTS.open(
+        runtime="onnx", model_dir=_pack_with_v1_step(pack_dir, tmp_path / "v1")
+    ).runtime
     assert "flowlm_step" in v1.loaded_graphs  # its prefills' graph
-    voice = PocketTTS.load(pack_dir).load_voice(voice_path)
+    voice = PocketTTS.open(runtime="onnx", model_dir=pack_dir).voices.load(voice_path)
     emb = ours.embed_text(np.arange(3, 40, dtype=np.int64))
     nan = np.full(ours.config.flow_lm.latent_dim, np.nan, np.float32)
     results = []
@@ -68,16 +70,16 @@ def test_the_batched_prefill_equals_the_one_sequence_step(pack_dir, tmp_path, vo
 def test_a_pack_built_before_the_batched_prefill_still_speaks_the_same_together(
     pack_dir, tmp_path, voice_path
 ) -> None:
-    tts = PocketTTS.load(_pack_with_v1_step(pack_dir, tmp_path / "v1"))
+    tts = PocketTTS.open(runtime="onnx", model_dir=_pack_with_v1_step(pack_dir, tmp_path / "v1"))
     assert "flowlm_step" in tts.runtime.loaded_graphs
-    voice = tts.load_voice(voice_path)
+    voice = tts.voices.load(voice_path)
     opts = [SpeakOptions(seed=s, output_chain=False, max_tokens=12) for s in (1, 2)]
     alone = [tts.synthesize(TEXT, voice, o) for o in opts]
     together = tts.synthesize_many([TEXT, TEXT[:30]], voice, opts)
     assert np.array_equal(together[0], alone[0])
     again = tts.synthesize_many([TEXT, TEXT], voice, opts)
     assert np.array_equal(again[1], alone[1])
-    assert tts.scheduler.stats.batched_calls > 0
+    assert tts._scheduler.stats.batched_calls > 0
 
 
 def _pack_without_batched_frames(pack_dir: Path, out: Path) -> Path:
@@ -111,7 +113,9 @@ def test_each_generation_of_pack_loads_its_own_graphs_and_no_others(
         (old, "int8"): {"text_embedding", "flowlm_step", "flow_head", "mimi_decoder"},
     }  # fmt: skip
     for (pack, precision), graphs in expected.items():
-        tts = PocketTTS.load(pack, precision=precision)
+        tts = PocketTTS.open(runtime="onnx", model_dir=pack, precision=precision)
         assert set(tts.runtime.loaded_graphs) == graphs, (pack.name, precision)
-        assert tts.synthesize("Hi.", tts.load_voice(voice_path), SpeakOptions(seed=1)).size
-    assert PocketTTS.load(old).runtime.batch_unavailable_reason is not None
+        assert tts.synthesize("Hi.", tts.voices.load(voice_path), SpeakOptions(seed=1)).size
+    assert (
+        PocketTTS.open(runtime="onnx", model_dir=old).runtime.batch_unavailable_reason is not None
+    )

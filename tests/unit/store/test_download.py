@@ -330,21 +330,21 @@ def test_bf16_checkpoint_and_voices_of_every_format_from_the_hub(hub) -> None:
     constants = load_file(str(pack / "constants.safetensors"))
     fixture = load_file(str(TINY / "model.safetensors"))
     assert np.array_equal(constants["emb_std"], bf16_round(fixture["flow_lm.emb_std"]))
-    tts = PocketTTS.load(pack)
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack)
 
     with pytest.warns(VoiceWarning, match="ignored 1 tensor.*extra/notes"):
-        state = tts.load_voice(store.resolve_voice("english", BF16_STATE_VOICE))
+        state = tts.voices.load(store.resolve_voice("english", BF16_STATE_VOICE))
     reference = load_file(str(TINY / "voice.safetensors"))
     cache = reference["transformer.layers.0.self_attn/cache"]
     assert np.array_equal(state.keys[0], bf16_round(cache[0, 0, : state.length]))
-    prompt = tts.load_voice(store.resolve_voice("english", TINY_PROMPT_VOICE))
+    prompt = tts.voices.load(store.resolve_voice("english", TINY_PROMPT_VOICE))
     assert prompt.conditioning is not None and prompt.conditioning.shape == (20, 64)
     for voice in (state, prompt):
         audio = tts.synthesize("Hello there.", voice, seed=1)
         assert audio.size and np.isfinite(audio).all() and np.abs(audio).max() > 0
     real = store.resolve_voice("english", REAL_PROMPT_VOICE)
     with pytest.raises(VoiceError, match="1024 wide .* this model's d_model is 64") as info:
-        tts.load_voice(real)
+        tts.voices.load(real)
     one_line(info.value)
 
 

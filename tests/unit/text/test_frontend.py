@@ -732,10 +732,10 @@ def test_script_without_normalising_is_the_reference_chunking(
     pocket-tts's ``generate_audio_stream`` would speak: prompts, ids, budgets, tails.
     (No chunk here is over 50 tokens, where ours cuts at words and pocket-tts does not.)"""
     pack = FIXTURES / "tiny" / "pack"
-    tts = pocketcli.PocketTTS.load(pack)
+    tts = pocketcli.PocketTTS.open(runtime="onnx", model_dir=pack)
     theirs = reference.conditioner.SentencePieceTokenizer(
-        tts.tokenizer.vocab_size, str(TOKENIZER_FILES["model"])
+        tts._tokenizer.vocab_size, str(TOKENIZER_FILES["model"])
     )
-    expected = reference_plan(reference, theirs, text, tts.rules, 50, None, reference_frame_rate)
+    expected = reference_plan(reference, theirs, text, tts._rules, 50, None, reference_frame_rate)
     script = tts.script(text, normalize=False, max_tokens=50)
     assert [astuple(item) for item in script] == expected

@@ -32,12 +32,12 @@ TOLERANCE = 1e-4
 
 @pytest.fixture(scope="module")
 def tts(pack_dir: Path) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 @pytest.fixture(scope="module")
 def cloned(tts: PocketTTS, fixture_dir: Path, reference: dict) -> VoiceState:
-    return tts.clone_voice(fixture_dir / reference["clone"]["prompt"])
+    return tts.voices.clone(fixture_dir / reference["clone"]["prompt"])
 
 
 def _assert_same_state(a: VoiceState, b: VoiceState, tolerance: float = TOLERANCE) -> None:
@@ -64,36 +64,36 @@ def test_audio_from_the_clone_equals_the_oracle(tts, cloned, fixture_dir, refere
 
 def test_array_input_equals_file_input(tts, cloned, fixture_dir, reference) -> None:
     samples, rate = sf.read(fixture_dir / reference["clone"]["prompt"], dtype="float32")
-    again = tts.clone_voice(samples, rate)
+    again = tts.voices.clone(samples, rate)
     _assert_same_state(again, cloned, 0.0)
     with pytest.raises(ValueError, match="sample_rate"):
-        tts.clone_voice(samples)
+        tts.voices.clone(samples)
 
 
 def test_bin_round_trip(tts, cloned, tmp_path) -> None:
     path = tmp_path / "voice.bin"
-    tts.save_voice(cloned, path)
+    tts.voices.save(cloned, path)
     frames = cloned.conditioning.shape[0]
     assert path.stat().st_size == frames * 64 * 4
     raw = np.fromfile(path, "<f4").reshape(frames, 64)
     assert np.array_equal(raw, cloned.conditioning)
-    loaded = tts.load_voice(path)
+    loaded = tts.voices.load(path)
     _assert_same_state(loaded, cloned, 0.0)
-    tts.save_voice(loaded, tmp_path / "again.bin")  # a .bin voice keeps its frames
+    tts.voices.save(loaded, tmp_path / "again.bin")  # a .bin voice keeps its frames
     assert (tmp_path / "again.bin").read_bytes() == path.read_bytes()
     assert not list(tmp_path.glob(".*part"))
 
 
 def test_safetensors_round_trip(tts, cloned, tmp_path) -> None:
     path = tmp_path / "voice.safetensors"
-    tts.save_voice(cloned, path)
-    loaded = tts.load_voice(path)
+    tts.voices.save(cloned, path)
+    loaded = tts.voices.load(path)
     _assert_same_state(loaded, cloned, 0.0)
     assert loaded.conditioning is None
     with pytest.raises(VoiceError, match="save it as .safetensors"):
-        tts.save_voice(loaded, tmp_path / "no.bin")
+        tts.voices.save(loaded, tmp_path / "no.bin")
     with pytest.raises(VoiceError, match="unknown voice file type '.npy'"):
-        tts.save_voice(cloned, tmp_path / "voice.npy")
+        tts.voices.save(cloned, tmp_path / "voice.npy")
 
 
 def test_long_conditioning_is_cut_to_125_frames(tmp_path) -> None:
@@ -117,7 +117,7 @@ def test_bad_bin_files_are_refused(tts, tmp_path, data: bytes, message: str) -> 
     path = tmp_path / "bad.bin"
     path.write_bytes(data)
     with pytest.raises(VoiceError, match=message):
-        tts.load_voice(path)
+        tts.voices.load(path)
 
 
 def test_a_voice_for_another_model_size_names_the_mismatch(tts, tmp_path) -> None:
@@ -130,14 +130,14 @@ def test_a_voice_for_another_model_size_names_the_mismatch(tts, tmp_path) -> Non
     heads = tuple(rng.standard_normal((5, 8, 8)).astype(np.float32) for _ in range(2))
     save_voice_state(VoiceState(heads, heads), path)
     with pytest.raises(VoiceError, match=r"heads x head_dim \[8, 8\]"):
-        tts.load_voice(path)
+        tts.voices.load(path)
     int_cache = {
         "transformer.layers.0.self_attn/cache": np.zeros((2, 1, 3, 4, 16), np.int32),
         "transformer.layers.0.self_attn/offset": np.array([3], np.int64),
     }
     save_file(int_cache, str(path))
     with pytest.raises(VoiceError, match="dtype int32"):
-        tts.load_voice(path)
+        tts.voices.load(path)
 
 
 def test_encoder_shapes_match_the_checkpoint(fixture_dir) -> None:
@@ -187,10 +187,10 @@ def test_pack_without_cloning_weights_says_so(fixture_dir, tmp_path, how, reason
     manifest = PackManifest.read(pack)
     assert manifest.voice_cloning is False and reason in manifest.voice_cloning_note
     assert "mimi_encoder" not in manifest.graphs["fp32"]
-    tts = PocketTTS.load(pack)
-    assert not tts.supports_voice_cloning
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack)
+    assert not tts.voices.cloning_available
     with pytest.raises(VoiceCloningUnavailable) as info:
-        tts.clone_voice(np.zeros(48_000, np.float32), 24_000)
+        tts.voices.clone(np.zeros(48_000, np.float32), 24_000)
     message = str(info.value)
     assert "kyutai/pocket-tts" in message and "accept its terms" in message
     assert "hf auth login" in message and reason in message and "\n" not in message
@@ -200,8 +200,8 @@ def test_int8_pack_clones_with_the_fp32_encoder(pack_dir, cloned, fixture_dir, r
     """int8 packs share the fp32 encoder graph; only the FlowLM prefill is quantised."""
     manifest = PackManifest.read(pack_dir)
     assert manifest.graphs["int8"]["mimi_encoder"] == manifest.graphs["fp32"]["mimi_encoder"]
-    int8 = PocketTTS.load(pack_dir, precision="int8")
-    voice = int8.clone_voice(fixture_dir / reference["clone"]["prompt"])
+    int8 = PocketTTS.open(runtime="onnx", model_dir=pack_dir, precision="int8")
+    voice = int8.voices.clone(fixture_dir / reference["clone"]["prompt"])
     assert np.array_equal(voice.conditioning, cloned.conditioning)
     assert voice.length == cloned.length
     assert all(np.isfinite(k).all() for k in voice.keys + voice.values)
@@ -211,11 +211,11 @@ def test_api_notices_are_python_warnings_without_a_callback(tts, tmp_path) -> No
     t = np.arange(32 * 16_000) / 16_000
     audio = (0.3 * np.sin(2 * np.pi * 180 * t) * (0.6 + 0.4 * np.sin(6 * t))).astype(np.float32)
     with pytest.warns(VoiceWarning, match="32.0 s long: only its first 30 s") as caught:
-        voice = tts.clone_voice(audio, 16_000)
+        voice = tts.voices.clone(audio, 16_000)
     assert caught[0].filename == __file__  # points at the caller
     assert voice.conditioning.shape[0] > BIN_MAX_FRAMES
     with pytest.warns(VoiceWarning, match=f"kept the first {BIN_MAX_FRAMES}"):
-        tts.save_voice(voice, tmp_path / "v.bin")
+        tts.voices.save(voice, tmp_path / "v.bin")
     seen: list[str] = []
-    tts.save_voice(voice, tmp_path / "w.bin", on_warning=seen.append)
+    tts.voices.save(voice, tmp_path / "w.bin", on_warning=seen.append)
     assert len(seen) == 1

@@ -30,7 +30,7 @@ WIDTH = 64  # the tiny fixture model's d_model
 
 @pytest.fixture(scope="module")
 def tts(pack_dir) -> PocketTTS:
-    return PocketTTS.load(pack_dir)
+    return PocketTTS.open(runtime="onnx", model_dir=pack_dir)
 
 
 def one_line(exc: BaseException) -> str:
@@ -67,7 +67,7 @@ def test_kyutai_2026_01_voices_are_recognised(name, frames) -> None:
 def test_a_real_voice_on_a_narrower_model_names_both_widths(tts) -> None:
     path = REAL_VOICES / "fantine.safetensors"
     with pytest.raises(VoiceError) as info:
-        tts.load_voice(path)
+        tts.voices.load(path)
     assert one_line(info.value) == (
         f"{path}: voice in it is 1024 wide (made for a model with d_model 1024),"
         " but this model's d_model is 64"
@@ -82,11 +82,11 @@ def test_the_web_demo_voices_bin_is_rebuilt_bit_for_bit_and_read_by_name(tts, tm
     assert vf.format == "voices-bin" and vf.names == ("cosette", "jean", "fantine")
     assert [(v.frames, v.width) for v in vf.voices] == [(125, 1024), (125, 1024), (132, 1024)]
     with pytest.raises(VoiceError, match="holds 3 voices \\(cosette, jean, fantine\\): choose"):
-        tts.load_voice(path)
+        tts.voices.load(path)
     with pytest.raises(VoiceError, match="no voice 'alba'; its voices: cosette, jean, fantine"):
-        tts.load_voice(path, "alba")
+        tts.voices.load(path, "alba")
     with pytest.raises(VoiceError, match="voice 'jean' is 1024 wide") as info:
-        tts.load_voice(path, "jean")
+        tts.voices.load(path, "jean")
     one_line(info.value)
 
 
@@ -117,7 +117,7 @@ def test_every_conditioning_format_gives_the_same_voice(tts, tmp_path) -> None:
     voices = {}
     for fmt, path in _formats(tmp_path, c).items():
         assert identify(path).format == fmt
-        voices[fmt] = tts.load_voice(path, "me" if fmt == "voices-bin" else None)
+        voices[fmt] = tts.voices.load(path, "me" if fmt == "voices-bin" else None)
     reference = voices.pop("fluidaudio-bin")  # the format pockettts has always read
     assert reference.length == 13  # bos_before_voice + 12 frames
     for fmt, voice in voices.items():
@@ -128,7 +128,7 @@ def test_every_conditioning_format_gives_the_same_voice(tts, tmp_path) -> None:
 
 def test_bf16_and_f16_states_are_the_rounded_f32_state(tts, tmp_path, voice_path) -> None:
     state = load_file(str(voice_path))
-    f32 = tts.load_voice(voice_path)
+    f32 = tts.voices.load(voice_path)
     for dtype, rounding in (
         ("BF16", tensorfiles.bf16_round),
         ("F16", lambda a: a.astype(np.float16).astype(np.float32)),
@@ -137,7 +137,7 @@ def test_bf16_and_f16_states_are_the_rounded_f32_state(tts, tmp_path, voice_path
         path = tensorfiles.write_arrays(tmp_path / f"{dtype}.voice", state, kinds)
         vf = identify(path)
         assert vf.format == "kyutai-state" and vf.voices[0].dtype == dtype
-        voice = tts.load_voice(path)
+        voice = tts.voices.load(path)
         assert voice.length == f32.length
         assert np.array_equal(voice.keys[1], rounding(f32.keys[1]))
         assert not np.array_equal(voice.keys[1], f32.keys[1])
@@ -149,12 +149,12 @@ def test_unknown_tensors_next_to_known_ones_are_ignored_with_a_notice(tts, tmp_p
     path = tmp_path / "extra.safetensors"
     save_file(state, str(path))
     with pytest.warns(VoiceWarning, match="ignored 1 tensor\\(s\\) .*: speaker/name"):
-        voice = tts.load_voice(path)
-    assert voice.length == tts.load_voice(voice_path).length
+        voice = tts.voices.load(path)
+    assert voice.length == tts.voices.load(voice_path).length
     prompt = tmp_path / "prompt.safetensors"
     save_file({"audio_prompt": cond(5)[None], "mean": np.zeros(64, np.float32)}, str(prompt))
     notes: list[str] = []
-    assert tts.load_voice(prompt, on_warning=notes.append).length == 6
+    assert tts.voices.load(prompt, on_warning=notes.append).length == 6
     assert len(notes) == 1 and "mean" in notes[0]
 
 
@@ -186,7 +186,7 @@ def test_files_matching_no_format_say_what_is_accepted(tts, tmp_path, make, mess
     if not path.exists():  # np.save appends .npy
         path = path.with_suffix(".safetensors.npy")
     with pytest.raises(VoiceError, match=message) as info:
-        tts.load_voice(path)
+        tts.voices.load(path)
     one_line(info.value)
 
 
@@ -194,9 +194,9 @@ def test_the_125_frame_rule_still_holds_for_fluidaudio_bin_only(tts, tmp_path) -
     raw = tmp_path / "long.bin"
     cond(126).astype("<f4").tofile(raw)
     with pytest.raises(VoiceError, match="too large: 126 frames, at most 125"):
-        tts.load_voice(raw)
+        tts.voices.load(raw)
     prompt = tensorfiles.write_arrays(tmp_path / "long.st", {"audio_prompt": cond(126)}, "BF16")
-    assert tts.load_voice(prompt).length == 127  # Kyutai's embeddings have no such limit
+    assert tts.voices.load(prompt).length == 127  # Kyutai's embeddings have no such limit
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -214,7 +214,7 @@ def test_a_corrupted_voices_bin_is_a_clean_error_or_a_voice(tts, tmp_path_factor
         vf = identify(path)
         if vf.format == "voices-bin":
             assert sum(4 * v.frames * v.width + 40 for v in vf.voices) + 4 == len(raw)
-        tts.load_voice(path, vf.names[0] if vf.names else None)
+        tts.voices.load(path, vf.names[0] if vf.names else None)
     except VoiceError as exc:
         one_line(exc)
 
@@ -302,7 +302,7 @@ def test_tts_reports_ignored_tensors_once_and_quiet_keeps_the_one_line(
 def test_a_legacy_state_with_current_end_instead_of_offset(tts, tmp_path, voice_path) -> None:
     """Kyutai's older states mark their length by the shape of a ``current_end`` tensor."""
     state = load_file(str(voice_path))
-    f32 = tts.load_voice(voice_path)
+    f32 = tts.voices.load(voice_path)
     legacy = {}
     for key, value in state.items():
         if key.endswith("/offset"):
@@ -310,7 +310,7 @@ def test_a_legacy_state_with_current_end_instead_of_offset(tts, tmp_path, voice_
         elif key.endswith("/cache"):
             legacy[key] = value
     path = tensorfiles.write_arrays(tmp_path / "legacy.safetensors", legacy, "BF16")
-    voice = tts.load_voice(path)
+    voice = tts.voices.load(path)
     assert voice.length == f32.length
     assert np.array_equal(voice.values[0], tensorfiles.bf16_round(f32.values[0]))
 
@@ -335,11 +335,11 @@ def test_container_names_are_case_insensitive_but_exact_names_win(tts, tmp_path)
     path = tmp_path / "voices.bin"
     voices = {"Eve": cond(4, 1), "eve": cond(5, 2), "Jo": cond(6, 3)}
     path.write_bytes(tensorfiles.voices_bin(voices))
-    assert tts.load_voice(path, "Eve").length == 5  # bos_before_voice + 4 frames
-    assert tts.load_voice(path, "eve").length == 6
-    assert tts.load_voice(path, "JO").length == 7
+    assert tts.voices.load(path, "Eve").length == 5  # bos_before_voice + 4 frames
+    assert tts.voices.load(path, "eve").length == 6
+    assert tts.voices.load(path, "JO").length == 7
     with pytest.raises(VoiceError, match="no voice 'EVE'; its voices: Eve, eve, Jo"):
-        tts.load_voice(path, "EVE")  # two names differ only in case: say so, pick none
+        tts.voices.load(path, "EVE")  # two names differ only in case: say so, pick none
 
 
 def test_inspect_a_folder_says_so_and_help_names_path(tmp_path) -> None:
@@ -356,6 +356,6 @@ def test_a_fluidaudio_bin_of_another_width_points_at_inspect(tts, tmp_path) -> N
     path = tmp_path / "cosette.bin"
     load_file(str(REAL_VOICES / "cosette.safetensors"))["audio_prompt"][0].tofile(path)
     with pytest.raises(VoiceError, match="pockettts inspect") as info:
-        tts.load_voice(path)
+        tts.voices.load(path)
     one_line(info.value)
     assert "width 1024" in run("inspect", str(path)).stdout
