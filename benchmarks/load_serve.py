@@ -180,10 +180,13 @@ def start_pockettts(
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     url = None
+    said: list[str] = []  # what the server printed before it died, to say why
     while url is None:
         line = proc.stderr.readline()
         if not line:
-            sys.exit(f"pockettts serve did not start (exit {proc.wait()})")
+            why = said[-1] if said else "nothing on stderr"
+            sys.exit(f"pockettts serve did not start (exit {proc.wait()}): {why}")
+        said.append(line.decode(errors="replace").strip())
         entry = json.loads(line) if line.startswith(b"{") else {}
         if entry.get("event") == "listening":
             url = entry["url"]
@@ -224,13 +227,16 @@ NO_EOS = 1e9  # an EOS logit never reaches this: every request runs to its frame
 
 def eos_disabled_pack(pack: Path, out: Path) -> Path:
     """``pack`` seen through ``out``: its files linked, pack.json's EOS threshold at NO_EOS."""
+    from pocketcli.packs.manifest import seal
+
     out.mkdir(parents=True, exist_ok=True)
     for file in pack.iterdir():
         if file.name not in ("pack.json", ".pockettts-verified.json"):
             (out / file.name).symlink_to(file.resolve())
     manifest = json.loads((pack / "pack.json").read_text(encoding="utf-8"))
     manifest["config"]["default_eos_threshold"] = NO_EOS
-    (out / "pack.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    # Sealed again, as the pack builder does: a manifest edited without it reads as damaged.
+    (out / "pack.json").write_text(json.dumps(seal(manifest), indent=2), encoding="utf-8")
     return out
 
 

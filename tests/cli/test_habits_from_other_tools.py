@@ -86,5 +86,5 @@ def test_an_unwritable_metrics_file_is_found_before_synthesis(pack_dir, tmp_path
 def test_serve_takes_kyutais_default_voice_flag(pack_dir) -> None:
     pytest.importorskip("fastapi")
     r = run("serve", "--model-dir", str(pack_dir), "--default-voice", "nobody")
-    assert r.returncode == 1  # the voice is checked (and refused) before anything loads
+    assert r.returncode == 2  # a usage error, checked (and refused) before anything loads
     assert r.stderr.decode().startswith("pockettts: error: voice 'nobody' is not in ")

@@ -287,6 +287,10 @@ def test_a_socket_closing_or_cancelling_stops_every_stream_it_started() -> None:
             ws = await websockets.connect(ws_url)
             await three_turns(ws)
             await ws.send(_send("text", text="And a turn left open, waiting for more."))
+            # The server reads frames in order: its pong says it has read all four turns'
+            # text (a socket lost first drops what it had not read: no turn, no record).
+            await ws.send(_send("ping"))
+            await _collect(ws, lambda f: f.get("type") == "pong")
             ws.transport.abort()  # gone, without a close frame
 
         run_async(closed())

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+from pocketcli.packs.manifest import seal
 from tests.cli.batch.test_run import batch, records
 
 LONG = "This first line is long, so that it goes on for a good while. " * 4
@@ -16,13 +17,14 @@ LINES = f"long|{LONG}\nshort|Hi.\n".encode()
 
 
 def _pack_built_before_batching(pack_dir: Path, out: Path) -> Path:
-    """The tiny pack as packs built before batching are: no batched graphs listed."""
+    """The tiny pack as packs built before batching are: no batched graphs listed (and
+    the manifest sealed again, as the builder of such a pack would have written it)."""
     shutil.copytree(pack_dir, out)
     data = json.loads((out / "pack.json").read_text(encoding="utf-8"))
     for graphs in data["graphs"].values():
         for name in [n for n in graphs if "batch" in n]:
             graphs.pop(name)
-    (out / "pack.json").write_text(json.dumps(data), encoding="utf-8")
+    (out / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
     return out
 
 
