@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pocketcli import PocketTTS  # noqa: E402
+from pocketcli.options import SpeakOptions  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     build_reference,
@@ -311,7 +312,11 @@ def main() -> None:
             return (
                 f.audio
                 for f in ours.stream(
-                    TEXT, voice, seed=0, frames_after_eos=FRAMES_AFTER_EOS, normalize=False
+                    TEXT,
+                    voice,
+                    options=SpeakOptions(
+                        seed=0, frames_after_eos=FRAMES_AFTER_EOS, normalize=False
+                    ),
                 )
             )
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pocketcli import PocketTTS
+from pocketcli.options import SpeakOptions
 
 TEXT = "Hello world. I am Kyutai's Pocket TTS. I'm fast enough to run on small CPUs."
 
@@ -32,7 +33,9 @@ def run(tts: PocketTTS, voice, repeats: int) -> tuple[np.ndarray, float, float]:
         start = time.perf_counter()
         first = None
         frames = []
-        for frame in tts.stream(TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False):
+        for frame in tts.stream(
+            TEXT, voice, options=SpeakOptions(temperature=0.0, eos_threshold=1e9, normalize=False)
+        ):
             if first is None:
                 first = time.perf_counter() - start
             frames.append(frame.audio)

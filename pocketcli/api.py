@@ -228,16 +228,15 @@ class PocketTTS:
         noise: NoiseSource | None = None,
         on_warning: Callable[[str], None] | None = None,
         on_chunk: Callable[[ChunkTrace], None] | None = None,
-        **overrides: Any,
     ) -> Iterator[Frame]:
         """Yields frames as they are generated, by the model's scheduler (a stream
         among the others it speaks at the same time, from any thread; alone, a
         scheduler of one row). Closing the iterator cancels the stream; a reader
         that stops reading stops generation ``MAX_AHEAD_FRAMES`` frames ahead.
 
-        ``options`` is a ``SpeakOptions``; keyword ``overrides`` (``seed=1``,
-        ``temperature=0.7``...) change single fields of it. ``noise``
-        replaces the seeded Gaussian noise (tests inject the oracle's).
+        ``options`` is a ``SpeakOptions`` (the only way options arrive: one field
+        changed is ``opts.with_(seed=1)``). ``noise`` replaces the seeded
+        Gaussian noise (tests inject the oracle's).
 
         With ``output_chain`` on (the default) each frame has been through the
         causal part of FluidAudio's chain (80 Hz high-pass, de-essing shelf),
@@ -249,7 +248,7 @@ class PocketTTS:
         (a built-in name or a voice file).
         """
         voice = self._as_voice(voice)
-        opts = (options or SpeakOptions()).with_(**overrides)
+        opts = _options(options)
         # Planned lazily: a long text is never held as one list of chunks.
         chunks = self._script(
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
@@ -311,8 +310,7 @@ class PocketTTS:
                 "options",
             )
         resolved = [
-            (self._as_voice(v), o or SpeakOptions())
-            for v, o in zip(voice_list, opts_list, strict=True)
+            (self._as_voice(v), _options(o)) for v, o in zip(voice_list, opts_list, strict=True)
         ]
 
         def speak(i: int) -> np.ndarray:
@@ -339,7 +337,7 @@ class PocketTTS:
         """``synthesize`` for an event loop: awaiting many of these (``asyncio.gather``)
         speaks them together on the scheduler, and the loop is never blocked."""
         frames = self.stream(text, voice, options)
-        opts = options or SpeakOptions()
+        opts = _options(options)
         loop = asyncio.get_running_loop()
         sentinel = object()
         pieces: list[np.ndarray] = []
@@ -385,14 +383,13 @@ class PocketTTS:
         options: SpeakOptions | None = None,
         *,
         on_warning: Callable[[str], None] | None = None,
-        **overrides: Any,
     ) -> Session:
         """A live session (FluidAudio's ``makeSession``): ``enqueue(text)`` from any
         thread while frames are read, ``finish()``, ``cancel()``; see ``pocketcli.session``.
         ``voice`` is a voice state, or a built-in name or voice file (``voices.get(...)``)."""
         from pocketcli.session import Session
 
-        opts = (options or SpeakOptions()).with_(**overrides)
+        opts = _options(options)
         return Session(_SessionModel(self), self._as_voice(voice), opts, on_warning=on_warning)
 
     def synthesize(
@@ -400,17 +397,20 @@ class PocketTTS:
         text: str,
         voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
-        **kwargs: Any,
+        *,
+        noise: NoiseSource | None = None,
+        on_warning: Callable[[str], None] | None = None,
+        on_chunk: Callable[[ChunkTrace], None] | None = None,
     ) -> np.ndarray:
         """The whole utterance as float32 samples at ``sample_rate``: what
         ``pockettts tts`` writes for the same options (with ``output_chain``,
         FluidAudio's high-pass, de-essing shelf and peak normalisation; without
         it the model's raw audio; ``peak_normalize`` alone: FluidAudio's --no-deess)."""
-        opts = (options or SpeakOptions()).with_(
-            **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
+        opts = _options(options)
+        frames = self.stream(
+            text, voice, opts, noise=noise, on_warning=on_warning, on_chunk=on_chunk
         )
-        keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
-        return _joined([f.audio for f in self.stream(text, voice, opts, **keywords)], opts)
+        return _joined([f.audio for f in frames], opts)
 
     def synthesize_to_file(
         self,
@@ -419,7 +419,10 @@ class PocketTTS:
         voice: VoiceState | str | Path | None = None,
         options: SpeakOptions | None = None,
         format: str | None = None,
-        **kwargs: Any,
+        *,
+        noise: NoiseSource | None = None,
+        on_warning: Callable[[str], None] | None = None,
+        on_chunk: Callable[[ChunkTrace], None] | None = None,
     ) -> float:
         """Speaks ``text`` into an audio file and returns its length in seconds.
 
@@ -427,18 +430,18 @@ class PocketTTS:
         ogg, opus, mp3, s16le, f32le; default: from the file name, else wav).
         Frames are streamed to a hidden file beside ``path`` as they are made
         (memory does not grow with the text), which replaces ``path`` only once
-        complete: a failure or an interrupt leaves no partial file. Keywords as
-        ``synthesize`` (``seed=``, ``on_warning=``, ``on_chunk=``...).
+        complete: a failure or an interrupt leaves no partial file. ``noise``,
+        ``on_warning`` and ``on_chunk`` as ``stream``.
         """
         from pocketcli.audio.output import open_audio_writer
 
-        opts = (options or SpeakOptions()).with_(
-            **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
-        )
-        keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
+        opts = _options(options)
         rate = self.sample_rate
         with open_audio_writer(path, format, rate, peak_normalize=opts.peak_normalized) as out:
-            for frame in self.stream(text, voice, opts, **keywords):
+            frames = self.stream(
+                text, voice, opts, noise=noise, on_warning=on_warning, on_chunk=on_chunk
+            )
+            for frame in frames:
                 out.write(frame.audio, speech=not frame.is_pause)
         return out.samples / rate
 
@@ -453,7 +456,13 @@ class ChosenVoice:
     path: Path | None = None
 
 
-_STREAM_KEYWORDS = frozenset({"noise", "on_warning", "on_chunk"})
+def _options(options: SpeakOptions | None) -> SpeakOptions:
+    """``options``, which must be a ``SpeakOptions`` (or None: the defaults)."""
+    if options is None:
+        return SpeakOptions()
+    if not isinstance(options, SpeakOptions):
+        raise TypeError(f"options must be a SpeakOptions, not {type(options).__name__}")
+    return options
 
 
 class _SessionModel:

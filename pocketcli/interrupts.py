@@ -15,7 +15,7 @@ machinery). Later signals are only recorded: raising again inside cleanup
 code is what used to leave tracebacks.
 
 The process then ends with ``hard_exit``: the registered temporary files are
-removed, one line goes to stderr (none for Ctrl-C and SIGTERM to a server:
+removed, one line goes to stderr (none for Ctrl-C and SIGTERM to ``tts`` or a server:
 ``stop_quietly``) and ``os._exit`` ends it, skipping
 interpreter shutdown (where ONNX Runtime's threads could hang it or abort it
 with "terminate called without an active exception"). A watchdog thread
@@ -85,10 +85,24 @@ def stop_word() -> str:
 
 def stop_quietly() -> None:
     """From now on Ctrl-C and SIGTERM end the process with their exit status (130, 143)
-    and no error line: for the servers (``serve``, ``wyoming``, ``mcp``), whose normal
-    stop they are. Other signals (a hang-up...) still say what stopped it."""
+    and no error line: for ``tts`` and the servers (``serve``, ``wyoming``, ``mcp``),
+    whose normal stop they are. Other signals (a hang-up...) still say what stopped it."""
     global _quiet
     _quiet = True
+
+
+# The commands whose normal stop is Ctrl-C or SIGTERM: the servers, and ``tts`` (a long
+# text, a batch, ``--follow`` or ``--play`` is stopped the same way; its output files are
+# atomic, so nothing half-written is left to warn about).
+QUIET_COMMANDS = frozenset({"tts", "serve", "wyoming", "mcp"})
+
+
+def stop_quietly_for(argv: list[str]) -> None:
+    """``stop_quietly`` when ``argv`` (the arguments after the program's name) runs one of
+    ``QUIET_COMMANDS``: decided before anything is imported, so a signal that arrives
+    while the command is still starting is as quiet as one during its work."""
+    if argv[:1] and argv[0] in QUIET_COMMANDS:
+        stop_quietly()
 
 
 def quiet_stop() -> bool:
@@ -158,10 +172,13 @@ def _on_unraisable(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
-def install_signal_handlers(*, armed: bool = True) -> None:
+def install_signal_handlers(*, armed: bool = True, quiet_for: list[str] | None = None) -> None:
     """``armed``: a signal raises (the caller has a handler ready to unwind); until
-    then, as while the console script is still importing, it ends the process at once."""
+    then, as while the console script is still importing, it ends the process at once.
+    ``quiet_for``: the command line's arguments, for ``stop_quietly_for``."""
     global _armed
+    if quiet_for is not None:
+        stop_quietly_for(quiet_for)
     _armed = _armed or armed
     # Blocked while installing: one arriving between two installs would otherwise find
     # its default action (SIGTERM: a silent death) or a half-installed set. It waits,

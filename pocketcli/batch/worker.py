@@ -116,9 +116,8 @@ class LineWorker:
                 job.text,
                 part,
                 self.voice,
-                self.options,
+                self.options.with_(seed=job.seed),
                 format="wav",
-                seed=job.seed,
                 on_warning=result.warnings.append,
                 on_chunk=traces.append,
             )

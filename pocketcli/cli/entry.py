@@ -7,11 +7,13 @@ anything else) make that a clean exit 130/143 as well.
 
 from __future__ import annotations
 
+import sys
+
 from pocketcli.interrupts import install_signal_handlers
 
-install_signal_handlers(armed=False)  # until run() can unwind, a signal ends it at once
-
-import sys  # noqa: E402 - after the handlers, on purpose  # noqa: E402
+# Until run() can unwind, a signal ends it at once; for tts and the servers, Ctrl-C and
+# SIGTERM without a line (their normal stop), from the very first moment.
+install_signal_handlers(armed=False, quiet_for=sys.argv[1:])
 
 from pocketcli.cli.signals import exit_for_signal  # noqa: E402
 from pocketcli.cli.stdio import (  # noqa: E402

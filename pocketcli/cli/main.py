@@ -37,6 +37,7 @@ from pocketcli.interrupts import (
     exit_status,
     install_signal_handlers,
     quiet_stop,
+    stop_quietly_for,
     stop_word,
     stopped_by,
 )
@@ -124,6 +125,7 @@ def run(argv: list[str] | None = None) -> None:
     from pocketcli.batch.argv import bare_ray_means_local
 
     argv = help_as_flag(bare_ray_means_local(sys.argv[1:] if argv is None else argv))
+    stop_quietly_for(argv)
     try:
         result = app(
             args=argv, prog_name="pockettts", standalone_mode=False, complete_var=COMPLETE_VAR
@@ -197,7 +199,7 @@ def _report(exc: BaseException, debug: bool, argv: list[str] | None = None) -> N
     except click.ClickException as exc:
         fail(exc.format_message(), exc.exit_code)
     except (click.Abort, KeyboardInterrupt, Terminated) as exc:
-        if quiet_stop():  # a server's normal stop: only the exit status says it
+        if quiet_stop():  # tts's or a server's normal stop: only the exit status says it
             raise SystemExit(exit_status() if stopped_by else 130) from None
         if isinstance(exc, Terminated):
             fail(stop_word(), exit_status())

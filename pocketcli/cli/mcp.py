@@ -68,9 +68,7 @@ def mcp_command(
     from pocketcli.mcp import require_extra
 
     require_extra()
-    from pocketcli.interrupts import stop_quietly
-
-    stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
+    # SIGTERM and Ctrl-C are how a server stops: quiet from the start (QUIET_COMMANDS).
     from pocketcli.audio.playback import parse_device
     from pocketcli.frontends import logs
     from pocketcli.frontends.admission import AdmissionLimits

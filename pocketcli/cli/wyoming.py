@@ -73,9 +73,7 @@ def wyoming_command(
     from pocketcli.wyoming import require_extra
 
     require_extra()
-    from pocketcli.interrupts import stop_quietly
-
-    stop_quietly()  # SIGTERM and Ctrl-C are how a server stops: no error line
+    # SIGTERM and Ctrl-C are how a server stops: quiet from the start (QUIET_COMMANDS).
     from pocketcli.frontends import logs
     from pocketcli.frontends.admission import AdmissionLimits
     from pocketcli.wyoming.handler import WyomingLimits

@@ -134,9 +134,17 @@ class _Tools:
         except VoiceUnreadable as exc:
             raise ToolError(str(exc)) from None
 
-    async def spoken(self, text: str, voice: VoiceState | None) -> np.ndarray:
-        """The whole speech of ``text``, made as an admitted stream (busy: a ToolError);
-        a call that is cancelled (its client gone) stops its stream."""
+    def check_speech(self, text: str) -> None:
+        """The text's own errors (markup, nothing to say) as a ToolError, before a stream
+        is asked for: ``speak`` answers before its text is spoken."""
+        try:
+            self.backend.tts.script(text)
+        except UserError as exc:  # MarkupError, EmptyTextError
+            raise ToolError(str(exc)) from None
+
+    def admitted(self, text: str, voice: VoiceState | None) -> ModelJob:
+        """The stream of ``text``, submitted to the admission every front end shares
+        (``synthesize`` and ``speak`` alike): busy or stopping is a one-line ToolError."""
         limits = self.settings.admission
         job = ModelJob(
             lambda: self.backend.frames(text, voice, SpeakOptions()),
@@ -149,6 +157,13 @@ class _Tools:
             raise ToolError(f"{exc} (at most {limits.max_streams} at once)") from None
         except ShuttingDown:
             raise ToolError("the server is stopping") from None
+        return job
+
+    async def spoken(self, text: str, voice: VoiceState | None) -> np.ndarray:
+        """The whole speech of ``text``, made as an admitted stream (busy: a ToolError);
+        a call that is cancelled (its client gone) stops its stream."""
+        limits = self.settings.admission
+        job = self.admitted(text, voice)
         parts: list[np.ndarray] = []
         try:
             while (got := await job.next())[0] != END:
@@ -162,10 +177,14 @@ class _Tools:
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
 
+def _deadline_message(seconds: float) -> str:
+    return f"no speech within the server's limit of {seconds:g} s"
+
+
 def _tool_error(error: BaseException, job: ModelJob, seconds: float) -> BaseException:
     if isinstance(error, Cancelled) or job.cancelled:
         if job.cancel_reason == "deadline":
-            return ToolError(f"no speech within the server's limit of {seconds:g} s")
+            return ToolError(_deadline_message(seconds))
         return ToolError(f"stopped: {job.cancel_reason or 'cancelled'}")
     if isinstance(error, UserError):  # MarkupError, EmptyTextError, OptionsError
         return ToolError(str(error))
@@ -173,7 +192,12 @@ def _tool_error(error: BaseException, job: ModelJob, seconds: float) -> BaseExce
 
 
 def build(backend: Backend, settings: McpSettings, runner: JobRunner) -> tuple[MCPServer, Speaker]:
-    speaker = Speaker(backend.tts, lambda: _device_sink(backend, settings), settings.max_queue)
+    seconds = settings.admission.request_seconds
+    speaker = Speaker(
+        lambda: _device_sink(backend, settings),
+        settings.max_queue,
+        lambda: _deadline_message(seconds),
+    )
     voices = VoiceBook(backend, settings.voice_dir)
     tools = _Tools(backend, settings, voices, speaker, runner)
     # The SDK's own log (a multi-line panel per failed call) only for real trouble: the
@@ -190,22 +214,26 @@ def _speaker_tools(server: MCPServer, tools: _Tools) -> None:
     speaker, settings = tools.speaker, tools.settings
 
     @server.tool()
-    def speak(
+    async def speak(
         text: str, voice: str | None = None, language: str | None = None, interrupt: bool = False
     ) -> str:
         """Read text aloud on this machine's speakers. Texts queue up and play in turn;
         interrupt=true stops what is playing first. voice: one of list_voices (default:
         the server's voice); language: the server's language (see list_voices)."""
-        resolved = tools.resolve(voice, language, text)
-        problem = _no_device(settings.device)
+        resolved = await anyio.to_thread.run_sync(tools.resolve, voice, language, text)
+        problem = await anyio.to_thread.run_sync(_no_device, settings.device)
         if problem is not None:
             raise ToolError(f"cannot speak here: {problem}; synthesize returns the audio instead")
+        await anyio.to_thread.run_sync(tools.check_speech, text)
+        if interrupt:
+            speaker.stop()
         try:
-            ahead = speaker.say(text, resolved.state, resolved.name, interrupt=interrupt)
+            speaker.check_room()
         except QueueFull as exc:
             raise ToolError(str(exc)) from None
-        except UserError as exc:  # MarkupError, EmptyTextError
-            raise ToolError(str(exc)) from None
+        # The same admission as synthesize: a text waiting for the speakers is a stream.
+        job = tools.admitted(text, resolved.state)
+        ahead = speaker.say(job, text, resolved.name)
         when = "now" if ahead == 0 else f"after {ahead} text{'s' if ahead > 1 else ''} before it"
         return f"speaking {len(text)} characters with voice {resolved.name} {when}"
 

@@ -1,29 +1,37 @@
-"""Speech on the speakers, queued: each ``say`` is one live session, played in turn.
+"""Speech on the speakers, queued: each ``say`` is one admitted stream, played in turn.
 
-A session is made (and its text checked) when the text is queued, so it is
-generated while the one before it plays; a thread plays the sessions in order
-through a fresh sink each (``PortAudioSink`` on the sound device). ``stop``
-cancels what is playing and drops what waits. At most ``max_queue`` texts
+A text's stream is a ``ModelJob`` of the server's admission, the one every
+front end goes through (``pocketcli.frontends.admission``): it is submitted
+when the text is queued (busy: refused there, as ``synthesize`` is), so it is
+generated while the one before it plays, and it counts against
+``--max-streams`` and ``--max-queue`` until its last frame is made. A thread
+plays the streams in order through a fresh sink each (``PortAudioSink`` on
+the sound device), reading each job's frames from the server's event loop.
+``stop`` cancels what is playing and what waits. At most ``max_queue`` texts
 wait; more are refused.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pocketcli import defaults
-from pocketcli.options import SpeakOptions
-from pocketcli.session import Session, play_session
+from pocketcli.frontends.admission import END, ERROR, Cancelled, ModelJob
 
 if TYPE_CHECKING:
-    from pocketcli.api import PocketTTS
+    import numpy as np
+
     from pocketcli.audio.playback import AudioSink
-    from pocketcli.voices.state import VoiceState
+
+STOPPED = "stopped"  # the cancel reason of a text stop_speaking (or an interrupt) drops
+_POLL_SECONDS = 0.25  # how often a reader waiting for a frame looks for a stop
 
 
 class QueueFull(Exception):
@@ -32,7 +40,8 @@ class QueueFull(Exception):
 
 @dataclass
 class _Item:
-    session: Session
+    job: ModelJob
+    loop: asyncio.AbstractEventLoop  # the loop the job's frames come through
     voice: str
     text: str
 
@@ -40,13 +49,13 @@ class _Item:
 class Speaker:
     def __init__(
         self,
-        tts: PocketTTS,
         make_sink: Callable[[], AudioSink],
         max_queue: int = defaults.MCP_MAX_QUEUE,
+        deadline_message: Callable[[], str] = lambda: "no speech in time",
     ) -> None:
-        self._tts = tts
         self._make_sink = make_sink
         self._max_queue = max_queue
+        self._deadline_message = deadline_message
         self._waiting: deque[_Item] = deque()
         self._playing: _Item | None = None
         self._sink: AudioSink | None = None
@@ -57,28 +66,23 @@ class Speaker:
         self._thread = threading.Thread(target=self._play, name="pockettts-speaker", daemon=True)
         self._thread.start()
 
-    def say(
-        self, text: str, voice: VoiceState | None, voice_name: str, *, interrupt: bool = False
-    ) -> int:
-        """Queues ``text`` (its errors raise here); returns how many texts are ahead of it."""
-        if interrupt:
-            self.stop()
+    def check_room(self) -> None:
+        """Raises ``QueueFull`` when ``max_queue`` texts already wait (before a stream
+        is asked of the admission for one more)."""
         with self._changed:
             if len(self._waiting) >= self._max_queue:
                 raise QueueFull(
                     f"{len(self._waiting)} texts are already waiting to be spoken; "
                     "call stop_speaking or wait"
                 )
-        session = self._tts.session(voice, SpeakOptions())
-        try:
-            session.enqueue(text)
-            session.finish()
-        except BaseException:
-            session.cancel()
-            raise
+
+    def say(self, job: ModelJob, text: str, voice_name: str) -> int:
+        """Queues an admitted ``job`` (called on its event loop); returns how many texts
+        are ahead of it."""
+        item = _Item(job, asyncio.get_running_loop(), voice_name, text)
         with self._changed:
             ahead = len(self._waiting) + (self._playing is not None)
-            self._waiting.append(_Item(session, voice_name, text))
+            self._waiting.append(item)
             self._changed.notify_all()
         return ahead
 
@@ -89,9 +93,9 @@ class Speaker:
             self._waiting.clear()
             playing, sink = self._playing, self._sink
         for item in dropped:
-            item.session.cancel(wait=False)
+            item.job.cancel(STOPPED)
         if playing is not None:
-            playing.session.cancel()
+            playing.job.cancel(STOPPED)
             if sink is not None:
                 with contextlib.suppress(Exception):  # it may have just finished on its own
                     sink.abort()
@@ -131,24 +135,55 @@ class Speaker:
                     return
                 item = self._waiting.popleft()
                 self._playing = item
-            sink: AudioSink | None = None
             try:
-                sink = self._make_sink()
-                with self._changed:
-                    self._sink = sink
-                play_session(item.session, [sink])
-                if not item.session.cancelled:
-                    sink.close()
-                    self.spoken += 1
-            except Exception as exc:  # a device that went away, a generation that failed
-                item.session.cancel()
-                if sink is not None:
-                    sink.abort()
-                self.errors.append(str(exc) or type(exc).__name__)
+                self._play_one(item)
             finally:
                 with self._changed:
                     self._playing, self._sink = None, None
                     self._changed.notify_all()
+
+    def _play_one(self, item: _Item) -> None:
+        sink: AudioSink | None = None
+        try:
+            sink = self._make_sink()
+            with self._changed:
+                self._sink = sink
+            for audio in self._frames(item):
+                sink.write(audio)
+            sink.flush()
+            sink.close()
+            self.spoken += 1
+        except Exception as exc:  # stopped, its deadline, a device gone, a failed generation
+            item.job.cancel("failed")
+            if sink is not None:
+                with contextlib.suppress(Exception):
+                    sink.abort()
+            if item.job.cancel_reason == "deadline":
+                self.errors.append(self._deadline_message())
+            elif item.job.cancel_reason != STOPPED:
+                self.errors.append(str(exc) or type(exc).__name__)
+
+    def _frames(self, item: _Item) -> Iterator[np.ndarray]:
+        """The job's frames, as its event loop receives them, until its end."""
+        while True:
+            kind, value = self._next(item)
+            if kind == END:
+                return
+            if kind == ERROR:
+                raise value
+            yield value
+
+    def _next(self, item: _Item) -> tuple[str, object]:
+        """The job's next message, read on its loop; a stop (or the server closing)
+        ends the wait within ``_POLL_SECONDS`` whatever the loop does."""
+        future = asyncio.run_coroutine_threadsafe(item.job.next(), item.loop)
+        while True:
+            try:
+                return future.result(_POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                if item.job.cancelled or self._closed:
+                    future.cancel()
+                    raise Cancelled(item.job.cancel_reason or "cancelled") from None
 
 
 def _excerpt(text: str) -> str:

@@ -94,7 +94,7 @@ def test_ctrl_c_ends_with_130_and_a_complete_stream(pack_dir, voice_path) -> Non
     follower.proc.send_signal(signal.SIGINT)
     rc, stderr = follower.finish()
     assert rc == 130, stderr
-    assert stderr.decode().strip().splitlines()[-1] == "pockettts: error: interrupted"
+    assert stderr == b"", stderr  # Ctrl-C is how --follow ends: no error line
     out = follower.received()
     assert out[:4] == b"RIFF" and out[8:16] == b"WAVEfmt "
     assert (len(out) - HEADER) % 2 == 0

@@ -1,7 +1,8 @@
-"""Any sequence of SIGINT/SIGTERM at any moment: exit 130/143, one line, no traceback,
-nothing partial. Real console-script subprocesses. The watchdog bounds
-the time to stop (its own test makes the cleanup hang); the others wait on what the process
-does (its output file begun, its end) with a generous deadline, never on a guessed sleep."""
+"""Any sequence of SIGINT/SIGTERM at any moment: exit 130/143, no line (``tts`` stops
+quietly, as the servers do), no traceback, nothing partial. Real console-script
+subprocesses. The watchdog bounds the time to stop (its own test makes the cleanup hang);
+the others wait on what the process does (its output file begun, its end) with a generous
+deadline, never on a guessed sleep."""
 
 from __future__ import annotations
 
@@ -82,10 +83,9 @@ def _check_end(proc: subprocess.Popen, first: int, folder, ours: bool | None = N
         return False
     assert proc.returncode in EXPECTED[first], (proc.returncode, text)
     assert "Traceback" not in text and "terminate called" not in text, text
-    if proc.returncode > 0:  # our handler ran: exactly one line
-        assert text.count("\n") == 1 and text.startswith("pockettts: error: "), text
-    else:  # killed by the default action before Python set up any handler: silent
-        assert text == "", text
+    # Our handler ran (exit 130/143), or the default action killed it before Python set
+    # up any handler: either way silent, as Ctrl-C and SIGTERM are tts's normal stop.
+    assert text == "", text
     return True
 
 
@@ -121,7 +121,7 @@ def _inside_python_startup(stderr: str) -> bool:
         # A SIGINT in install_signal_handlers()'s first lines, before it blocks the stop
         # signals, still meets Python's default handler: that too is start-up. (Between
         # the installs the signals are blocked: test_signal_handlers_install_atomically.)
-        installing = (frame["code"] or "").startswith("install_signal_handlers(armed=False)") or (
+        installing = (frame["code"] or "").startswith("install_signal_handlers(armed=False") or (
             frame["where"] == "install_signal_handlers"
         )
         if not ((importing(frame) or installing) and first):

@@ -68,16 +68,16 @@ def test_default_options_are_the_cli_defaults(pack_dir, voice_path, tmp_path) ->
         tmp_path, "--model-dir", str(pack_dir), "--voice-file", str(voice_path), "--seed", "9"
     )
     tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
-    ours = tts.synthesize(TEXT, tts.voices.load(voice_path), seed=9)
+    ours = tts.synthesize(TEXT, tts.voices.load(voice_path), options=SpeakOptions(seed=9))
     assert np.abs(_as_int16(ours).astype(np.int32) - cli).max() <= 1
 
 
 def test_stream_is_synthesize_before_peak_normalisation(pack_dir, voice_path) -> None:
     tts = PocketTTS.open(model_dir=pack_dir)
     voice = tts.voices.get(str(voice_path))
-    frames = [f.audio for f in tts.stream(TEXT, voice, seed=3)]
-    whole = tts.synthesize(TEXT, voice, seed=3)
-    raw = tts.synthesize(TEXT, voice, seed=3, output_chain=False)
+    frames = [f.audio for f in tts.stream(TEXT, voice, options=SpeakOptions(seed=3))]
+    whole = tts.synthesize(TEXT, voice, options=SpeakOptions(seed=3))
+    raw = tts.synthesize(TEXT, voice, options=SpeakOptions(seed=3, output_chain=False))
     streamed = np.concatenate(frames)
     assert np.abs(streamed - OutputChain(tts.sample_rate).process(raw)).max() < 1e-6
     assert np.abs(peak_normalize(streamed) - whole).max() < 1e-6
@@ -118,7 +118,7 @@ def test_open_builds_a_config_from_the_hub_as_the_cli_does(hub, tmp_path) -> Non
     tts = PocketTTS.open(config=TINY_CONFIG, precision="INT8")
     assert tts._request.precision == "int8" and tts._request.runtime == "onnx"
     assert tts._pack_dir is not None and (tts._pack_dir / "pack.json").is_file()
-    assert tts.synthesize("Built in one line.", None, seed=1).size > 0
+    assert tts.synthesize("Built in one line.", None, options=SpeakOptions(seed=1)).size > 0
     hub.clear_log()
     again = PocketTTS.open(config=TINY_CONFIG, precision="int8", offline=True)
     assert again._pack_dir == tts._pack_dir and hub.requests() == []
@@ -190,10 +190,12 @@ def test_speak_options_refuse_bad_values(field, value) -> None:
 def test_synthesize_and_stream_take_a_voice_by_name_or_path(pack_dir, voice_path) -> None:
     """What tts.voices.get() takes works where a voice is expected (a newcomer's first try)."""
     tts = PocketTTS.open(model_dir=pack_dir)
-    expected = tts.synthesize("Hi.", tts.voices.get(voice_path), seed=2)
+    expected = tts.synthesize("Hi.", tts.voices.get(voice_path), options=SpeakOptions(seed=2))
     for given in (voice_path, str(voice_path)):
-        assert np.array_equal(tts.synthesize("Hi.", given, seed=2), expected)
-        streamed = np.concatenate([f.audio for f in tts.stream("Hi.", given, seed=2)])
+        assert np.array_equal(tts.synthesize("Hi.", given, options=SpeakOptions(seed=2)), expected)
+        streamed = np.concatenate(
+            [f.audio for f in tts.stream("Hi.", given, options=SpeakOptions(seed=2))]
+        )
         assert np.array_equal(peak_normalize(streamed), expected)
     with pytest.raises(TypeError, match="voice must be"):
         tts.synthesize("Hi.", 3)  # type: ignore[arg-type]

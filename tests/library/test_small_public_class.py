@@ -3,10 +3,13 @@ voices live on one object, and every runtime (CoreML too) opens through ``open``
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from pocketcli import PocketTTS
+from pocketcli import PocketTTS, SpeakOptions
 from pocketcli.errors import UserError
 from tests.support.paths import TINY
 
@@ -52,3 +55,31 @@ def test_coreml_opens_through_the_registry_like_every_runtime() -> None:
     # Not a Mac with Core ML: the registry says so before anything is read.
     with pytest.raises(UserError, match="(?i)core ?ml"):
         PocketTTS.open(model_dir=TINY_PACK, runtime="coreml")
+
+
+def _with_path(keywords: dict, where: str, folder: Path) -> dict:
+    return keywords | {"path": folder / "never.wav"} if where == "to_file" else keywords
+
+
+@pytest.mark.parametrize(
+    ("speak", "where"),
+    [
+        (lambda tts, kw: tts.synthesize("Hi.", None, **kw), "synthesize"),
+        (lambda tts, kw: tts.stream("Hi.", None, **kw), "stream"),
+        (lambda tts, kw: tts.session(None, **kw), "session"),
+        (lambda tts, kw: tts.synthesize_to_file("Hi.", kw.pop("path"), None, **kw), "to_file"),
+        (lambda tts, kw: tts.synthesize_many(["Hi."], None, **kw), "synthesize_many"),
+        (lambda tts, kw: asyncio.run(tts.asynthesize("Hi.", None, **kw)), "asynthesize"),
+    ],
+)
+def test_options_arrive_only_as_speak_options(tts: PocketTTS, speak, where, tmp_path) -> None:
+    """A keyword override (``seed=1``) is refused by Python itself, before anything is
+    spoken or written: options reach a method only as a ``SpeakOptions``."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'seed'"):
+        speak(tts, _with_path({"seed": 1}, where, tmp_path))
+    with pytest.raises(TypeError, match="SpeakOptions"):  # a dict is no options object either
+        speak(tts, _with_path({"options": {"seed": 1}}, where, tmp_path))
+    assert not list(tmp_path.iterdir())  # nothing written, not even a hidden part
+    # The same options as an object are taken (and seed them).
+    one = tts.synthesize("Hi.", None, SpeakOptions(seed=1))
+    assert np.array_equal(one, tts.synthesize("Hi.", None, SpeakOptions().with_(seed=1)))

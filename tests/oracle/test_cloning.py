@@ -29,6 +29,7 @@ from pocket_tts.data.audio_utils import convert_audio  # noqa: E402
 from pocket_tts.data.audio_utils import end_on_pause as torch_end_on_pause  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
+from pocketcli.options import SpeakOptions  # noqa: E402
 from pocketcli.voices.prompt import _torch_linspace, end_on_pause  # noqa: E402
 from pocketcli.voices.state import VoiceState  # noqa: E402
 from tests.support.reference import (  # noqa: E402
@@ -89,7 +90,9 @@ def _compare_states(ours: VoiceState, theirs: dict) -> None:
 
 def _speak_both(setup: Setup, ours: VoiceState, theirs: dict) -> tuple[np.ndarray, np.ndarray]:
     run = setup.ref.generate(TEXT, theirs, temperature=0.0, seed=0, eos_threshold=1e9)
-    audio = setup.tts.synthesize(TEXT, ours, temperature=0.0, eos_threshold=1e9, output_chain=False)
+    audio = setup.tts.synthesize(
+        TEXT, ours, options=SpeakOptions(temperature=0.0, eos_threshold=1e9, output_chain=False)
+    )
     return audio, run.audio
 
 
@@ -124,7 +127,7 @@ def test_voice_files_cross_both_ways(setup, prompts) -> None:
     loaded = setup.tts.voices.load(exported)
     _compare_states(loaded, theirs)
     audio = setup.tts.synthesize(
-        TEXT, loaded, temperature=0.0, eos_threshold=1e9, output_chain=False
+        TEXT, loaded, options=SpeakOptions(temperature=0.0, eos_threshold=1e9, output_chain=False)
     )
     assert np.abs(audio - from_theirs.audio).max() <= TOLERANCE
 

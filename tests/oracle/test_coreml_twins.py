@@ -26,7 +26,7 @@ from pocketcli.api import open_request  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.engine.chunk import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
-from pocketcli.options import ModelRequest  # noqa: E402
+from pocketcli.options import ModelRequest, SpeakOptions  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     Reference,
@@ -83,13 +83,21 @@ def _tts(s: Setup, placement: str = "gpu") -> PocketTTS:
 
 
 def _ours(
-    tts: PocketTTS, text: str = TEXT, max_tokens: int = MAX_TOKENS, **kwargs
+    tts: PocketTTS,
+    text: str = TEXT,
+    max_tokens: int = MAX_TOKENS,
+    noise: InjectedNoise | None = None,
+    **options,
 ) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
     voice = tts.runtime.load_voice("clone")  # constants_bin/clone.safetensors
     frames = list(
         tts.stream(
-            text, voice, max_tokens=max_tokens, on_chunk=traces.append, **kwargs, output_chain=False
+            text,
+            voice,
+            SpeakOptions(max_tokens=max_tokens, output_chain=False, **options),
+            noise=noise,
+            on_chunk=traces.append,
         )
     )
     return frames, traces

@@ -21,6 +21,7 @@ from pocket_tts.models.tts_model import TTSModel  # noqa: E402
 
 from pocketcli import PocketTTS, SpeakOptions  # noqa: E402
 from pocketcli.engine.chunk import ChunkTrace, Frame  # noqa: E402
+from pocketcli.engine.noise import NoiseSource  # noqa: E402
 from tests.oracle.test_engine import MAX_TOKENS, _compare  # noqa: E402
 from tests.oracle.test_engine import TEXT as SHORT_CHUNKS_TEXT  # noqa: E402
 from tests.support.reference import (  # noqa: E402
@@ -69,12 +70,18 @@ def setup(tmp_path_factory) -> Setup:
     )
 
 
-def _ours(setup: Setup, text: str, **options) -> tuple[list[Frame], list[ChunkTrace]]:
+def _ours(
+    setup: Setup, text: str, noise: NoiseSource | None = None, **options
+) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
     voice = setup.ours.voices.load(setup.voice_path)
     frames = list(
         setup.ours.stream(
-            text, voice, on_chunk=traces.append, normalize=False, output_chain=False, **options
+            text,
+            voice,
+            SpeakOptions(normalize=False, output_chain=False, **options),
+            noise=noise,
+            on_chunk=traces.append,
         )
     )
     return frames, traces

@@ -20,6 +20,7 @@ pytest.importorskip("pocket_tts")
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.engine.chunk import ChunkTrace, Frame  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
+from pocketcli.options import SpeakOptions  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     Reference,
@@ -69,18 +70,18 @@ def setup(request, tmp_path_factory) -> Setup:
     )
 
 
-def _ours(tts: PocketTTS, voice_path: Path, **kwargs) -> tuple[list[Frame], list[ChunkTrace]]:
+def _ours(
+    tts: PocketTTS, voice_path: Path, noise: InjectedNoise | None = None, **options
+) -> tuple[list[Frame], list[ChunkTrace]]:
     traces: list[ChunkTrace] = []
     voice = tts.voices.load(voice_path)
     frames = list(
         tts.stream(
             TEXT,
             voice,
-            max_tokens=MAX_TOKENS,
+            SpeakOptions(max_tokens=MAX_TOKENS, normalize=False, output_chain=False, **options),
+            noise=noise,
             on_chunk=traces.append,
-            normalize=False,
-            **kwargs,
-            output_chain=False,
         )
     )
     return frames, traces

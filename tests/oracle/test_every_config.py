@@ -28,6 +28,7 @@ pytest.importorskip("pocket_tts")
 from pocket_tts.utils.config import CONFIGS_DIR  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
+from pocketcli.options import SpeakOptions
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     build_reference,
@@ -123,10 +124,9 @@ def assert_speaks_as_the_oracle(ref, voice_state, tts: PocketTTS, tmp_path: Path
     ours = tts.synthesize(
         TEXT,
         tts.voices.load(tmp_path / "voice.safetensors"),
-        temperature=0.0,
-        eos_threshold=1e9,
-        normalize=False,
-        output_chain=False,
+        options=SpeakOptions(
+            temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+        ),
     )
     assert ours.shape == run.audio.shape
     assert np.abs(ours - run.audio).max() <= 1e-4
@@ -150,7 +150,11 @@ def test_24_layer_config_at_its_real_depth(tmp_path: Path) -> None:
     assert voice.num_layers == 24
     frames = list(
         tts.stream(
-            TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+            TEXT,
+            voice,
+            options=SpeakOptions(
+                temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+            ),
         )
     )
     latents = np.stack([f.latent for f in frames])

@@ -25,6 +25,7 @@ import safetensors.torch  # noqa: E402
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
+from pocketcli.options import SpeakOptions  # noqa: E402
 from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
 from tests.oracle.test_engine import MAX_TOKENS, TEXT, _compare, _ours  # noqa: E402
 from tests.support import tensorfiles  # noqa: E402
@@ -158,7 +159,11 @@ def _rounded_state(state: dict, dtype) -> dict:
 def _same_audio(tiny: Setup, voice, oracle_state: dict) -> None:
     run = tiny.ref.generate(SHORT, oracle_state, temperature=0.0, seed=0, max_tokens=MAX_TOKENS)
     audio = tiny.ours.synthesize(
-        SHORT, voice, max_tokens=MAX_TOKENS, normalize=False, temperature=0.0, output_chain=False
+        SHORT,
+        voice,
+        options=SpeakOptions(
+            max_tokens=MAX_TOKENS, normalize=False, temperature=0.0, output_chain=False
+        ),
     )
     assert audio.shape == run.audio.shape
     assert np.abs(audio - run.audio).max() <= 1e-4

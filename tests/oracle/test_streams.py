@@ -16,6 +16,7 @@ pytest.importorskip("pocket_tts")
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.engine.chunk import ChunkTrace  # noqa: E402
 from pocketcli.engine.noise import InjectedNoise  # noqa: E402
+from pocketcli.options import SpeakOptions
 from tests.oracle.test_engine import compare_with_oracle  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
@@ -63,13 +64,15 @@ def test_three_streams_together_match_pocket_tts(tmp_path) -> None:
             tts.stream(
                 text,
                 voices[voice][1],
+                options=SpeakOptions(
+                    max_tokens=12,
+                    eos_threshold=eos,
+                    frames_after_eos=2,
+                    normalize=False,
+                    output_chain=False,
+                ),
                 noise=InjectedNoise(noise),
                 on_chunk=mine.append,
-                max_tokens=12,
-                eos_threshold=eos,
-                frames_after_eos=2,
-                normalize=False,
-                output_chain=False,
             )
         )
         traces.append(mine)

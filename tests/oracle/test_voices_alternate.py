@@ -23,6 +23,7 @@ pytest.importorskip("torch")
 pytest.importorskip("pocket_tts")
 
 from pocketcli import PocketTTS  # noqa: E402
+from pocketcli.options import SpeakOptions
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     build_reference,
@@ -61,7 +62,11 @@ def setup(tmp_path_factory):
 def _speak(tts: PocketTTS, voice) -> tuple[np.ndarray, np.ndarray]:
     frames = list(
         tts.stream(
-            TEXT, voice, temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+            TEXT,
+            voice,
+            options=SpeakOptions(
+                temperature=0.0, eos_threshold=1e9, normalize=False, output_chain=False
+            ),
         )
     )
     return np.concatenate([f.audio for f in frames]), np.stack([f.latent for f in frames])

@@ -20,6 +20,7 @@ pytest.importorskip("pocket_tts")
 
 from pocketcli import PocketTTS  # noqa: E402
 from pocketcli.config import ModelConfig  # noqa: E402
+from pocketcli.options import SpeakOptions
 from pocketcli.packs.web import export_web_pack  # noqa: E402
 from tests.oracle.test_every_config import TEXT, shrunk  # noqa: E402
 from tests.support.reference import TOKENIZER_MODEL, build_reference, synthetic_voice_audio  # noqa: E402
@@ -51,11 +52,9 @@ def test_config_exports_a_browser_pack_that_speaks_as_our_pack(name: str, tmp_pa
             tts.synthesize(
                 TEXT,
                 voice,
-                temperature=0.7,
-                seed=3,
-                eos_threshold=1e9,
-                normalize=False,
-                output_chain=False,
+                options=SpeakOptions(
+                    temperature=0.7, seed=3, eos_threshold=1e9, normalize=False, output_chain=False
+                ),
             )  # fmt: skip
         )
     ours, theirs = audio

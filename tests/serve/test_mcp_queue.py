@@ -1,8 +1,14 @@
 """`pockettts mcp`'s speech queue holds exactly its bound: while one text plays, eight
 more wait (``defaults.MCP_MAX_QUEUE``) and the ninth is refused as a tool error that says
-why, the server going on. On ALSA's null device, as tests/serve/test_mcp.py plays."""
+why, the server going on; and the texts spoken are streams of the admission synthesize
+takes (busy beyond --max-streams and --max-queue, as one line). On ALSA's null device, as
+tests/serve/test_mcp.py plays."""
 
 from __future__ import annotations
+
+import asyncio
+import re
+import time
 
 import pytest
 
@@ -35,8 +41,59 @@ def test_the_speech_queue_holds_exactly_its_bound(tmp_path) -> None:
         stopped = await session.call_tool("stop_speaking", {})
         return queued, full, waiting, stopped
 
-    queued, full, waiting, stopped = call(list(TINY_ARGS), steps, env)
+    # Room in the admission for every text (each is a stream of it until it is made):
+    # the bound met here is the speakers' own queue.
+    queued, full, waiting, stopped = call([*TINY_ARGS, "--max-queue", "16"], steps, env)
     assert [q.is_error for q in queued] == [False] * MCP_MAX_QUEUE, [text_of(q) for q in queued]
     assert full.is_error and f"{MCP_MAX_QUEUE} texts are already waiting" in text_of(full)
     assert waiting["waiting"] == MCP_MAX_QUEUE
     assert text_of(stopped) == f"stopped {MCP_MAX_QUEUE + 1} texts"
+
+
+def test_speak_goes_through_the_admission_synthesize_takes(tmp_path) -> None:
+    # One stream at a time and no queue, as test_mcp_protocol's synthesize test: of a
+    # synthesize and two speak calls at once, one is admitted and the two others are told
+    # the server is busy, whichever tool they are (one admission for both).
+    env = _portaudio_env(tmp_path, NULL_ALSA)
+    found = _probe(env)
+    if found == "no-portaudio":
+        pytest.skip("no PortAudio library (apt-get install libportaudio2)")
+    assert found == "output", "sounddevice does not see ALSA's null device"
+    long_text = "This sentence keeps the model busy for a while. " * 40
+
+    async def steps(session: ClientSession):
+        malformed = await session.call_tool("speak", {"text": "<speak><p>Hello. There."})
+        calls = [session.call_tool("synthesize", {"text": long_text})]
+        calls += [session.call_tool("speak", {"text": long_text}) for _ in range(2)]
+        results = await asyncio.gather(*calls)
+        await session.call_tool("stop_speaking", {})
+        after = await _until_admitted(session)
+        return malformed, results, after
+
+    malformed, results, after = call(
+        [*TINY_ARGS, "--max-streams", "1", "--max-queue", "0"], steps, env
+    )
+    # A text HTTP refuses is refused by the call itself, before it takes a stream.
+    assert malformed.is_error and text_of(malformed).startswith("speak: "), text_of(malformed)
+    assert "\n" not in text_of(malformed) and "busy" not in text_of(malformed)
+    busy = [text_of(r) for r in results if r.is_error]
+    assert len(busy) == 2, [text_of(r) for r in results]
+    for message in busy:
+        assert re.fullmatch(
+            r"(speak|synthesize): the server is busy; retry in \d+ s \(at most 1 at once\)",
+            message,
+        ), message
+    assert any(m.startswith("speak:") for m in busy), busy  # speak was refused, too
+    assert not after.is_error, text_of(after)  # stopping the speech freed its stream
+
+
+async def _until_admitted(session: ClientSession, timeout: float = 60.0):
+    """A short synthesize, asked again while a stopped stream still holds its slot (it
+    leaves within a frame of being stopped)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await session.call_tool("synthesize", {"text": "Hi."})
+        if not (result.is_error and "busy" in text_of(result)):
+            return result
+        assert time.monotonic() < deadline, text_of(result)
+        await asyncio.sleep(0.05)

@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 
 from pocketcli.frontends.backend import Backend, load_backend
+from pocketcli.options import SpeakOptions
 from pocketcli.serve.limits import Limits, ServeSettings
 from pocketcli.serve.server import bind, build
 from tests.support.paths import FIXTURES
@@ -155,5 +156,8 @@ def expected_pcm(tts, text: str, voice, seed: int, temperature: float | None = N
     as ``pockettts tts -o -`` streams it), as 16-bit PCM."""
     from pocketcli.audio.wav import to_pcm16
 
-    frames = [f.audio for f in tts.stream(text, voice, seed=seed, temperature=temperature)]
+    frames = [
+        f.audio
+        for f in tts.stream(text, voice, options=SpeakOptions(seed=seed, temperature=temperature))
+    ]
     return to_pcm16(np.concatenate(frames))

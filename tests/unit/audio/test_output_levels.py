@@ -18,6 +18,7 @@ import soundfile as sf
 from pocketcli import PocketTTS
 from pocketcli.audio.output import encode_stream, open_audio_writer
 from pocketcli.audio.postprocess import OutputChain, apply_output_chain, peak_normalize
+from pocketcli.options import SpeakOptions
 from tests.support.paths import FIXTURES
 
 TEXT = "Loud enough to clip. Quiet enough to cross zero."
@@ -33,7 +34,7 @@ def loud_tts(loud_pack_dir: Path) -> PocketTTS:
 @pytest.fixture(scope="module")
 def raw(loud_tts: PocketTTS, voice_path: Path) -> np.ndarray:
     voice = loud_tts.voices.load(voice_path)
-    return loud_tts.synthesize(TEXT, voice, seed=3, output_chain=False)
+    return loud_tts.synthesize(TEXT, voice, options=SpeakOptions(seed=3, output_chain=False))
 
 
 def _blocks(audio: np.ndarray) -> list[np.ndarray]:
@@ -47,10 +48,12 @@ def test_the_loud_fixture_is_the_oracle_s_and_reaches_past_full_scale(
     frames = loud_tts.stream(
         loud_reference["text"],
         voice,
-        temperature=0.0,
-        max_tokens=loud_reference["max_tokens"],
-        normalize=False,
-        output_chain=False,
+        options=SpeakOptions(
+            temperature=0.0,
+            max_tokens=loud_reference["max_tokens"],
+            normalize=False,
+            output_chain=False,
+        ),
     )
     ours = np.concatenate([f.audio for f in frames])
     oracle = np.load(ORACLE_AUDIO)
@@ -95,7 +98,9 @@ def test_peak_normalising_divides_by_the_largest_magnitude(
     loud_tts: PocketTTS, voice_path: Path, raw: np.ndarray
 ) -> None:
     voice = loud_tts.voices.load(voice_path)
-    normalised = loud_tts.synthesize(TEXT, voice, seed=3, output_chain=False, peak_normalize=True)
+    normalised = loud_tts.synthesize(
+        TEXT, voice, options=SpeakOptions(seed=3, output_chain=False, peak_normalize=True)
+    )
     assert np.abs(normalised).max() == 1.0 and normalised.min() == -1.0
     np.testing.assert_allclose(normalised, raw / np.abs(raw).max(), atol=1e-6)
     np.testing.assert_array_equal(peak_normalize(raw), normalised)
@@ -105,7 +110,7 @@ def test_the_output_chain_ends_at_full_scale(
     loud_tts: PocketTTS, voice_path: Path, raw: np.ndarray
 ) -> None:
     voice = loud_tts.voices.load(voice_path)
-    chained = loud_tts.synthesize(TEXT, voice, seed=3)
+    chained = loud_tts.synthesize(TEXT, voice, options=SpeakOptions(seed=3))
     filtered = OutputChain(24_000).process(raw)
     assert np.abs(filtered).max() > 1.0 and filtered.min() < 0 < filtered.max()
     assert np.abs(chained).max() == pytest.approx(1.0, abs=1e-6)

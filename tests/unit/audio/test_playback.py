@@ -96,7 +96,7 @@ def test_the_sink_gets_the_frames_as_they_are_made(tts, voice_path) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(sink.writes, first_alone, strict=False))
     assert sink.flushes == [sum(a.size for a in expected)]  # flushed once, at the end
     assert figures["audio"] == sum(a.size for a in expected)
-    raw = [f.audio for f in tts.stream(texts[0], voice, options, output_chain=False)]
+    raw = [f.audio for f in tts.stream(texts[0], voice, options.with_(output_chain=False))]
     assert not np.array_equal(sink.writes[1], raw[1])  # the filters did run
 
 

@@ -29,7 +29,7 @@ def test_line_file_has_the_bytes_of_the_whole_utterance(worker, tmp_path) -> Non
     assert result.error is None and result.wav is None
     part = Path(result.path)
     assert part.parent == tmp_path and part.name.startswith(".line3.wav.")
-    audio = worker.tts.synthesize(text, worker.voice, worker.options, seed=11)
+    audio = worker.tts.synthesize(text, worker.voice, worker.options.with_(seed=11))
     whole = io.BytesIO()
     sf.write(whole, to_pcm16(audio), worker.tts.sample_rate, subtype="PCM_16", format="WAV")
     assert part.read_bytes() == whole.getvalue()

@@ -14,6 +14,7 @@ import pytest
 
 from pocketcli import PocketTTS
 from pocketcli.engine.noise import InjectedNoise
+from pocketcli.options import SpeakOptions
 from pocketcli.voices.state import VoiceError, VoiceState, save_voice_state
 from tests.support.snr import snr_db
 
@@ -28,10 +29,9 @@ def test_audio_equals_the_oracle(tts, voice_path, fixture_dir, reference) -> Non
     audio = tts.synthesize(
         reference["text"],
         voice,
-        temperature=0.0,
-        normalize=False,
-        max_tokens=reference["max_tokens"],
-        output_chain=False,
+        options=SpeakOptions(
+            temperature=0.0, normalize=False, max_tokens=reference["max_tokens"], output_chain=False
+        ),
     )
     expected = np.load(fixture_dir / "reference_audio.npy")
     assert audio.shape == expected.shape
@@ -46,10 +46,12 @@ def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) ->
         tts.stream(
             reference["text"],
             voice,
-            temperature=0.0,
-            normalize=False,
-            max_tokens=reference["max_tokens"],
-            output_chain=False,
+            options=SpeakOptions(
+                temperature=0.0,
+                normalize=False,
+                max_tokens=reference["max_tokens"],
+                output_chain=False,
+            ),
         )
     )
     assert all(f.audio.shape == (1920,) and f.audio.dtype == np.float32 for f in frames)
@@ -67,9 +69,21 @@ def test_frames_stream_in_order_with_1920_samples(tts, voice_path, reference) ->
 
 def test_seed_makes_runs_repeatable(tts, voice_path) -> None:
     voice = tts.voices.load(voice_path)
-    a = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3, output_chain=False)
-    b = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=3, output_chain=False)
-    c = tts.synthesize("Same seed, same audio.", voice, temperature=0.7, seed=4, output_chain=False)
+    a = tts.synthesize(
+        "Same seed, same audio.",
+        voice,
+        options=SpeakOptions(temperature=0.7, seed=3, output_chain=False),
+    )
+    b = tts.synthesize(
+        "Same seed, same audio.",
+        voice,
+        options=SpeakOptions(temperature=0.7, seed=3, output_chain=False),
+    )
+    c = tts.synthesize(
+        "Same seed, same audio.",
+        voice,
+        options=SpeakOptions(temperature=0.7, seed=4, output_chain=False),
+    )
     assert np.array_equal(a, b)
     assert a.shape != c.shape or not np.array_equal(a, c)
 
@@ -81,12 +95,19 @@ def test_injected_noise_equals_seeded_noise(tts, voice_path) -> None:
     rng = np.random.default_rng(9)
     scale = np.float32(np.sqrt(0.7))
     noise = [rng.standard_normal(32, dtype=np.float32) * scale for _ in range(400)]
-    seeded = tts.synthesize("Injected noise.", voice, temperature=0.7, seed=9, output_chain=False)
+    seeded = tts.synthesize(
+        "Injected noise.", voice, options=SpeakOptions(temperature=0.7, seed=9, output_chain=False)
+    )
     injected = tts.synthesize(
-        "Injected noise.", voice, noise=InjectedNoise(noise), output_chain=False
+        "Injected noise.",
+        voice,
+        options=SpeakOptions(output_chain=False),
+        noise=InjectedNoise(noise),
     )
     assert np.array_equal(seeded, injected)
-    zero = tts.synthesize("Injected noise.", voice, temperature=0.0, output_chain=False)
+    zero = tts.synthesize(
+        "Injected noise.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
+    )
     assert seeded.shape != zero.shape or np.abs(seeded - zero).max() > 1e-3
 
 
@@ -113,9 +134,9 @@ def test_kv_cache_growth_does_not_change_numbers(tts, voice_path, monkeypatch) -
 
     voice = tts.voices.load(voice_path)
     text = "Grown one position at a time, or in steps."
-    default = tts.synthesize(text, voice, seed=3, output_chain=False)
+    default = tts.synthesize(text, voice, options=SpeakOptions(seed=3, output_chain=False))
     monkeypatch.setattr(onnx_runtime, "CACHE_STEP", 1)
-    grown = tts.synthesize(text, voice, seed=3, output_chain=False)
+    grown = tts.synthesize(text, voice, options=SpeakOptions(seed=3, output_chain=False))
     assert grown.shape == default.shape
     assert np.abs(grown - default).max() < 1e-6
 
@@ -129,7 +150,9 @@ def test_kv_cache_refuses_positions_beyond_its_limit(tts, voice_path) -> None:
 
 
 def test_no_voice_is_allowed(tts) -> None:
-    audio = tts.synthesize("No voice prompt at all.", None, temperature=0.0, output_chain=False)
+    audio = tts.synthesize(
+        "No voice prompt at all.", None, options=SpeakOptions(temperature=0.0, output_chain=False)
+    )
     assert audio.size > 0 and np.isfinite(audio).all()
 
 
@@ -137,8 +160,16 @@ def test_int8_pack_runs_close_to_fp32(pack_dir, voice_path) -> None:
     fp32 = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     int8 = PocketTTS.open(runtime="onnx", model_dir=pack_dir, precision="int8")
     voice = fp32.voices.load(voice_path)
-    a = fp32.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
-    b = int8.synthesize("Quantised.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
+    a = fp32.synthesize(
+        "Quantised.",
+        voice,
+        options=SpeakOptions(temperature=0.0, eos_threshold=1e9, output_chain=False),
+    )
+    b = int8.synthesize(
+        "Quantised.",
+        voice,
+        options=SpeakOptions(temperature=0.0, eos_threshold=1e9, output_chain=False),
+    )
     assert a.shape == b.shape
     # Measured 54.5 dB on x86-64; the oracle suite holds int8 to 35 dB on two configs.
     assert 35.0 <= snr_db(a, b) < 120  # close, and really quantised
@@ -155,7 +186,9 @@ def test_voice_for_another_model_size_is_refused(tts, tmp_path) -> None:
 def test_pauses_are_exact_silence_between_chunks(tts) -> None:
     frames = list(
         tts.stream(
-            "First part. [pause:1.25s] Second part.", None, temperature=0.0, output_chain=False
+            "First part. [pause:1.25s] Second part.",
+            None,
+            options=SpeakOptions(temperature=0.0, output_chain=False),
         )
     )
     pauses = [f for f in frames if f.is_pause]

@@ -14,6 +14,7 @@ from safetensors.numpy import load_file, save_file
 from pocketcli import PocketTTS
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UnknownNameError
+from pocketcli.options import SpeakOptions
 from pocketcli.packs.builder import build_pack
 from pocketcli.packs.checkpoint import CheckpointError
 from pocketcli.packs.manifest import PackError, PackManifest
@@ -41,15 +42,23 @@ def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice
     ours = PocketTTS.open(runtime="onnx", model_dir=out)
     committed = PocketTTS.open(runtime="onnx", model_dir=fixture_dir / "pack")
     voice = ours.voices.load(voice_path)
-    a = ours.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
-    b = committed.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
+    a = ours.synthesize(
+        "Rebuilt.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
+    )
+    b = committed.synthesize(
+        "Rebuilt.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
+    )
     assert np.array_equal(a, b)
     # int8 too: a quantiser change must come with the fixture rebuilt
     # (scripts/make_fixture_pack.py --batch-graphs for the batched graphs).
     ours8 = PocketTTS.open(runtime="onnx", model_dir=out, precision="int8")
     committed8 = PocketTTS.open(runtime="onnx", model_dir=fixture_dir / "pack", precision="int8")
-    a = ours8.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
-    b = committed8.synthesize("Rebuilt.", voice, temperature=0.0, output_chain=False)
+    a = ours8.synthesize(
+        "Rebuilt.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
+    )
+    b = committed8.synthesize(
+        "Rebuilt.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
+    )
     assert np.array_equal(a, b)
 
 
@@ -171,8 +180,16 @@ def test_int4_pack_uses_4bit_blocks_and_stays_close(fixture_dir, tmp_path, voice
         PocketTTS.open(runtime="onnx", model_dir=out, precision="int4"),
     )
     voice = fp32.voices.load(voice_path)
-    a = fp32.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
-    b = int4.synthesize("Four bits.", voice, temperature=0.0, eos_threshold=1e9, output_chain=False)
+    a = fp32.synthesize(
+        "Four bits.",
+        voice,
+        options=SpeakOptions(temperature=0.0, eos_threshold=1e9, output_chain=False),
+    )
+    b = int4.synthesize(
+        "Four bits.",
+        voice,
+        options=SpeakOptions(temperature=0.0, eos_threshold=1e9, output_chain=False),
+    )
     assert a.shape == b.shape and np.isfinite(b).all()
     # Measured 54.2 dB on x86-64 (the int8 Mimi decoder dominates the error).
     assert 30.0 <= snr_db(a, b) < 120  # close, and really quantised

@@ -18,6 +18,7 @@ from safetensors.numpy import load_file
 
 from pocketcli import PocketTTS
 from pocketcli.config import ModelConfig
+from pocketcli.options import SpeakOptions
 from pocketcli.packs.builder import build_pack
 from pocketcli.packs.checkpoint import CheckpointError, read_checkpoint
 from pocketcli.tensorfile import TensorFile, TensorFileError
@@ -76,7 +77,11 @@ def test_a_bf16_checkpoint_builds_the_same_pack_as_its_float32_values(
     for name, path in (("bf16", bf16), ("f32", f32)):
         build_pack(path, config, TOKENIZER, tmp_path / name)
         tts = PocketTTS.open(runtime="onnx", model_dir=tmp_path / name)
-        audio.append(tts.synthesize("Same weights.", tts.voices.load(voice_path), seed=2))
+        audio.append(
+            tts.synthesize(
+                "Same weights.", tts.voices.load(voice_path), options=SpeakOptions(seed=2)
+            )
+        )
     assert audio[0].size > 0 and np.array_equal(audio[0], audio[1])
 
 

@@ -21,6 +21,7 @@ from tests.support.paths import DATA
 pytest.importorskip("coremltools", reason="coremltools has no wheel for this platform")
 
 from pocketcli.config import ModelConfig  # noqa: E402
+from pocketcli.options import SpeakOptions
 from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
 from pocketcli.packs.manifest import PackError  # noqa: E402
 from pocketcli.runtimes.coreml import CoreMLRuntime, coreml_factory  # noqa: E402
@@ -158,7 +159,9 @@ def test_a_real_fluidaudio_pack_speaks() -> None:
         compute_units=os.environ.get("POCKETTTS_COMPUTE_UNITS", "default"),
     )
     audio = tts.synthesize(
-        "Hello from Core ML.", tts.runtime.load_voice("alba"), seed=1, output_chain=False
+        "Hello from Core ML.",
+        tts.runtime.load_voice("alba"),
+        options=SpeakOptions(seed=1, output_chain=False),
     )
     assert audio.size > 0 and np.isfinite(audio).all() and np.abs(audio).max() > 0.01
     assert sys.platform == "darwin"

@@ -20,7 +20,7 @@ from pocketcli import PocketTTS
 from pocketcli.api import open_request
 from pocketcli.config import ModelConfig
 from pocketcli.errors import UserError
-from pocketcli.options import ModelRequest
+from pocketcli.options import ModelRequest, SpeakOptions
 from pocketcli.packs.checkpoint import read_checkpoint
 from pocketcli.packs.manifest import PackError
 from pocketcli.runtimes.coreml import CoreMLRuntime, CoreMLUnavailable
@@ -69,11 +69,9 @@ def _speak(runtime: CoreMLRuntime, **kwargs) -> np.ndarray:
     return tts.synthesize(
         TEXT,
         runtime.load_voice("alba"),
-        temperature=0.0,
-        max_tokens=10,
-        eos_threshold=1e9,
-        **kwargs,
-        output_chain=False,
+        SpeakOptions(
+            temperature=0.0, max_tokens=10, eos_threshold=1e9, output_chain=False, **kwargs
+        ),
     )
 
 
@@ -84,11 +82,9 @@ def reference_audio(pack_dir: Path, voice_path: Path) -> np.ndarray:
     return tts.synthesize(
         TEXT,
         tts.voices.load(voice_path),
-        temperature=0.0,
-        max_tokens=10,
-        eos_threshold=1e9,
-        decode_steps=8,
-        output_chain=False,
+        options=SpeakOptions(
+            temperature=0.0, max_tokens=10, eos_threshold=1e9, decode_steps=8, output_chain=False
+        ),
     )
 
 
@@ -317,6 +313,10 @@ def test_coreml_opens_through_the_registry_into_a_working_api(twin, config) -> N
     assert tts.runtime.compute_units["flow_decoder"] == "CPU_AND_GPU"
     assert tts.language == "english"  # from the pack's directory name
     frames = list(
-        tts.stream("Hi there.", tts.runtime.load_voice("alba"), temperature=0.0, output_chain=False)
+        tts.stream(
+            "Hi there.",
+            tts.runtime.load_voice("alba"),
+            options=SpeakOptions(temperature=0.0, output_chain=False),
+        )
     )
     assert frames and all(f.audio.shape == (1920,) for f in frames)

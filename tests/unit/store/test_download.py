@@ -13,6 +13,7 @@ import pytest
 
 from pocketcli import store
 from pocketcli.errors import UserError
+from pocketcli.options import SpeakOptions
 from pocketcli.packs.manifest import PackManifest
 from pocketcli.store.errors import StoreError
 from tests.support.fakehub import (
@@ -340,7 +341,7 @@ def test_bf16_checkpoint_and_voices_of_every_format_from_the_hub(hub) -> None:
     prompt = tts.voices.load(store.resolve_voice("english", TINY_PROMPT_VOICE))
     assert prompt.conditioning is not None and prompt.conditioning.shape == (20, 64)
     for voice in (state, prompt):
-        audio = tts.synthesize("Hello there.", voice, seed=1)
+        audio = tts.synthesize("Hello there.", voice, options=SpeakOptions(seed=1))
         assert audio.size and np.isfinite(audio).all() and np.abs(audio).max() > 0
     real = store.resolve_voice("english", REAL_PROMPT_VOICE)
     with pytest.raises(VoiceError, match="1024 wide .* this model's d_model is 64") as info:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from pocketcli import PocketTTS
 from pocketcli.normalize import Pause
+from pocketcli.options import SpeakOptions
 from tests.support.cli import SCRIPT, cli_env
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABC éü-'"
@@ -77,7 +78,9 @@ def test_stream_plans_lazily(tts) -> None:
     tts._plans = counting
     try:
         text = "One sentence here. [pause:0.1s] " * 200
-        stream = tts.stream(text, seed=1, eos_threshold=-1e9, frames_after_eos=0)
+        stream = tts.stream(
+            text, options=SpeakOptions(seed=1, eos_threshold=-1e9, frames_after_eos=0)
+        )
         next(iter(stream))
         assert 0 < len(planned) < 5
     finally:

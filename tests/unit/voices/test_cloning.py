@@ -17,6 +17,7 @@ from safetensors.numpy import load_file, save_file
 
 from pocketcli import PocketTTS
 from pocketcli.config import ModelConfig
+from pocketcli.options import SpeakOptions
 from pocketcli.packs.builder import build_pack
 from pocketcli.packs.checkpoint import read_checkpoint
 from pocketcli.packs.encoder_weights import encoder_shapes
@@ -55,7 +56,11 @@ def test_cloned_state_equals_the_oracle(cloned, fixture_dir, reference) -> None:
 
 
 def test_audio_from_the_clone_equals_the_oracle(tts, cloned, fixture_dir, reference) -> None:
-    audio = tts.synthesize(reference["clone"]["text"], cloned, temperature=0.0, output_chain=False)
+    audio = tts.synthesize(
+        reference["clone"]["text"],
+        cloned,
+        options=SpeakOptions(temperature=0.0, output_chain=False),
+    )
     expected = np.load(fixture_dir / reference["clone"]["audio"])
     assert audio.shape == expected.shape
     assert np.abs(audio - expected).max() <= TOLERANCE
