@@ -22,6 +22,11 @@ REF, e.g. one built by REF's builder); by default both use the full-size English
 architecture with random weights built by ``random_pack.py`` into ``--work``.
 
     python benchmarks/bench_cpu.py --streams 1,4,8 --rounds 2 --compare /path/to/old/checkout
+
+``--capacities 128,192,256``: instead, the batched FlowLM step alone (this checkout's
+runtime, in this process) at 1 and 8 rows with caches of those capacities, positions
+at 120, CPU-ms per step, capacities alternating: what a row's unused cache positions
+cost (every step reads the whole capacity of every row).
 """
 
 from __future__ import annotations
@@ -135,6 +140,43 @@ def measure(tree: Path, pack: Path, voice: Path, n: int, precision: str) -> dict
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def step_capacities(args, pack: Path) -> None:
+    """CPU-ms per batched FlowLM step at each capacity (see the module docstring)."""
+    import numpy as np
+
+    from pocketcli.runtimes.onnx import OnnxRuntime
+
+    runtime = OnnxRuntime(pack, args.precision)
+    step = runtime._sessions["flowlm_step_batch"]
+    t = runtime.config.flow_lm.transformer
+    heads, dim = t.kv_heads, t.head_dim
+    rng = np.random.default_rng(0)
+    capacities = [int(c) for c in args.capacities.split(",")]
+    for rows in (1, 8):
+        cases = {}
+        for c in capacities:
+            latent_dim = runtime.config.flow_lm.latent_dim
+            feeds = {
+                "latents": rng.standard_normal((rows, 1, latent_dim)).astype(np.float32),
+                "positions": np.full(rows, 120, np.int64),
+            }
+            if any(i.name == "embeddings" for i in step.get_inputs()):
+                feeds["embeddings"] = np.zeros((rows, 0, t.d_model), np.float32)
+            for i in range(t.num_layers):
+                feeds[f"key_cache_{i}"] = rng.random((rows, heads, dim, c), np.float32)
+                feeds[f"value_cache_{i}"] = rng.random((rows, heads, c, dim), np.float32)
+            cases[c] = feeds
+        spent: dict[int, list[float]] = {c: [] for c in capacities}
+        for rnd in range(2 * args.rounds + 2):
+            for c in capacities if rnd % 2 == 0 else capacities[::-1]:
+                before = _cpu()
+                for _ in range(10):
+                    step.run(None, cases[c])
+                spent[c].append(100 * (_cpu() - before))
+        medians = ", ".join(f"{c}: {statistics.median(v):.2f}" for c, v in spent.items())
+        print(f"{rows} rows, CPU-ms per step by capacity: {medians}; load {os.getloadavg()[0]:.1f}")
+
+
 def _sides(args) -> tuple[list[tuple[str, Path, Path]], Path]:
     """(name, code checkout, pack) per side, and the voice file."""
     if args.model_dir:
@@ -172,6 +214,7 @@ def main() -> None:
     parser.add_argument("--model-dir", help="pack (A,B: B for --compare's side)")
     parser.add_argument("--voice-file", help="with --model-dir")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "pockettts-bench"))
+    parser.add_argument("--capacities", metavar="C,C,...", help="the FlowLM step alone")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pack", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--voice", type=Path, help=argparse.SUPPRESS)
@@ -181,6 +224,9 @@ def main() -> None:
         child(args)
         return
     sides, voice = _sides(args)
+    if args.capacities:
+        step_capacities(args, sides[0][2])
+        return
     for name, tree, pack in sides:
         print(f"{name}: code {tree}, pack {pack} ({args.precision})")
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
