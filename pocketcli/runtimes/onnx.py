@@ -35,6 +35,14 @@ from pocketcli.voices.state import VoiceState
 _ONE = np.ones((1, 1), np.float32)
 # KV cache growth step, in positions (a chunk's text plus about 5 s of frames).
 CACHE_STEP = 64
+# A rebuilt batch stack's room past the positions its next step needs, at least: its
+# capacity is that rounded up to whole steps. Every step reads (and masks) the whole
+# capacity of every row, so room costs each frame; a whole step of room (the stack's
+# rule before 2026-12-03) made a full-size step read 64-127 unused positions a row (at
+# 8 rows about 25-50 MB a step), for no fewer rebuilds: a stack is rebuilt once every
+# CACHE_STEP positions either way. A few positions keep a chunk that lands on a step's
+# last position from being rebuilt again at its next frame.
+STACK_ROOM = 8
 # Rows of a batch stack, in whole steps (streams join without moving the others).
 ROW_STEP = 8
 # Mimi is bound by arithmetic and cache, not by its weights: a call's cost per frame grows
@@ -259,6 +267,8 @@ class OnnxRuntime:
         head = self._sessions[self.generation.head]
         self._head_times = [i.name for i in head.get_inputs() if i.name in ("s", "t")]
         self._step_outputs = [o.name for o in self._step.get_outputs()]
+        batch_step = self._sessions.get("flowlm_step_batch")
+        self._batch_outputs = [o.name for o in batch_step.get_outputs()] if batch_step else []
         self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
@@ -513,7 +523,7 @@ class OnnxRuntime:
             # Capacity in whole steps: the same shapes alone and in a batch. No further
             # than a row may go (its limit, in whole steps): a full-size stack of 8 rows
             # costs 8 x 48 KB per position.
-            steps = -(-(needed + CACHE_STEP) // CACHE_STEP)
+            steps = -(-(needed + STACK_ROOM) // CACHE_STEP)
             most = -(-max(seq.limit for seq in seqs) // CACHE_STEP)
             self._restack(batch, seqs, min(steps, most) * CACHE_STEP)
             placed = list(range(k))
@@ -528,13 +538,15 @@ class OnnxRuntime:
         for i in range(self._layers):
             feeds[f"key_cache_{i}"] = batch.keys[i][:k]
             feeds[f"value_cache_{i}"] = batch.values[i][:k]
-        out = dict(zip(self._step_outputs, step.run(None, feeds), strict=True))
+        out = dict(zip(self._batch_outputs, step.run(None, feeds), strict=True))
+        # The rows fed are the first k, each its new key and value at its own position:
+        # one scatter per layer and tensor for all of them, not one per row.
+        fed_rows = np.arange(k)
+        for i in range(self._layers):
+            batch.keys[i][fed_rows, :, :, positions] = out[f"new_keys_{i}"][:, :, :, 0]
+            batch.values[i][fed_rows, :, positions] = out[f"new_values_{i}"][:, :, 0]
         for seq, row in zip(seqs, rows, strict=True):
-            pos = seq.length
-            for i in range(self._layers):
-                batch.keys[i][row, :, :, pos] = out[f"new_keys_{i}"][row, :, :, 0]
-                batch.values[i][row, :, pos] = out[f"new_values_{i}"][row, :, 0]
-            seq.length = batch.written[row] = pos + 1
+            seq.length = batch.written[row] = seq.length + 1
         return out["z"][rows], out["eos_logit"][rows, 0]
 
     def sample_latent_batch(

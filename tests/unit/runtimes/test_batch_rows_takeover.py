@@ -149,3 +149,23 @@ def test_a_rebuilt_stack_has_room_for_the_steps_after_it(tiny) -> None:
         runtime.step_batch(batch, [seq], _latent(runtime, i)[None])
         stacks.append(batch.keys[0])
     assert stacks[1] is stacks[0] and stacks[2] is stacks[0]
+
+
+def test_a_rebuilt_stack_has_no_more_room_than_it_needs(tiny) -> None:
+    """Every step reads the whole capacity of every row, so a rebuilt stack is sized by
+    the positions its next step needs plus a few (``STACK_ROOM``), in whole steps: a
+    chunk whose next position is 39 gets 64 positions, not 128 (a whole step of room
+    on top made each frame read 64-127 unused positions a row), and it reuses the stack
+    until its positions reach the capacity."""
+    from pocketcli.runtimes.onnx import CACHE_STEP, STACK_ROOM
+
+    runtime, voice = tiny
+    batch = runtime.start_batch()
+    seq = _started(runtime, voice, tokens=10)
+    assert seq.length + 1 + STACK_ROOM <= CACHE_STEP < seq.limit
+    runtime.step_batch(batch, [seq], _latent(runtime, 0)[None])
+    assert batch.capacity == CACHE_STEP
+    stack = batch.keys[0]
+    while seq.length < CACHE_STEP:
+        runtime.step_batch(batch, [seq], _latent(runtime, seq.length)[None])
+        assert batch.keys[0] is stack

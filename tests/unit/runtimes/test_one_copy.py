@@ -119,3 +119,29 @@ def test_each_generation_of_pack_loads_its_own_graphs_and_no_others(
     assert (
         PocketTTS.open(runtime="onnx", model_dir=old).runtime.batch_unavailable_reason is not None
     )
+
+
+def test_a_batched_step_is_read_by_its_own_output_names(pack_dir, tmp_path, voice_path) -> None:
+    """On a pack that prefills on the one-sequence step, frames go through the batched
+    step: its outputs are read by its own names, whatever order its graph lists them in
+    (read by the prefill graph's names, a different order gave one output's values for
+    another's)."""
+    import onnx
+
+    plain = _pack_with_v1_step(pack_dir, tmp_path / "plain")
+    shuffled = _pack_with_v1_step(pack_dir, tmp_path / "shuffled")
+    model = onnx.load(str(V1_STEP), load_external_data=False)
+    outputs = list(model.graph.output)
+    del model.graph.output[:]
+    model.graph.output.extend(outputs[::-1])
+    onnx.save(model, str(shuffled / V1_STEP.name))
+    data = json.loads((shuffled / "pack.json").read_text(encoding="utf-8"))
+    data["files"][V1_STEP.name] = hashlib.sha256((shuffled / V1_STEP.name).read_bytes()).hexdigest()
+    (shuffled / "pack.json").write_text(json.dumps(seal(data)), encoding="utf-8")
+    opts = SpeakOptions(seed=3, output_chain=False, max_tokens=12)
+    audio = []
+    for pack in (plain, shuffled):
+        tts = PocketTTS.open(runtime="onnx", model_dir=pack)
+        assert tts.runtime.generation.frames == "flowlm_step_batch"
+        audio.append(tts.synthesize(TEXT, tts.voices.load(voice_path), opts))
+    assert audio[0].size > 0 and np.array_equal(audio[0], audio[1])
