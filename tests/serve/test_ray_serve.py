@@ -42,6 +42,9 @@ REPLICAS = 2
 START_SECONDS = 400.0  # two replicas loading on a shared, loaded 2-core machine
 DEATH_SECONDS = 60.0  # a killed replica's client hears so within this
 TINY_ARGS = ("--model-dir", str(PACK), "--voice-file", str(VOICE))
+KEY = "ray-test-key"
+MAX_CHARS = 4000
+AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
 def _free_port() -> int:
@@ -123,6 +126,10 @@ def ray_url(cluster):
         str(STREAMS),
         "--shutdown-timeout",
         "5",
+        "--api-key",
+        KEY,
+        "--max-chars",
+        str(MAX_CHARS),
     )
     try:
         server.wait()
@@ -133,12 +140,13 @@ def ray_url(cluster):
 
 @pytest.fixture(scope="module")
 def plain_url():
-    with serving(settings=ServeSettings(limits=Limits(max_streams=STREAMS))) as (url, _):
+    settings = ServeSettings(limits=Limits(max_streams=STREAMS, max_chars=MAX_CHARS), api_key=KEY)
+    with serving(settings=settings) as (url, _):
         yield url
 
 
 def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=KEY, max_retries=0, timeout=120)
 
 
 def speech(url: str, text: str, seed: int, voice: str = "alloy", fmt: str = "wav") -> bytes:
@@ -176,9 +184,10 @@ def test_the_openai_sdk_hears_the_bytes_of_the_one_process_server(ray_url, plain
     assert len(events) > 3 and events[-1]["type"] == "speech.audio.done"
     assert events == sse(plain_url, "Events, frame by frame. Then done.", 5)
     form = {"text": "The form of pocket-tts.", "seed": "4"}
-    got = httpx.post(f"{ray_url}/tts", data=form, timeout=120)
+    got = httpx.post(f"{ray_url}/tts", data=form, headers=AUTH, timeout=120)
     assert got.status_code == 200, got.text
-    assert got.content == httpx.post(f"{plain_url}/tts", data=form, timeout=120).content
+    want = httpx.post(f"{plain_url}/tts", data=form, headers=AUTH, timeout=120)
+    assert got.content == want.content
 
 
 def test_the_websocket_through_rays_proxy_speaks_as_the_one_process_server(
@@ -195,7 +204,7 @@ def test_the_websocket_through_rays_proxy_speaks_as_the_one_process_server(
                 config(seed=6), texts("Over the socket. Twice."), heard.extend, timeout=120
             )
 
-        run_async(with_socket(url.replace("http://", "ws://") + "/tts/ws", steps))
+        run_async(with_socket(url.replace("http://", "ws://") + "/tts/ws", steps, KEY))
         return bytes(heard)
 
     got = turn(ray_url)
@@ -205,24 +214,51 @@ def test_the_websocket_through_rays_proxy_speaks_as_the_one_process_server(
 def test_a_voice_cloned_through_one_replica_is_spoken_by_every_replica(ray_url, plain_url) -> None:
     recording = (TINY / "clone_prompt_24k.wav").read_bytes()
     files = {"file": ("me.wav", recording, "audio/wav")}
-    made = httpx.post(f"{ray_url}/v1/voices", files=files, timeout=120)
+    made = httpx.post(f"{ray_url}/v1/voices", files=files, headers=AUTH, timeout=120)
     assert made.status_code == 200, made.text
     voice = made.json()["id"]
-    assert httpx.post(f"{plain_url}/v1/voices", files=files, timeout=120).json()["id"] == voice
+    again = httpx.post(f"{plain_url}/v1/voices", files=files, headers=AUTH, timeout=120)
+    assert again.json()["id"] == voice
     want = speech(plain_url, "My own voice.", 2, voice=voice)
     body = {"model": "tts-1", "voice": voice, "input": "My own voice.", "seed": 2}
     body["response_format"] = "wav"
     heard_by: set[str] = set()
     for _ in range(30):  # Ray picks the replica: ask until both have answered
-        got = httpx.post(f"{ray_url}/v1/audio/speech", json=body, timeout=120)
+        got = httpx.post(f"{ray_url}/v1/audio/speech", json=body, headers=AUTH, timeout=120)
         assert got.status_code == 200, got.text
         assert got.content == want
         heard_by.add(replica_of(got))
         if len(heard_by) == REPLICAS:
             break
     assert len(heard_by) == REPLICAS, heard_by
-    listed = httpx.get(f"{ray_url}/v1/voices", timeout=60).json()["data"]
+    listed = httpx.get(f"{ray_url}/v1/voices", headers=AUTH, timeout=60).json()["data"]
     assert voice in [v["id"] for v in listed]
+    # forgotten through one replica: forgotten by every one
+    gone = httpx.delete(f"{ray_url}/v1/voices/{voice}", headers=AUTH, timeout=60)
+    assert gone.status_code == 200, gone.text
+    refused_by: set[str] = set()
+    for _ in range(30):
+        got = httpx.post(f"{ray_url}/v1/audio/speech", json=body, headers=AUTH, timeout=120)
+        assert got.status_code in (400, 404) and "no cloned voice" in got.text, got.text
+        refused_by.add(replica_of(got))
+        if len(refused_by) == REPLICAS:
+            break
+    assert len(refused_by) == REPLICAS, refused_by
+
+
+def test_the_api_key_and_the_limits_hold_on_every_replica(ray_url) -> None:
+    body = {"model": "tts-1", "voice": "alloy", "input": "Who are you?"}
+    answered_by: set[str] = set()
+    for _ in range(30):
+        refused = httpx.post(f"{ray_url}/v1/audio/speech", json=body, timeout=60)
+        assert refused.status_code == 401, refused.text
+        long = {**body, "input": "x" * (MAX_CHARS + 1)}
+        too_long = httpx.post(f"{ray_url}/v1/audio/speech", json=long, headers=AUTH, timeout=60)
+        assert too_long.status_code == 400 and str(MAX_CHARS) in too_long.text, too_long.text
+        answered_by |= {replica_of(refused), replica_of(too_long)}
+        if len(answered_by) == REPLICAS:
+            break
+    assert len(answered_by) == REPLICAS, answered_by
 
 
 def _replica_actor(replica: str):
@@ -236,7 +272,7 @@ def test_a_replica_killed_mid_stream_costs_its_client_a_clean_error_only(ray_url
     body = {"model": "tts-1", "voice": "alloy", "input": LONG_TEXT, "response_format": "pcm"}
     started = None
     with (
-        httpx.Client(timeout=DEATH_SECONDS) as http,
+        httpx.Client(timeout=DEATH_SECONDS, headers=AUTH) as http,
         http.stream("POST", f"{ray_url}/v1/audio/speech", json=body) as response,
     ):
         assert response.status_code == 200
@@ -252,7 +288,10 @@ def test_a_replica_killed_mid_stream_costs_its_client_a_clean_error_only(ray_url
     # New requests are answered (by the replica left, and by the one Ray starts)
     for _ in range(3):
         got = httpx.post(
-            f"{ray_url}/v1/audio/speech", json={**body, "input": "Still here."}, timeout=120
+            f"{ray_url}/v1/audio/speech",
+            json={**body, "input": "Still here."},
+            headers=AUTH,
+            timeout=120,
         )
         assert got.status_code == 200 and len(got.content) > 1000, got.text
 
