@@ -271,33 +271,65 @@ def run(job: RayServe, log_level: str) -> None:
     port = job.port or _free_port(job.host)
     local = join(job.address, max(2, int(job.scaling.max_replicas * job.scaling.cpus_per_replica)))
     stopped: list[int] = []
+    deployed = False  # ours to delete at the end (never another command's application)
     try:
+        _check_cluster(job.scaling)
         shelf = (
             ray.remote(num_cpus=0)(VoiceShelf)
             .options(name=f"voices-{os.getpid()}")
             .remote(job.settings.limits.max_cloned_voices)
         )
+        deployed = True  # from here: a deployment half made is removed too
         _deploy(job, shelf, port)
-        logs.logger().info(
-            "listening",
-            extra={
-                "url": f"http://{job.host}:{port}",
-                "port": port,
-                "ray": job.address,
-                "replicas": [job.scaling.min_replicas, job.scaling.max_replicas],
-                "api_key": bool(job.settings.api_key),
-            },
-        )
+        _log_listening(job, port)
         stopped = _wait_for_signal()
     finally:
-        _stop(local, job.settings.shutdown_seconds + STOP_SLACK_SECONDS)
+        _stop(local, deployed, job.settings.shutdown_seconds + STOP_SLACK_SECONDS)
+    if deployed:
         names = [signal.Signals(s).name for s in stopped]
         logs.logger().info("stopped", extra={"signal": names[0] if names else None})
     if stopped:
         raise SystemExit(128 + stopped[0])
 
 
-def _stop(local: bool, seconds: float) -> None:
+def _log_listening(job: RayServe, port: int) -> None:
+    from pocketcli.frontends import logs
+
+    logs.logger().info(
+        "listening",
+        extra={
+            "url": f"http://{job.host}:{port}",
+            "port": port,
+            "ray": job.address,
+            "replicas": [job.scaling.min_replicas, job.scaling.max_replicas],
+            "api_key": bool(job.settings.api_key),
+        },
+    )
+
+
+def _check_cluster(scaling: Scaling) -> None:
+    """One line where the cluster would refuse the application: another ``pockettts serve
+    --ray`` serves there already (a second would replace it), or there are not the CPUs of
+    ``--min-replicas`` (Ray Serve would wait for them for ever)."""
+    import ray
+    from ray import serve
+
+    cpus = ray.cluster_resources().get("CPU", 0.0)
+    wanted = scaling.min_replicas * scaling.cpus_per_replica
+    if wanted > cpus:
+        raise UserError(
+            f"the Ray cluster has {cpus:g} CPU(s): no room for {scaling.min_replicas} "
+            f"replica(s) of {scaling.cpus_per_replica:g} CPU; lower --min-replicas"
+        )
+    running = serve.status().applications.get(APP_NAME)
+    if running is not None and str(running.status).rpartition(".")[2] != "DELETING":
+        raise UserError(
+            f"the Ray cluster already serves an application named {APP_NAME!r} "
+            "(another pockettts serve --ray): stop that one first"
+        )
+
+
+def _stop(local: bool, deployed: bool, seconds: float) -> None:
     """Deletes the application (each replica drains its streams first), within ``seconds``:
     a cluster already gone (a signal to the whole process group reaches a local Ray's own
     processes too) must not hold the command for Ray's minute of retries."""
@@ -305,9 +337,11 @@ def _stop(local: bool, seconds: float) -> None:
     from ray import serve
 
     def stop() -> None:
-        with contextlib.suppress(Exception):
-            serve.delete(APP_NAME)  # drains (graceful_shutdown_timeout_s)
-            if local:
+        if deployed:
+            with contextlib.suppress(Exception):
+                serve.delete(APP_NAME)  # drains (graceful_shutdown_timeout_s)
+        if local:
+            with contextlib.suppress(Exception):
                 serve.shutdown()
 
     thread = threading.Thread(target=stop, name="pockettts-ray-stop", daemon=True)

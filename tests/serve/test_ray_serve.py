@@ -305,6 +305,18 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1() -> None:
     assert f"127.0.0.1:{port}" in lines[0] and "Traceback" not in lines[0]
 
 
+def test_a_cluster_that_refuses_the_application_is_one_line_and_exit_1(cluster, ray_url) -> None:
+    for args, fragment in (
+        (("--min-replicas", str(REPLICAS + 1)), "no room for 3 replica(s)"),
+        ((), "already serves an application"),  # the module's own: a second would replace it
+    ):
+        r = run("serve", "--ray", cluster, "--port", str(_free_port()), *args, *TINY_ARGS)
+        lines = r.stderr.decode().strip().splitlines()
+        assert r.returncode == 1, r.stderr
+        assert len(lines) == 1 and fragment in lines[0], lines
+    assert httpx.get(f"{ray_url}/readyz", timeout=60).status_code == 200  # still serving
+
+
 def test_replica_counts_without_ray_are_a_usage_error() -> None:
     r = run("serve", "--min-replicas", "2", *TINY_ARGS)
     assert r.returncode == 2 and b"--ray" in r.stderr, r.stderr
