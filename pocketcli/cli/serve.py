@@ -255,6 +255,22 @@ def serve_command(
         help="With --ray: replicas at most (default: --min-replicas); between the two, "
         "Ray Serve scales on ongoing requests (target: --max-streams per replica).",
     ),
+    upscale_delay: float = typer.Option(
+        30.0,
+        "--upscale-delay",
+        metavar="S",
+        min=0.5,
+        max=3600.0,
+        help="With --ray: seconds of load above the target before a replica is added.",
+    ),
+    downscale_delay: float = typer.Option(
+        600.0,
+        "--downscale-delay",
+        metavar="S",
+        min=0.5,
+        max=86400.0,
+        help="With --ray: seconds of load below the target before a replica is removed.",
+    ),
 ) -> None:
     from pocketcli.serve import require_extra
 
@@ -302,7 +318,12 @@ def serve_command(
     if ray is not None:
         from pocketcli.serve import rayserve
 
-        scaling = rayserve.Scaling(min_replicas, max_replicas or min_replicas)
+        scaling = rayserve.Scaling(
+            min_replicas,
+            max_replicas or min_replicas,
+            upscale_delay_s=upscale_delay,
+            downscale_delay_s=downscale_delay,
+        )
         job = rayserve.RayServe(ray, choice, voice, voice_file, settings, scaling, host, port)
         return rayserve.run(job, log_level.lower())
     from pocketcli.frontends.backend import load_backend

@@ -45,6 +45,10 @@ CONNECT_SECONDS = 5.0  # reaching a cluster's address before Ray is asked to joi
 STOP_SLACK_SECONDS = 10.0  # past the drain, for Ray to remove the application
 
 
+UPSCALE_DELAY_S = 30.0  # Ray Serve's defaults
+DOWNSCALE_DELAY_S = 600.0
+
+
 @dataclass(frozen=True)
 class Scaling:
     """How many replicas, and when Ray Serve adds or removes one."""
@@ -52,8 +56,8 @@ class Scaling:
     min_replicas: int = 1
     max_replicas: int = 1
     cpus_per_replica: float = 1.0
-    upscale_delay_s: float = 30.0  # Ray Serve's defaults
-    downscale_delay_s: float = 600.0
+    upscale_delay_s: float = UPSCALE_DELAY_S
+    downscale_delay_s: float = DOWNSCALE_DELAY_S
 
     def deployment_options(self, settings: ServeSettings) -> dict[str, Any]:
         limits = settings.limits

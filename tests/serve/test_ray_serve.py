@@ -8,12 +8,6 @@ within a deadline, and the next requests are answered."""
 from __future__ import annotations
 
 import json
-import logging
-import os
-import signal
-import socket
-import subprocess
-import threading
 import time
 
 import httpx
@@ -24,22 +18,26 @@ pytest.importorskip("ray.serve")
 openai = pytest.importorskip("openai")
 
 from pocketcli.serve.limits import Limits, ServeSettings  # noqa: E402
-from tests.support.cli import SCRIPT, run  # noqa: E402
-from tests.support.paths import ROOT  # noqa: E402
+from tests.support.cli import run  # noqa: E402
+from tests.support.rayhelp import (  # noqa: E402
+    START_SECONDS,
+    RayServer,
+    free_port,
+    local_cluster,
+    running_replicas,
+)
 from tests.support.servehelp import (  # noqa: E402
     LONG_TEXT,
     PACK,
     TINY,
     VOICE,
     serving,
-    wait_ready,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 STREAMS = 2
 REPLICAS = 2
-START_SECONDS = 400.0  # two replicas loading on a shared, loaded 2-core machine
 DEATH_SECONDS = 60.0  # a killed replica's client hears so within this
 TINY_ARGS = ("--model-dir", str(PACK), "--voice-file", str(VOICE))
 KEY = "ray-test-key"
@@ -47,72 +45,10 @@ MAX_CHARS = 4000
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    """A local Ray on 127.0.0.1 of this test's own (its workers import this checkout)."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved]))
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    try:
-        context = ray.init(
-            num_cpus=REPLICAS,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            logging_level=logging.ERROR,
-            log_to_driver=False,
-        )
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-    try:
-        yield context.address_info["gcs_address"]
-    finally:
-        ray.shutdown()
-
-
-class RayServer:
-    """`pockettts serve --ray ADDRESS` as a child process, its stderr kept."""
-
-    def __init__(self, address: str, *args: str) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        argv = [SCRIPT, "serve", "--ray", address, "--port", str(self.port), *args]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.lines: list[str] = []
-        self.listening = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace")
-            self.lines.append(line)
-            if '"event": "listening"' in line:
-                self.listening.set()
-
-    def wait(self) -> None:
-        deadline = time.monotonic() + START_SECONDS
-        while not self.listening.wait(1.0):
-            assert self.proc.poll() is None, "".join(self.lines)[-3000:]
-            assert time.monotonic() < deadline, "".join(self.lines)[-3000:]
-        wait_ready(self.url)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        return self.proc.wait(30)
+    with local_cluster(REPLICAS) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -294,10 +230,14 @@ def test_a_replica_killed_mid_stream_costs_its_client_a_clean_error_only(ray_url
             timeout=120,
         )
         assert got.status_code == 200 and len(got.content) > 1000, got.text
+    deadline = time.monotonic() + START_SECONDS
+    while running_replicas() != REPLICAS:  # Ray Serve starts one in the dead one's place
+        assert time.monotonic() < deadline, f"{running_replicas()} replica(s) running"
+        time.sleep(0.25)
 
 
 def test_an_unreachable_cluster_is_one_line_and_exit_1() -> None:
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     r = run("serve", "--ray", f"127.0.0.1:{port}", *TINY_ARGS, timeout=120)
     lines = r.stderr.decode().strip().splitlines()
     assert r.returncode == 1, r.stderr
@@ -310,7 +250,9 @@ def test_a_cluster_that_refuses_the_application_is_one_line_and_exit_1(cluster, 
         (("--min-replicas", str(REPLICAS + 1)), "no room for 3 replica(s)"),
         ((), "already serves an application"),  # the module's own: a second would replace it
     ):
-        r = run("serve", "--ray", cluster, "--port", str(_free_port()), *args, *TINY_ARGS)
+        r = run(
+            "serve", "--ray", cluster, "--port", str(free_port()), *args, *TINY_ARGS, timeout=120
+        )
         lines = r.stderr.decode().strip().splitlines()
         assert r.returncode == 1, r.stderr
         assert len(lines) == 1 and fragment in lines[0], lines
