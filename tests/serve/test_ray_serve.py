@@ -260,7 +260,7 @@ def test_a_cluster_that_refuses_the_application_is_one_line_and_exit_1(cluster, 
 
 
 def test_replica_counts_without_ray_are_a_usage_error() -> None:
-    r = run("serve", "--min-replicas", "2", *TINY_ARGS)
+    r = run("serve", "--min-replicas", "2", *TINY_ARGS, timeout=60)
     assert r.returncode == 2 and b"--ray" in r.stderr, r.stderr
-    r = run("serve", "--ray", "--min-replicas", "3", "--max-replicas", "2", *TINY_ARGS)
+    r = run("serve", "--ray", "--min-replicas", "3", "--max-replicas", "2", *TINY_ARGS, timeout=60)
     assert r.returncode == 2 and b"--max-replicas" in r.stderr, r.stderr
