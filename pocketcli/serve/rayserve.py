@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pocketcli.batch.argv import RAY_LOCAL
-from pocketcli.errors import UserError
+from pocketcli.errors import FieldHint, UserError
 from pocketcli.frontends.voices import ClonedVoice
 from pocketcli.serve.settings import ServeSettings
 
@@ -94,6 +94,7 @@ class ReplicaSpec:
     voice_file: Path | None
     settings: ServeSettings
     shelf: Any  # the VoiceShelf actor's handle
+    log_level: str = "info"
 
 
 class VoiceShelf:
@@ -154,9 +155,11 @@ class Replica:
 
         from ray import serve
 
+        from pocketcli.frontends import logs
         from pocketcli.frontends.backend import load_backend
         from pocketcli.serve.app import create_app
 
+        logs.configure(spec.log_level)  # JSON lines on the replica's stderr (Ray's worker log)
         backend = await asyncio.to_thread(load_backend, spec.request, spec.voice, spec.voice_file)
         app = create_app(lambda: backend, spec.settings)
         self.state = app.state.pockettts
@@ -203,8 +206,6 @@ def application(spec_args: dict[str, Any], scaling: Scaling) -> Any:
 
 def require_ray_serve() -> None:
     """One line naming the extra when Ray Serve cannot be imported (a bare ``ray`` lacks it)."""
-    from pocketcli.errors import FieldHint
-
     try:
         import ray.serve  # noqa: F401
     except ImportError:
@@ -284,7 +285,7 @@ def run(job: RayServe, log_level: str) -> None:
             .remote(job.settings.limits.max_cloned_voices)
         )
         deployed = True  # from here: a deployment half made is removed too
-        _deploy(job, shelf, port)
+        _deploy(job, shelf, port, log_level)
         _log_listening(job, port)
         stopped = _wait_for_signal()
     finally:
@@ -321,9 +322,10 @@ def _check_cluster(scaling: Scaling) -> None:
     cpus = ray.cluster_resources().get("CPU", 0.0)
     wanted = scaling.min_replicas * scaling.cpus_per_replica
     if wanted > cpus:
-        raise UserError(
+        raise FieldHint(
             f"the Ray cluster has {cpus:g} CPU(s): no room for {scaling.min_replicas} "
-            f"replica(s) of {scaling.cpus_per_replica:g} CPU; lower --min-replicas"
+            f"replica(s) of {scaling.cpus_per_replica:g} CPU; lower {{min_replicas}}",
+            "min_replicas",
         )
     running = serve.status().applications.get(APP_NAME)
     if running is not None and str(running.status).rpartition(".")[2] != "DELETING":
@@ -355,7 +357,7 @@ def _stop(local: bool, deployed: bool, seconds: float) -> None:
         ray.shutdown()
 
 
-def _deploy(job: RayServe, shelf: Any, port: int) -> None:
+def _deploy(job: RayServe, shelf: Any, port: int, log_level: str) -> None:
     from ray import serve
 
     limits = job.settings.limits
@@ -370,6 +372,7 @@ def _deploy(job: RayServe, shelf: Any, port: int) -> None:
         "voice_file": job.voice_file,
         "settings": job.settings,
         "shelf": shelf,
+        "log_level": log_level,
     }
     try:
         serve.start(http_options=http, logging_config={"log_level": "ERROR"})

@@ -247,7 +247,10 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1() -> None:
 
 def test_a_cluster_that_refuses_the_application_is_one_line_and_exit_1(cluster, ray_url) -> None:
     for args, fragment in (
-        (("--min-replicas", str(REPLICAS + 1)), "no room for 3 replica(s)"),
+        (
+            ("--min-replicas", str(REPLICAS + 1)),
+            "no room for 3 replica(s) of 1 CPU; lower --min-replicas",
+        ),
         ((), "already serves an application"),  # the module's own: a second would replace it
     ):
         r = run(
