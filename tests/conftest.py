@@ -58,6 +58,7 @@ EXCLUSIVE = {
     # to one core by CPU affinity, and the signal-sequence stress (thirty runs racing
     # their own signals) each assume no second such test competes with them.
     "tests/cli/batch/test_ray.py": "machine",
+    "tests/serve/test_ray_serve.py": "machine",
     "tests/cli/batch/test_run.py::test_jobs_auto_on_one_core": "machine",
     "tests/cli/test_signal_sequences.py": "machine",
     # One headless Chromium at a time (each is a few hundred MB and several processes).

@@ -21,6 +21,7 @@ MB = 2**20
 
 if TYPE_CHECKING:
     from pocketcli.frontends.backend import Backend
+    from pocketcli.options import ModelRequest
 
 HELP = """Serve speech over HTTP: OpenAI's POST /v1/audio/speech, pocket-tts's POST /tts
 and a page at / to listen. Binds to 127.0.0.1 unless --host says otherwise.
@@ -97,8 +98,17 @@ def backend_loader(
 ) -> Callable[[], Backend]:
     """Checks the model and voice flags every server takes (serve, wyoming, mcp) before
     anything loads; returns what loads the model and its default voice."""
-    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
     from pocketcli.frontends.backend import load_backend
+
+    choice = checked_model_request(model, voice, voice_file, voice_dir)
+    return lambda: load_backend(choice, voice, voice_file)
+
+
+def checked_model_request(
+    model: ModelFlags, voice: str | None, voice_file: Path | None, voice_dir: Path | None
+) -> ModelRequest:
+    """The model and voice flags checked; the request that loads the model."""
+    from pocketcli.cli.model_options import check_voice_name, names_voices_inside
 
     checks.voice_file(voice_file, voice)
     if voice_dir is not None and voice_dir.exists() and not voice_dir.is_dir():
@@ -111,7 +121,7 @@ def backend_loader(
     choice = model.request(quiet=True)
     if not picks_inside:
         check_voice_name(choice, voice)
-    return lambda: load_backend(choice, voice, voice_file)
+    return choice
 
 
 SERVER_MODEL_FLAGS = ("language", "runtime", "precision", "model_dir", "config", "offline")
@@ -226,12 +236,57 @@ def serve_command(
         help="On SIGTERM: seconds in-flight requests get to finish before they are cancelled.",
     ),
     log_level: str = log_level_option(),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Serve as a Ray Serve application: alone, on a local Ray; auto or HOST:PORT "
+        "joins a cluster (pip install 'pockettts[ray]').",
+    ),
+    min_replicas: int = typer.Option(
+        1, "--min-replicas", metavar="N", min=1, max=1000, help="With --ray: replicas at least."
+    ),
+    max_replicas: int | None = typer.Option(
+        None,
+        "--max-replicas",
+        metavar="N",
+        min=1,
+        max=1000,
+        help="With --ray: replicas at most (default: --min-replicas); between the two, "
+        "Ray Serve scales on ongoing requests (target: --max-streams per replica).",
+    ),
+    upscale_delay: float = typer.Option(
+        30.0,
+        "--upscale-delay",
+        metavar="S",
+        min=0.5,
+        max=3600.0,
+        help="With --ray: seconds of load above the target before a replica is added.",
+    ),
+    downscale_delay: float = typer.Option(
+        600.0,
+        "--downscale-delay",
+        metavar="S",
+        min=0.5,
+        max=86400.0,
+        help="With --ray: seconds of load below the target before a replica is removed.",
+    ),
 ) -> None:
     from pocketcli.serve import require_extra
 
     require_extra()
     check_log_level(log_level)
-    load = backend_loader(model, voice, voice_file, voice_dir)
+    if ray is None and (min_replicas != 1 or max_replicas is not None):
+        raise click.UsageError("--min-replicas and --max-replicas go with --ray")
+    if max_replicas is not None and max_replicas < min_replicas:
+        raise click.BadParameter(
+            f"{max_replicas} is below --min-replicas {min_replicas}", param_hint="--max-replicas"
+        )
+    if ray is not None:
+        from pocketcli.serve.rayserve import require_ray_serve
+
+        require_ray_serve()  # without the extra: say what to install before loading anything
+    choice = checked_model_request(model, voice, voice_file, voice_dir)
     settings = ServeSettings(
         limits=Limits(
             max_chars=max_chars,
@@ -260,4 +315,17 @@ def serve_command(
             "listening beyond this machine without --api-key: anyone who reaches it can use it",
             extra={"host": host},
         )
-    run(load, settings, host, port, log_level.lower())
+    if ray is not None:
+        from pocketcli.serve import rayserve
+
+        scaling = rayserve.Scaling(
+            min_replicas,
+            max_replicas or min_replicas,
+            upscale_delay_s=upscale_delay,
+            downscale_delay_s=downscale_delay,
+        )
+        job = rayserve.RayServe(ray, choice, voice, voice_file, settings, scaling, host, port)
+        return rayserve.run(job, log_level.lower())
+    from pocketcli.frontends.backend import load_backend
+
+    run(lambda: load_backend(choice, voice, voice_file), settings, host, port, log_level.lower())

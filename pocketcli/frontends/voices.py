@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pocketcli.frontends.backend import Backend
 
@@ -73,14 +73,61 @@ class ClonedVoice:
     seconds: float  # of the recording, used for the voice
 
 
+class ClonedShelf(Protocol):
+    """Where cloned voices are kept by id: this process's memory (``LocalShelf``), or,
+    under Ray Serve, one actor every replica asks (``pocketcli.serve.rayserve``)."""
+
+    def get(self, voice_id: str) -> ClonedVoice | None: ...
+    def put(self, voice_id: str, voice: ClonedVoice) -> None: ...
+    def forget(self, voice_id: str) -> bool: ...
+    def ids(self) -> list[str]: ...  # the most recently used first
+
+
+class LocalShelf:
+    """Cloned voices in memory, the last ``limit`` used (least recently used go first)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._voices: OrderedDict[str, ClonedVoice] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, voice_id: str) -> ClonedVoice | None:
+        with self._lock:
+            voice = self._voices.get(voice_id)
+            if voice is not None:
+                self._voices.move_to_end(voice_id)
+            return voice
+
+    def put(self, voice_id: str, voice: ClonedVoice) -> None:
+        with self._lock:
+            self._voices[voice_id] = voice
+            self._voices.move_to_end(voice_id)
+            while len(self._voices) > self.limit:
+                self._voices.popitem(last=False)
+
+    def forget(self, voice_id: str) -> bool:
+        with self._lock:
+            return self._voices.pop(voice_id, None) is not None
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return list(reversed(self._voices))
+
+
 class VoiceBook:
     """The voices one server offers; thread-safe (voices load on worker threads)."""
 
-    def __init__(self, backend: Backend, voice_dir: Path | None, max_cloned: int = 0) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        voice_dir: Path | None,
+        max_cloned: int = 0,
+        shelf: ClonedShelf | None = None,
+    ) -> None:
         self.backend = backend
         self.voice_dir = voice_dir.resolve() if voice_dir is not None else None
         self.max_cloned = max_cloned
-        self._cloned: OrderedDict[str, ClonedVoice] = OrderedDict()
+        self._shelf: ClonedShelf = shelf if shelf is not None else LocalShelf(max_cloned)
         self._folder: dict[str, tuple[tuple[int, int], VoiceState]] = {}
         self._lock = threading.Lock()
         self._kinds: dict[Path, tuple[tuple[int, int], bool]] = {}  # is it a voice file?
@@ -91,10 +138,7 @@ class VoiceBook:
         if not name or name == self.backend.default_voice_name:  # the id ``listing`` gives it
             return Resolved(self.backend.default_voice, self.backend.default_voice_name, "default")
         if name.startswith(CLONE_PREFIX):
-            with self._lock:
-                cloned = self._cloned.get(name)
-                if cloned is not None:
-                    self._cloned.move_to_end(name)
+            cloned = self._shelf.get(name)
             if cloned is None:
                 raise VoiceNotFound(
                     f"no cloned voice {name!r} on this server (ids are kept in memory, "
@@ -220,8 +264,7 @@ class VoiceBook:
         shown = name if len(name) <= 80 else name[:77] + "..."
         default = f"{self.backend.default_voice_name} (the default)"
         others = sorted({*self._folder_entries(), *self.backend.builtin_names()})
-        with self._lock:
-            cloned = list(reversed(self._cloned))[:3]  # the most recently used
+        cloned = self._shelf.ids()[:3]  # the most recently used
         names = [default, *[n for n in others if n != self.backend.default_voice_name]][:40]
         listed = ", ".join([*names, *cloned])
         if self.max_cloned > 0:  # only where voices can be cloned (HTTP's POST /v1/voices)
@@ -245,8 +288,7 @@ class VoiceBook:
             if name not in seen:
                 out.append({"id": name, "object": "voice", "source": "builtin"})
                 seen.add(name)
-        with self._lock:
-            cloned = list(reversed(self._cloned))  # the most recently used first
+        cloned = self._shelf.ids()  # the most recently used first
         out += [{"id": name, "object": "voice", "source": "cloned"} for name in cloned]
         return out
 
@@ -257,19 +299,13 @@ class VoiceBook:
         return CLONE_PREFIX + hashlib.sha256(data).hexdigest()[:24]
 
     def cloned(self, voice_id: str) -> ClonedVoice | None:
-        with self._lock:
-            return self._cloned.get(voice_id)
+        return self._shelf.get(voice_id)
 
     def keep_cloned(self, voice_id: str, state: VoiceState, seconds: float) -> None:
-        with self._lock:
-            self._cloned[voice_id] = ClonedVoice(state, seconds)
-            self._cloned.move_to_end(voice_id)
-            while len(self._cloned) > self.max_cloned:
-                self._cloned.popitem(last=False)
+        self._shelf.put(voice_id, ClonedVoice(state, seconds))
 
     def forget_cloned(self, voice_id: str) -> bool:
-        with self._lock:
-            return self._cloned.pop(voice_id, None) is not None
+        return self._shelf.forget(voice_id)
 
 
 def _said(exc: BaseException) -> str:

@@ -5,7 +5,8 @@
   health, metrics and the web page at ``/``.
 - ``limits``, ``metrics``, ``settings`` do what they say; what every front end
   shares (the backend, voices, admission, encoding, logs) is ``pocketcli.frontends``.
-- ``server.run`` binds the socket and runs uvicorn with a graceful shutdown.
+- ``server.run`` binds the socket and runs uvicorn with a graceful shutdown;
+  ``rayserve.run`` runs the same app on Ray Serve replicas (``serve --ray``).
 
 FastAPI, uvicorn, python-multipart and prometheus-client come with the
 optional ``serve`` extra; ``require_extra`` says what to install without it.

@@ -14,7 +14,7 @@ from pocketcli.frontends import logs
 from pocketcli.frontends.admission import JobRunner, make_admission
 from pocketcli.frontends.backend import Backend
 from pocketcli.frontends.encoding import available_formats
-from pocketcli.frontends.voices import VoiceBook
+from pocketcli.frontends.voices import ClonedShelf, VoiceBook
 from pocketcli.serve.apierrors import ApiError, redact_paths
 from pocketcli.serve.metrics import Metrics
 from pocketcli.serve.settings import ServeSettings
@@ -29,6 +29,7 @@ class ServerState:
     scheduler: JobRunner | None = None
     load_error: str | None = None
     on_load_failed: Callable[[str], None] | None = None
+    shelf: ClonedShelf | None = None  # where cloned voices are kept (None: this process)
 
     def update_gauges(self) -> None:
         if self.scheduler is not None:
@@ -36,6 +37,8 @@ class ServerState:
             self.metrics.active.set(self.scheduler.active)
 
     def load(self, load: Callable[[], Backend]) -> None:
+        if self.backend is not None:  # loaded already (a Ray Serve replica loads first)
+            return
         log = logs.logger()
         started = time.perf_counter()
         try:
@@ -47,7 +50,9 @@ class ServerState:
                 self.on_load_failed(self.load_error)
             return
         limits = self.settings.limits
-        self.voices = VoiceBook(backend, self.settings.voice_dir, limits.max_cloned_voices)
+        self.voices = VoiceBook(
+            backend, self.settings.voice_dir, limits.max_cloned_voices, self.shelf
+        )
         self.scheduler = make_admission(limits.max_queue, self.update_gauges, limits.max_streams)
         self.metrics.watch_engine(backend.engine_stats)
         self.metrics.watch_streams(self.scheduler.streams)

@@ -60,7 +60,8 @@ async def add_voice(
 
 @router.delete("/v1/voices/{voice_id}")
 async def delete_voice(voice_id: str, loaded: Ready) -> dict[str, Any]:
-    if not loaded.voices.forget_cloned(voice_id):
+    # on a thread: under Ray Serve the shelf of cloned voices is another process
+    if not await anyio.to_thread.run_sync(loaded.voices.forget_cloned, voice_id):
         shown = voice_id if len(voice_id) <= 80 else voice_id[:77] + "..."
         raise ApiError(404, f"no cloned voice {shown!r}", "voice_not_found")
     return {"id": voice_id, "object": "voice", "deleted": True}
@@ -75,7 +76,7 @@ async def clone_upload(request: Request, loaded: Loaded, upload: UploadFile) -> 
             413, f"recording over the limit of {limits.max_upload_bytes} bytes", "upload_too_large"
         )
     voice_id = loaded.voices.clone_id(data)
-    known = loaded.voices.cloned(voice_id)
+    known = await anyio.to_thread.run_sync(loaded.voices.cloned, voice_id)
     if known is not None:
         return Clone(voice_id, known.state, known.seconds, True, [])
     reason = loaded.backend.cloning_unavailable
@@ -95,7 +96,7 @@ async def clone_upload(request: Request, loaded: Loaded, upload: UploadFile) -> 
     if kind == ERROR:
         raise as_api_error(value, "recording")
     state, seconds = value
-    loaded.voices.keep_cloned(voice_id, state, seconds)
+    await anyio.to_thread.run_sync(loaded.voices.keep_cloned, voice_id, state, seconds)
     logs.logger().info("voice cloned", extra={"voice": voice_id, "seconds": seconds})
     return Clone(voice_id, state, seconds, False, notes)
 
