@@ -255,7 +255,37 @@ class PocketTTS:
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
         noise = self._noise_for(opts) if noise is None else noise
+        if opts.words:
+            return self._timed_frames(text, chunks, voice, opts, noise, on_chunk)
         return self._frames_for(chunks, voice, opts, noise, on_chunk)
+
+    def _timed_frames(
+        self,
+        text: str,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+        on_chunk: Callable[[ChunkTrace], None] | None,
+    ) -> Iterator[Frame]:
+        """``_frames_for`` with each frame's words (``Frame.words``), timed on the model's
+        own audio before the output chain."""
+        from pocketcli.words import WordsUnavailable, WordTimer
+        from pocketcli.words.stream import ScriptWatch, timed
+
+        reason = getattr(
+            self.runtime,
+            "words_unavailable_reason",
+            f"the {self.runtime.name} runtime does not give them",
+        )
+        if reason is not None:
+            raise WordsUnavailable(f"cannot time words: {reason}")
+        watch = ScriptWatch(chunks, self._tokenizer, None if opts.normalize else text)
+        raw = self._frames_for(watch, voice, opts.with_(output_chain=False), noise, on_chunk)
+        frames = timed(raw, WordTimer(watch.units_of, self.sample_rate))
+        if not opts.output_chain:
+            return frames
+        return _filtered(frames, OutputChain(self.sample_rate))
 
     def _frames_for(
         self,
@@ -377,6 +407,7 @@ class PocketTTS:
         return GenerationSettings(
             eos_threshold=self._config.default_eos_threshold if eos is None else eos,
             decode_steps=opts.decode_steps,
+            words=opts.words,
         )
 
     def session(
