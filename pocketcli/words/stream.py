@@ -22,7 +22,8 @@ class ScriptWatch:
         self._items = iter(items)
         self.tokenizer = tokenizer
         self.plans: list[ChunkPlan] = []
-        self.maker = UnitMaker(source) if source is not None else None
+        self.maker = UnitMaker(source or "")
+        self.given = source is not None
 
     def __iter__(self) -> Iterator[object]:
         for item in self._items:
@@ -32,8 +33,9 @@ class ScriptWatch:
 
     def units_of(self, chunk_index: int) -> ChunkUnits:
         text = self.plans[chunk_index].text
-        maker = self.maker if self.maker is not None else UnitMaker(text)
-        return chunk_units(maker, text, self.tokenizer)  # type: ignore[arg-type]
+        if not self.given:
+            self.maker.extend(text)
+        return chunk_units(self.maker, text, self.tokenizer)  # type: ignore[arg-type]
 
 
 def timed(frames: Iterator[Frame], timer: WordTimer) -> Iterator[Frame]:

@@ -101,6 +101,13 @@ class UnitMaker:
         self.words = source_words(source)
         self.next = 0  # the first source word no chunk has taken yet
 
+    def extend(self, text: str) -> None:
+        """More source text (a text spoken as it comes: each chunk its own source)."""
+        shift = len(self.source) + 1
+        self.source += " " + text
+        for w in source_words(text):
+            self.words.append(SourceWord(w.text, len(self.words), w.begin + shift, w.end + shift))
+
     def _pairs(self, text: str, spans: list[tuple[int, int]]) -> list[tuple[SourceWord, int]]:
         """(source word, index into ``spans``) pairs for one chunk."""
         theirs = [normalized_word(text[b:e]) for b, e in spans]
