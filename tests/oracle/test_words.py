@@ -64,9 +64,9 @@ def _configs() -> dict[str, tuple[dict, list[tuple[int, int]]]]:
     deep = shrunk(DEEP, keep_depth=True)
     narrow = make_config("narrow", str(TOKENIZER_MODEL))  # 6 query heads on 3 KV heads
     return {
-        "6 layers": (six, _heads(six, [(3, 8), (2, 0)])),
-        "24 layers": (deep, _heads(deep, [(14, 10), (17, 11), (15, 4)])),
-        "grouped heads": (narrow, [(2, 5), (1, 0), (2, 2)]),
+        "six": (six, _heads(six, [(3, 8), (2, 0)])),
+        "deep": (deep, _heads(deep, [(14, 10), (17, 11), (15, 4)])),
+        "grouped": (narrow, [(2, 5), (1, 0), (2, 2)]),
     }
 
 
@@ -216,7 +216,7 @@ def _compare(theirs: Timed, ours: Timed, text: str) -> None:
     assert len({w[2] for w in theirs.words}) >= 6
 
 
-@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("text", TEXTS, ids=["plain", "punctuated"])
 def test_greedy_words_equal_the_fork(setup: Setup, text: str) -> None:
     theirs, _ = _fork_run(setup, text, voice_seed=0, temperature=0.0, seed=0, eos=1e9)
     ours = _our_run(setup, text, voice_seed=0, temperature=0.0, noise=None, eos=1e9)
