@@ -436,12 +436,20 @@ class PocketTTS:
         """The whole utterance as float32 samples at ``sample_rate``: what
         ``pockettts tts`` writes for the same options (with ``output_chain``,
         FluidAudio's high-pass, de-essing shelf and peak normalisation; without
-        it the model's raw audio; ``peak_normalize`` alone: FluidAudio's --no-deess)."""
+        it the model's raw audio; ``peak_normalize`` alone: FluidAudio's --no-deess).
+        With ``SpeakOptions(words=True)`` the array also has ``.words``: every timed word
+        (``pocketcli.words.Word``: word, start, end in seconds)."""
         opts = (options or SpeakOptions()).with_(
             **{k: v for k, v in kwargs.items() if k not in _STREAM_KEYWORDS}
         )
         keywords = {k: v for k, v in kwargs.items() if k in _STREAM_KEYWORDS}
-        return _joined([f.audio for f in self.stream(text, voice, opts, **keywords)], opts)
+        frames = list(self.stream(text, voice, opts, **keywords))
+        audio = _joined([f.audio for f in frames], opts)
+        if not opts.words:
+            return audio
+        from pocketcli.words import TimedAudio
+
+        return TimedAudio.of(audio, [w for f in frames for w in f.words])
 
     def synthesize_to_file(
         self,

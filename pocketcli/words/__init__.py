@@ -13,14 +13,26 @@ from typing import Protocol
 
 import numpy as np
 
+from pocketcli.errors import WordsUnavailable as WordsUnavailable  # re-exported
 from pocketcli.words.align import ChunkAligner, Word, is_voiced, unit_scores
 from pocketcli.words.units import ChunkUnits, UnitMaker, whole_characters
 
-__all__ = ["UnitMaker", "Word", "WordTimer", "WordsUnavailable", "chunk_units"]
+__all__ = ["TimedAudio", "UnitMaker", "Word", "WordTimer", "WordsUnavailable", "chunk_units"]
 
 
-class WordsUnavailable(RuntimeError):
-    """This model or pack cannot time words (the message says why, in one line)."""
+class TimedAudio(np.ndarray):
+    """An utterance's samples (a float32 array like any other) and its timed ``words``."""
+
+    words: tuple[Word, ...]
+
+    @classmethod
+    def of(cls, audio: np.ndarray, words: list[Word]) -> TimedAudio:
+        timed = np.asarray(audio).view(cls)
+        timed.words = tuple(words)
+        return timed
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.words = getattr(obj, "words", ())
 
 
 class _Pieces(Protocol):

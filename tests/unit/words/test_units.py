@@ -123,3 +123,15 @@ def test_a_later_word_ends_a_word_only_once_its_own_score_is_below_a_thousandth(
     ended = aligner.frame(np.array([0.0005, 0.0001, 0.9994]), True, 0.16)
     assert [(w.word, w.end) for w in ended] == [("a", 0.16)]
     assert aligner.open == 1  # "b" opens next, even though "c" has the attention
+
+
+def test_cues_hold_seven_words_or_three_and_a_half_seconds() -> None:
+    from pocketcli.words.align import Word
+    from pocketcli.words.captions import captions, cues
+
+    words = [Word(f"w{i}", 0.08 * i, 0.08 * (i + 1), i) for i in range(15)]
+    assert [c[2].split()[0] for c in cues(words)] == ["w0", "w7", "w14"]
+    slow = [Word(f"w{i}", 1.6 * i, 1.6 * i + 1.5, i) for i in range(3)]
+    assert [c[2] for c in cues(slow)] == ["w0 w1", "w2"]
+    assert captions(slow, "srt").startswith("1\n00:00:00,000 --> 00:00:03,100\nw0 w1\n\n2\n")
+    assert captions(slow, "vtt").startswith("WEBVTT\n\n00:00:00.000 --> 00:00:03.100\nw0 w1\n")
