@@ -10,7 +10,7 @@ tick, and ``PauseRun`` gives a pause's silence a frame at a time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,8 +47,9 @@ class Frame:
     latent: np.ndarray | None  # normalised latent [latent_dim]; None in a pause
     eos_logit: float  # NaN in a pause
     # The word heads' logits over the chunk's text [heads, tokens], when words were asked for.
-    attention: np.ndarray | None = None
-    words: tuple[Word, ...] = ()  # the words this frame ends (asked for with SpeakOptions.words)
+    attention: np.ndarray | None = field(default=None, kw_only=True)
+    # The words this frame ends (asked for with SpeakOptions.words).
+    words: tuple[Word, ...] = field(default=(), kw_only=True)
 
     @property
     def is_pause(self) -> bool:
@@ -193,7 +194,7 @@ class ChunkRun:
                 i,
                 self._latents[i],
                 self._eos_logits[i],
-                self._attention[i],
+                attention=self._attention[i],
             )
 
 

@@ -432,7 +432,10 @@ class OnnxRuntime:
         if not all(
             HEAD_SCORES in (o.name for o in self._sessions[g].get_outputs()) for g in graphs
         ):
-            return "the pack was built before word timings: rebuild it to time words"
+            return (
+                f"the pack {self.pack_dir} was built before word timings: rebuild it"
+                " (pockettts download --rebuild, or build_pack)"
+            )
         return None
 
     def watch_text(self, seq: OnnxSequence, n_tokens: int) -> None:

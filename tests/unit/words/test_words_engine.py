@@ -138,5 +138,6 @@ def test_a_pack_built_before_word_timings_says_so(pack_dir, tmp_path: Path) -> N
     with pytest.raises(WordsUnavailable) as err:
         tts.synthesize("Hello.", None, _opts(words=True))
     assert str(err.value) == (
-        "cannot time words: the pack was built before word timings: rebuild it to time words"
+        f"cannot time words: the pack {old} was built before word timings: rebuild it"
+        " (pockettts download --rebuild, or build_pack)"
     )
