@@ -39,10 +39,17 @@ class _Pieces(Protocol):
     def pieces(self, text: str) -> tuple[list[int], list[tuple[int, int]], list[str], str]: ...
 
 
-def chunk_units(maker: UnitMaker, chunk: str, tokenizer: _Pieces) -> ChunkUnits:
-    """The next chunk's units and token map (its prepared text, NFKC, as the fork maps it)."""
+def chunk_units(
+    maker: UnitMaker, chunk: str, tokenizer: _Pieces, n_tokens: int | None = None
+) -> ChunkUnits:
+    """The next chunk's units and token map, on its prepared text in NFKC as the fork maps
+    it; on the text as spoken when NFKC would change its ``n_tokens`` tokens (the model
+    attended to those)."""
     text = unicodedata.normalize("NFKC", chunk)
     _ids, offsets, pieces, coordinates = tokenizer.pieces(text)
+    if n_tokens is not None and len(offsets) != n_tokens:
+        text = chunk
+        _ids, offsets, pieces, coordinates = tokenizer.pieces(text)
     return maker.units(text, whole_characters(offsets, pieces), coordinates)
 
 

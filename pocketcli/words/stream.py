@@ -32,10 +32,10 @@ class ScriptWatch:
             yield item
 
     def units_of(self, chunk_index: int) -> ChunkUnits:
-        text = self.plans[chunk_index].text
+        plan = self.plans[chunk_index]
         if not self.given:
-            self.maker.extend(text)
-        return chunk_units(self.maker, text, self.tokenizer)  # type: ignore[arg-type]
+            self.maker.extend(plan.text)
+        return chunk_units(self.maker, plan.text, self.tokenizer, len(plan.token_ids))  # type: ignore[arg-type]
 
 
 def timed(frames: Iterator[Frame], timer: WordTimer) -> Iterator[Frame]:

@@ -141,3 +141,20 @@ def test_a_pack_built_before_word_timings_says_so(pack_dir, tmp_path: Path) -> N
         f"cannot time words: the pack {old} was built before word timings: rebuild it"
         " (pockettts download --rebuild, or build_pack)"
     )
+
+
+def test_text_that_nfkc_would_retokenize_is_timed_on_what_was_spoken(words_tts) -> None:
+    """ "…" and full-width letters: NFKC changes their tokens; the model attended to the
+    text as spoken, so the units are cut from that."""
+    text = "Ｈｅｌｌｏ there… the café is ﬁne, isn't it."
+    words, _ = _words(words_tts, text, normalize=False)
+    assert words and {w.word for w in words} <= {
+        "Ｈｅｌｌｏ",
+        "there",
+        "the",
+        "café",
+        "is",
+        "ﬁne",
+        "isn't",
+        "it",
+    }
