@@ -47,6 +47,7 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.session import Session
+    from pocketcli.words.stream import SessionWords
 
 
 class PocketTTS:
@@ -259,6 +260,15 @@ class PocketTTS:
             return self._timed_frames(text, chunks, voice, opts, noise, on_chunk)
         return self._frames_for(chunks, voice, opts, noise, on_chunk)
 
+    def _check_words(self) -> None:
+        """``WordsUnavailable`` (one line) unless this model and pack can time words."""
+        from pocketcli.words import WordsUnavailable
+
+        default = f"the {self.runtime.name} runtime does not give them"
+        reason = getattr(self.runtime, "words_unavailable_reason", default)
+        if reason is not None:
+            raise WordsUnavailable(f"cannot time words: {reason}")
+
     def _timed_frames(
         self,
         text: str,
@@ -270,16 +280,10 @@ class PocketTTS:
     ) -> Iterator[Frame]:
         """``_frames_for`` with each frame's words (``Frame.words``), timed on the model's
         own audio before the output chain."""
-        from pocketcli.words import WordsUnavailable, WordTimer
+        from pocketcli.words import WordTimer
         from pocketcli.words.stream import ScriptWatch, timed
 
-        reason = getattr(
-            self.runtime,
-            "words_unavailable_reason",
-            f"the {self.runtime.name} runtime does not give them",
-        )
-        if reason is not None:
-            raise WordsUnavailable(f"cannot time words: {reason}")
+        self._check_words()
         watch = ScriptWatch(chunks, self._tokenizer, None if opts.normalize else text)
         raw = self._frames_for(watch, voice, opts.with_(output_chain=False), noise, on_chunk)
         frames = timed(raw, WordTimer(watch.units_of, self.sample_rate))
@@ -524,6 +528,12 @@ class _SessionModel:
 
     def noise(self, opts: SpeakOptions) -> GaussianNoise:
         return self._tts._noise_for(opts)
+
+    def words(self, opts: SpeakOptions) -> SessionWords:
+        from pocketcli.words.stream import SessionWords
+
+        self._tts._check_words()
+        return SessionWords(self._tts._tokenizer, self._tts.sample_rate, not opts.normalize)
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pocketcli.errors import ModelOutputError
+from pocketcli.errors import ModelOutputError, WordsUnavailable
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
-from pocketcli.words import Word, WordsUnavailable
+
+if TYPE_CHECKING:
+    from pocketcli.words import Word
 
 # The reference ignores EOS during the first frames of every chunk.
 MIN_FRAMES_BEFORE_EOS = 6

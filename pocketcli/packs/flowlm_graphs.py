@@ -77,40 +77,34 @@ def output_heads(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, last: str) -> t
     return z, eos
 
 
-# Word timings (issue 35): the FlowLM graphs of a config with ``timestamp_heads`` give those
-# heads' scaled attention logits of each row's last position over every key as one more
-# output, ``head_scores [B, heads, T + C]`` (keys in the graph's own order, named by the
-# output's ``doc_string``). A few copies of one row per head: a call that does not fetch it
-# costs nothing measurable. The host softmaxes the text positions (``pocketcli.words``).
+# Word timings (issue 35): the batched step of a config with ``timestamp_heads`` gives those
+# heads' scaled attention logits of each row's last position over every key (new keys
+# first, then the cache) as one more output, ``head_scores [B, heads, T + C]``: a few copies
+# of one row per head, fetched only when a stream asks for words. The host softmaxes the
+# text positions (``pocketcli.words``). Packs built with it run every FlowLM call there.
 HEAD_SCORES = "head_scores"
 
 
-def head_taps(g: GraphBuilder, scores: str, layer: int, cfg: FlowLMConfig, lead: int) -> list[str]:
-    """The last query row of ``scores [lead.., Hkv, G, T, keys]`` for each of layer
-    ``layer``'s word-timing heads: ``[lead.., 1, keys]`` each (raw, before the scale)."""
+def head_taps(g: GraphBuilder, scores: str, layer: int, cfg: FlowLMConfig) -> list[str]:
+    """The last query row of ``scores [B, Hkv, G, T, keys]`` for each of layer ``layer``'s
+    word-timing heads: ``[B, 1, keys]`` each (raw, before the scale)."""
     group = cfg.transformer.num_heads // cfg.transformer.kv_heads
     taps = []
     for layer_of, head in cfg.timestamp_heads or ():
         if layer_of != layer:
             continue
-        x = g.op("Gather", [scores, g.const([head // group], np.int64)], axis=lead)
-        x = g.op("Gather", [x, g.const([head % group], np.int64)], axis=lead + 1)
-        x = g.op("Gather", [x, g.const([-1], np.int64)], axis=lead + 2)  # the last row
-        taps.append(g.reshape(x, [0, 1, -1] if lead else [1, -1]))
+        x = g.op("Gather", [scores, g.const([head // group], np.int64)], axis=1)
+        x = g.op("Gather", [x, g.const([head % group], np.int64)], axis=2)
+        x = g.op("Gather", [x, g.const([-1], np.int64)], axis=3)  # the last row
+        taps.append(g.reshape(x, [0, 1, -1]))
     return taps
 
 
-def head_scores_output(
-    g: GraphBuilder, taps: list[str], scale: str, rows: int | str, layout: str
-) -> None:
+def head_scores_output(g: GraphBuilder, taps: list[str], scale: str) -> None:
     """Declares ``head_scores`` (heads in ``timestamp_heads`` order) when there are taps."""
-    if not taps:
-        return
-    joined = g.op("Mul", [taps[0] if len(taps) == 1 else g.concat(taps, axis=-2), scale])
-    if rows == 1:
-        joined = g.unsqueeze(joined, [0])
-    g.output(joined, HEAD_SCORES, np.float32, [rows, len(taps), "keys"])
-    g.outputs[-1].doc_string = layout
+    if taps:
+        joined = g.op("Mul", [taps[0] if len(taps) == 1 else g.concat(taps, axis=1), scale])
+        g.output(joined, HEAD_SCORES, np.float32, ["batch", len(taps), "keys"])
 
 
 def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
@@ -160,7 +154,6 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     split_sizes = g.concat([capacity, n_new], axis=0)
     scale = g.const(1.0 / np.sqrt(head_dim))
     minus_inf = g.const(-np.inf)
-    taps: list[str] = []
 
     for i, (key_cache, value_cache) in enumerate(caches):
         q, k, v = attention_inputs(g, w, t, i, x, cos, sin)
@@ -177,7 +170,6 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
             ],
             axis=3,
         )
-        taps += head_taps(g, scores, i, cfg, lead=0)
         scores = g.op("Where", [mask, g.op("Mul", [scores, scale]), minus_inf])
         probs = g.op("Softmax", [scores], axis=-1)
         p_cache, p_new = g.op_multi("Split", [probs, split_sizes], 2, axis=3)
@@ -195,7 +187,6 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     z, eos = output_heads(g, w, cfg, last)
     g.output(z, "z", np.float32, [1, cfg.cond_dim])
     g.output(eos, "eos_logit", np.float32, [1, 1])
-    head_scores_output(g, taps, scale, 1, "cache_then_new")
     return g.model()
 
 
@@ -242,7 +233,7 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     z, eos = output_heads(g, w, cfg, last)
     g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
     g.output(eos, "eos_logit", np.float32, ["batch", 1])
-    head_scores_output(g, taps, shared.scale, "batch", "new_then_cache")
+    head_scores_output(g, taps, shared.scale)
     return g.model()
 
 
@@ -330,7 +321,7 @@ def _batch_layer(
         axis=4,
     )  # [B, Hkv, G, T, T + C]
     if words is not None:
-        words[1].extend(head_taps(g, scores, i, words[0], lead=1))
+        words[1].extend(head_taps(g, scores, i, words[0]))
     scores = g.op("Where", [s.mask, g.op("Mul", [scores, s.scale]), s.minus_inf])
     probs = g.op("Softmax", [scores], axis=-1)
     p_new, p_cache = g.op_multi("Split", [probs, s.split_sizes], 2, axis=4)

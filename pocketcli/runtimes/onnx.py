@@ -404,13 +404,10 @@ class OnnxRuntime:
         names = self._outputs_for([seq])
         out = dict(zip(names, self._step.run(names, feeds), strict=True))
         start, end = seq.length, seq.length + n_new
-        if seq.text_span is not None:  # new keys first in the batched graph, last in the other
-            at = (
-                (lambda p: p - start if p >= start else n_new + p)
-                if row
-                else (lambda p: p if p < start else seq.capacity + p - start)
+        if seq.text_span is not None:  # the batched step (watch_text): new keys, then cache
+            _keep_text_scores(
+                seq, out[HEAD_SCORES][0], lambda p: p - start if p >= start else n_new + p
             )
-            _keep_text_scores(seq, out[HEAD_SCORES][0], at)
         for i in range(self._layers):
             seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"][lead]
             seq.values[i][:, start:end] = out[f"new_values_{i}"][lead]
@@ -428,10 +425,9 @@ class OnnxRuntime:
         """Why this pack cannot time words (None: it can)."""
         if not self.config.flow_lm.timestamp_heads:
             return "the model's config has no timestamp_heads (no published head list for it)"
-        graphs = {self.generation.prefill, self.generation.frames}
-        if not all(
-            HEAD_SCORES in (o.name for o in self._sessions[g].get_outputs()) for g in graphs
-        ):
+        batched = self.generation.prefill == self.generation.frames == "flowlm_step_batch"
+        step = self._sessions[self.generation.frames]
+        if not batched or HEAD_SCORES not in (o.name for o in step.get_outputs()):
             return (
                 f"the pack {self.pack_dir} was built before word timings: rebuild it"
                 " (pockettts download --rebuild, or build_pack)"

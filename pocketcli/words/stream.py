@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
-from pocketcli.engine.chunk import Frame
 from pocketcli.text import ChunkPlan
 from pocketcli.words import UnitMaker, WordTimer, chunk_units
 from pocketcli.words.units import ChunkUnits
+
+# A frame (``engine.chunk.Frame``): a dataclass with chunk_index, audio, attention, words.
+F = TypeVar("F")
 
 
 class ScriptWatch:
@@ -38,10 +42,10 @@ class ScriptWatch:
         return chunk_units(self.maker, plan.text, self.tokenizer, len(plan.token_ids))  # type: ignore[arg-type]
 
 
-def timed(frames: Iterator[Frame], timer: WordTimer) -> Iterator[Frame]:
+def timed(frames: Iterator[F], timer: WordTimer) -> Iterator[F]:
     """``frames`` with the words each ends; held back one frame, so the words the end of a
     chunk decides ride on its last frame."""
-    held: Frame | None = None
+    held: F | None = None
     try:
         for frame in frames:
             ended = timer.feed(frame.chunk_index, frame.audio, frame.attention)
@@ -55,3 +59,56 @@ def timed(frames: Iterator[Frame], timer: WordTimer) -> Iterator[Frame]:
         close = getattr(frames, "close", None)
         if close is not None:
             close()
+
+
+class SessionWords:
+    """Word timings of a live session: each text's chunks as it is enqueued, each frame
+    of the session's stream as it comes (held back one frame, as ``timed``), times from
+    the start of the session's audio. Marks (a text's end) end its words."""
+
+    def __init__(self, tokenizer: object, sample_rate: int, given: bool) -> None:
+        self.tokenizer = tokenizer
+        self.given = given  # the texts are spoken as given (not normalised): their words
+        self.texts: dict[int, tuple[str, list[ChunkPlan]]] = {}
+        self.utterance = 0
+        self.maker: UnitMaker | None = None
+        self.timer = WordTimer(self._units_of, sample_rate)
+        self.held: object | None = None
+        self.queue: deque[object] = deque()
+
+    def add(self, index: int, text: str, items: Iterable[object]) -> None:
+        self.texts[index] = (text, [item for item in items if isinstance(item, ChunkPlan)])
+
+    def _units_of(self, chunk_index: int) -> ChunkUnits:
+        text, plans = self.texts[self.utterance]
+        if chunk_index == 0 or self.maker is None:
+            self.maker = UnitMaker(text if self.given else "")
+        plan = plans[chunk_index]
+        if not self.given:
+            self.maker.extend(plan.text)
+        return chunk_units(self.maker, plan.text, self.tokenizer, len(plan.token_ids))  # type: ignore[arg-type]
+
+    def next(self, pull: Callable[[], object | None]) -> object | None:
+        """The next frame (with its words), mark or None, pulling the stream's items."""
+        if self.queue:
+            return self.queue.popleft()
+        while True:
+            item = pull()
+            if item is not None and hasattr(item, "attention"):
+                ended = tuple(self.timer.feed(item.chunk_index, item.audio, item.attention))  # type: ignore[attr-defined]
+                held, self.held = self.held, dataclasses.replace(item, words=())
+                if held is not None:
+                    return dataclasses.replace(held, words=held.words + ended)  # type: ignore[attr-defined]
+                self.held = dataclasses.replace(item, words=ended)
+                continue
+            out: list[object] = []
+            if self.held is not None:
+                last = self.timer.end()
+                out.append(dataclasses.replace(self.held, words=self.held.words + tuple(last)))  # type: ignore[attr-defined]
+                self.held = None
+            if item is not None:  # a text's end (``timer.end`` above ended its last chunk)
+                self.texts.pop(self.utterance, None)
+                self.utterance += 1
+            out.append(item)
+            self.queue.extend(out[1:])
+            return out[0]

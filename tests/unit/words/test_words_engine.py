@@ -158,3 +158,36 @@ def test_text_that_nfkc_would_retokenize_is_timed_on_what_was_spoken(words_tts) 
         "isn't",
         "it",
     }
+
+
+def test_a_session_gives_each_texts_words_as_a_stream_would(words_tts) -> None:
+    """Greedy (the same audio whatever the noise): each text's words are its stream's,
+    later ones shifted by the audio before them (times run from the session's start)."""
+    texts = ("Hello there, this is the first text.", "And here comes the second one!")
+    opts = _opts(words=True, temperature=0.0)
+    session = words_tts.session(None, opts)
+    for text in texts:
+        session.enqueue(text)
+    session.finish()
+    frames = list(session)
+    assert {f.utterance_index for f in frames} == {0, 1}
+    first = [f for f in frames if f.utterance_index == 0]
+    offset = sum(f.audio.size for f in first) / words_tts.sample_rate
+    timed = 0
+    for index, text in enumerate(texts):
+        alone, _ = _words(words_tts, text, temperature=0.0)
+        got = [w for f in frames if f.utterance_index == index for w in f.words]
+        shift = offset if index else 0.0
+        assert [(w.word, w.index) for w in got] == [(w.word, w.index) for w in alone]
+        assert all(
+            abs(a.start - b.start - shift) < 1e-9 and abs(a.end - b.end - shift) < 1e-9
+            for a, b in zip(got, alone, strict=True)
+        )
+        timed += len(alone)
+    assert timed >= 4 and offset > 0
+
+
+def test_a_session_of_a_pack_that_cannot_time_words_says_so(pack_dir) -> None:
+    tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
+    with pytest.raises(WordsUnavailable, match="timestamp_heads"):
+        tts.session(None, _opts(words=True))
