@@ -47,6 +47,7 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.session import Session
+    from pocketcli.words.stream import SessionWords
 
 
 class PocketTTS:
@@ -254,7 +255,40 @@ class PocketTTS:
             text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
         )
         noise = self._noise_for(opts) if noise is None else noise
+        if opts.words:
+            return self._timed_frames(text, chunks, voice, opts, noise, on_chunk)
         return self._frames_for(chunks, voice, opts, noise, on_chunk)
+
+    def _check_words(self) -> None:
+        """``WordsUnavailable`` (one line) unless this model and pack can time words."""
+        from pocketcli.words import WordsUnavailable
+
+        default = f"the {self.runtime.name} runtime does not give them"
+        reason = getattr(self.runtime, "words_unavailable_reason", default)
+        if reason is not None:
+            raise WordsUnavailable(f"cannot time words: {reason}")
+
+    def _timed_frames(
+        self,
+        text: str,
+        chunks: Iterable[ChunkPlan | Pause],
+        voice: VoiceState | None,
+        opts: SpeakOptions,
+        noise: NoiseSource,
+        on_chunk: Callable[[ChunkTrace], None] | None,
+    ) -> Iterator[Frame]:
+        """``_frames_for`` with each frame's words (``Frame.words``), timed on the model's
+        own audio before the output chain."""
+        from pocketcli.words import WordTimer
+        from pocketcli.words.stream import ScriptWatch, timed
+
+        self._check_words()
+        watch = ScriptWatch(chunks, self._tokenizer, None if opts.normalize else text)
+        raw = self._frames_for(watch, voice, opts.with_(output_chain=False), noise, on_chunk)
+        frames = timed(raw, WordTimer(watch.units_of, self.sample_rate))
+        if not opts.output_chain:
+            return frames
+        return _filtered(frames, OutputChain(self.sample_rate))
 
     def _frames_for(
         self,
@@ -375,6 +409,7 @@ class PocketTTS:
         return GenerationSettings(
             eos_threshold=self._config.default_eos_threshold if eos is None else eos,
             decode_steps=opts.decode_steps,
+            words=opts.words,
         )
 
     def session(
@@ -405,12 +440,19 @@ class PocketTTS:
         """The whole utterance as float32 samples at ``sample_rate``: what
         ``pockettts tts`` writes for the same options (with ``output_chain``,
         FluidAudio's high-pass, de-essing shelf and peak normalisation; without
-        it the model's raw audio; ``peak_normalize`` alone: FluidAudio's --no-deess)."""
+        it the model's raw audio; ``peak_normalize`` alone: FluidAudio's --no-deess).
+        With ``SpeakOptions(words=True)`` the array also has ``.words``: every timed word
+        (``pocketcli.words.Word``: word, start, end in seconds)."""
         opts = _options(options)
-        frames = self.stream(
-            text, voice, opts, noise=noise, on_warning=on_warning, on_chunk=on_chunk
+        frames = list(
+            self.stream(text, voice, opts, noise=noise, on_warning=on_warning, on_chunk=on_chunk)
         )
-        return _joined([f.audio for f in frames], opts)
+        audio = _joined([f.audio for f in frames], opts)
+        if not opts.words:
+            return audio
+        from pocketcli.words import TimedAudio
+
+        return TimedAudio.of(audio, [w for f in frames for w in f.words])
 
     def synthesize_to_file(
         self,
@@ -494,6 +536,12 @@ class _SessionModel:
 
     def noise(self, opts: SpeakOptions) -> GaussianNoise:
         return self._tts._noise_for(opts)
+
+    def words(self, opts: SpeakOptions) -> SessionWords:
+        from pocketcli.words.stream import SessionWords
+
+        self._tts._check_words()
+        return SessionWords(self._tts._tokenizer, self._tts.sample_rate, not opts.normalize)
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:

@@ -8,6 +8,7 @@ pocket-tts 4.0.1 reads as is.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,9 @@ class FlowLMConfig:
     z_dim: int | None = None
     insert_bos_before_voice: bool = False
     latent_dim: int = 32
+    # (layer, head) pairs whose attention over the text says which word is spoken
+    # (pocket-tts-timestamped's ``timestamp_heads``); None: this model cannot time words.
+    timestamp_heads: tuple[tuple[int, int], ...] | None = None
 
     @property
     def cond_dim(self) -> int:
@@ -265,6 +269,7 @@ def _parse(d: dict[str, Any]) -> ModelConfig:
         insert_bos_before_voice=bool(fl.get("insert_bos_before_voice", False)),
         latent_dim=int(d["mimi"]["quantizer"]["dimension"]),
     )
+    flow_lm = dataclasses.replace(flow_lm, timestamp_heads=_timestamp_heads(d, flow_lm.transformer))
     if flow_lm.flow.type not in ("lsd", "flow_matching", "drifting", "pointwise"):
         raise ValueError(f"unknown flow head type {flow_lm.flow.type!r}")
     m = d["mimi"]
@@ -292,3 +297,39 @@ def _parse(d: dict[str, Any]) -> ModelConfig:
         weights_path_without_voice_cloning=d.get("weights_path_without_voice_cloning"),
         raw=d,
     )
+
+
+def published_timestamp_heads() -> dict[str, list[list[int]]]:
+    """The fork's head lists by the weights file they were chosen for
+    (``data/timestamp_heads.json``)."""
+    path = Path(__file__).parent / "data" / "timestamp_heads.json"
+    return json.loads(path.read_text(encoding="utf-8"))["models"]
+
+
+def _timestamp_heads(
+    d: dict[str, Any], t: FlowTransformerConfig
+) -> tuple[tuple[int, int], ...] | None:
+    """The config's ``timestamp_heads`` (a list of ``{layer, head}``), else the published
+    list for its weights, else None; each pair within the FlowLM, none twice."""
+    given = d.get("timestamp_heads")
+    if given is None:
+        published = published_timestamp_heads().get(str(d.get("weights_path")))
+        return None if published is None else tuple((a, b) for a, b in published)
+    if not isinstance(given, list) or not given:
+        raise ValueError("timestamp_heads must be a list of at least one {layer, head} pair")
+    pairs: list[tuple[int, int]] = []
+    for item in given:
+        if not isinstance(item, dict) or set(item) != {"layer", "head"}:
+            raise ValueError(f"timestamp_heads entry {item!r} is not a {{layer, head}} pair")
+        layer, head = item["layer"], item["head"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (layer, head)):
+            raise ValueError(f"timestamp_heads entry {item!r}: layer and head must be whole")
+        if not (0 <= layer < t.num_layers and 0 <= head < t.num_heads):
+            raise ValueError(
+                f"timestamp_heads entry {item!r} is outside the FlowLM's"
+                f" {t.num_layers} layers of {t.num_heads} heads"
+            )
+        if (layer, head) in pairs:
+            raise ValueError(f"timestamp_heads lists layer {layer} head {head} twice")
+        pairs.append((layer, head))
+    return tuple(pairs)

@@ -74,6 +74,7 @@ __all__ = [
     "VoiceHint",
     "VoiceNotChosen",
     "WebPackError",
+    "WordsUnavailable",
 ]
 
 
@@ -234,6 +235,11 @@ class RuntimeUnavailable(UserError):
 
 class BackendError(UserError, RuntimeError):
     """A runtime failed while running a network (the message names the model and the cause)."""
+
+
+class WordsUnavailable(UserError, RuntimeError):
+    """Word timings were asked of a model or pack that cannot give them (the message says
+    why, in one line)."""
 
 
 class SessionClosed(UserError, RuntimeError):

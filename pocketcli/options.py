@@ -105,6 +105,9 @@ class SpeakOptions:
     # --no-deess: no filters, but still peak-normalised (its WAV writer does that).
     peak_normalize: bool | None = None
     noise_clamp: float | None = None  # pocket-tts's noise_clamp: noise truncated to +-this
+    # Word timings from the model's attention: each frame of ``stream`` carries the words it
+    # ends (``Frame.words``). Needs a model whose config has ``timestamp_heads``.
+    words: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -133,7 +136,7 @@ class SpeakOptions:
             raise OptionsError(
                 "frames_after_eos", f"must be from 0 to 1000, not {self.frames_after_eos!r}"
             )
-        for name in ("normalize", "output_chain"):
+        for name in ("normalize", "output_chain", "words"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionsError(name, f"must be True or False, not {getattr(self, name)!r}")
         if self.peak_normalize is not None and not isinstance(self.peak_normalize, bool):

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from pocketcli.audio.playback import AudioSink
     from pocketcli.audio.postprocess import OutputChain
     from pocketcli.runtimes.base import Runtime
+    from pocketcli.words.stream import SessionWords
 
 # Texts enqueued and not yet spoken to their end before ``enqueue`` refuses more.
 MAX_QUEUED_TEXTS = 64
@@ -82,6 +83,10 @@ class SessionModel(Protocol):
     def output_chain(self, opts: SpeakOptions) -> OutputChain | None: ...
 
     def noise(self, opts: SpeakOptions) -> NoiseSource: ...
+
+    def words(self, opts: SpeakOptions) -> SessionWords:
+        """The words stage of a session that asks for them (``WordsUnavailable``: cannot)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,7 @@ class Session:
         self._completed = -1  # the last utterance all of whose frames were read
         self._ended = False  # the reader saw the end of the stream
         self._chain = tts.output_chain(options)
+        self._words = tts.words(options) if options.words else None
         # One lookahead for every text: the noise sequence runs on across them.
         noise = peekable(noise or tts.noise(options))
         self._handle = tts.submit(self._texts, voice, options, noise, self._texts.ready)
@@ -188,6 +194,8 @@ class Session:
         with self._state:
             self._check_open()
             index = self._enqueued
+            if self._words is not None:
+                self._words.add(index, text, chunks)
             if not self._texts.put(index, chunks):
                 raise SessionFull(
                     f"the session has {MAX_QUEUED_TEXTS} texts waiting to be spoken;"
@@ -267,7 +275,8 @@ class Session:
         if self._ended:
             return None
         try:
-            item = self._handle.next_item()
+            pull = self._handle.next_item
+            item = pull() if self._words is None else self._words.next(pull)
         except BaseException:
             self._ended = self._closed = True
             raise
@@ -284,7 +293,7 @@ class Session:
         audio = item.audio if self._chain is None else self._chain.process(item.audio)
         return SessionFrame(
             audio, item.chunk_index, item.frame_index, item.latent, item.eos_logit,
-            self._counts.get(index, 0), index,
+            self._counts.get(index, 0), index, attention=item.attention, words=item.words,
         )  # fmt: skip
 
     def __aiter__(self) -> Session:

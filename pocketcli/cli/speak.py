@@ -75,6 +75,8 @@ class TtsFlags:
     play: bool = False
     device: str | None = None
     follow: bool = False
+    words_file: Path | None = None  # --words: the timed words as JSON
+    captions_file: Path | None = None  # --captions: .srt or .vtt
     # Habits of the tools people come from (``cli/habits.py``).
     quantize: bool = False  # Kyutai's pocket-tts
     piper_model: str | None = None  # piper's -m
@@ -128,7 +130,9 @@ def run_tts(f: TtsFlags, model: ModelFlags) -> None:
         shown = live.output or ""
     else:
         assert words is not None
-        speak_once(tts, words, chosen.state, output, options, timing, out_format, warn)
+        speak_once(
+            tts, words, chosen.state, output, options, timing, out_format, warn, _word_files(f)
+        )
         shown = output
     total = time.perf_counter() - started
     if f.metrics is not None:
@@ -156,6 +160,23 @@ def check_flags(f: TtsFlags) -> None:
     if f.text_arg is not None and f.text is not None:
         raise click.UsageError("give the text either as TEXT or with --text, not both")
     _check_batch_flags(f)
+    _check_words_flags(f)
+
+
+def _check_words_flags(f: TtsFlags) -> None:
+    if f.words_file is None and f.captions_file is None:
+        return
+    from pocketcli.words.captions import caption_kind
+
+    if f.captions_file is not None and caption_kind(f.captions_file) is None:
+        raise click.BadParameter(
+            f"{f.captions_file}: captions are .srt or .vtt files", param_hint="--captions"
+        )
+    if f.input_file is not None or f.follow or f.play or f.output == STDOUT:
+        raise click.UsageError(
+            "--words and --captions go with one text written to a file (-o FILE): not yet"
+            " with --input-file, --follow, --play or -o -"
+        )
 
 
 def _check_batch_flags(f: TtsFlags) -> None:
@@ -187,6 +208,8 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.writable_file(f.save_voice, "--save-voice file")
     checks.writable_file(f.metrics, "metrics file", create_folders=True)  # as FluidAudio
     checks.writable_dir(f.output_dir, "output folder")
+    checks.writable_file(f.words_file, "--words file")
+    checks.writable_file(f.captions_file, "--captions file")
     if f.input_file is None:
         checks.writable_file(output if live_output is None else live_output, "output file")
 
@@ -207,6 +230,7 @@ def speak_options(f: TtsFlags) -> SpeakOptions:
         output_chain=not f.no_deess,
         peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
         noise_clamp=f.noise_clamp,
+        words=f.words_file is not None or f.captions_file is not None,
     )
 
 
@@ -336,18 +360,52 @@ def speak_once(
     timing: Timing,
     fmt: OutputFormat | None,
     on_warning,
+    word_files: dict[str, Path] | None = None,
 ) -> None:
-    """One text to a file (the library's ``synthesize_to_file``) or to stdout."""
+    """One text to a file (the library's ``synthesize_to_file``) or to stdout; with
+    ``word_files`` (--words, --captions) the timed words too."""
     t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
     if output == STDOUT:
         samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
         timing.audio = samples / tts.sample_rate
+    elif options.words:
+        timing.audio = _speak_with_words(
+            tts, words, voice, Path(output), options, fmt, on_warning, word_files or {}
+        )
     else:
         path = Path(output)  # its folder exists: checked first (a typo creates no tree)
         timing.audio = tts.synthesize_to_file(
             words, path, voice, options, format=fmt, on_warning=on_warning
         )
     timing.synthesis = time.perf_counter() - t0
+
+
+def _word_files(f: TtsFlags) -> dict[str, Path]:
+    """Where --words ("words") and --captions ("captions") go."""
+    given = (("words", f.words_file), ("captions", f.captions_file))
+    return {kind: path for kind, path in given if path is not None}
+
+
+def _speak_with_words(
+    tts, text: str, voice, path: Path, options, fmt, on_warning, files: dict[str, Path]
+) -> float:
+    """``synthesize_to_file`` that also keeps the words, then writes --words and --captions
+    (each whole or not at all, after the audio)."""
+    from pocketcli.atomic import atomic_path
+    from pocketcli.audio.output import open_audio_writer
+    from pocketcli.words.captions import caption_kind, captions, words_json
+
+    timed = []
+    rate = tts.sample_rate
+    with open_audio_writer(path, fmt, rate, peak_normalize=options.peak_normalized) as out:
+        for frame in tts.stream(text, voice, options, on_warning=on_warning):
+            out.write(frame.audio, speech=not frame.is_pause)
+            timed.extend(frame.words)
+    for kind, target in files.items():
+        body = words_json(timed) if kind == "words" else captions(timed, caption_kind(target))
+        with atomic_path(target) as tmp:
+            tmp.write_text(body, encoding="utf-8")
+    return out.samples / rate
 
 
 def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fmt) -> int:

@@ -179,6 +179,18 @@ def tts_command(
     follow: bool = typer.Option(
         False, "--follow", help="Speak standard input line by line (or sentence) as it arrives."
     ),
+    words_file: Path | None = typer.Option(
+        None,
+        "--words",
+        metavar="FILE",
+        help="Also write each word's start and end (seconds) as a JSON list.",
+    ),
+    captions_file: Path | None = typer.Option(
+        None,
+        "--captions",
+        metavar="FILE",
+        help="Also write captions of a few words a cue: .srt or .vtt, by extension.",
+    ),
 ) -> None:
     """Declarations only: the work is ``cli.speak.run_tts``."""
     given = TtsFlags(
@@ -216,6 +228,8 @@ def tts_command(
         play=play,
         device=device,
         follow=follow,
+        words_file=words_file,
+        captions_file=captions_file,
     )
     run_tts(*translate_habits(given, model))
 

@@ -9,15 +9,19 @@ tick, and ``PauseRun`` gives a pause's silence a frame at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pocketcli.errors import ModelOutputError
+from pocketcli.errors import ModelOutputError, WordsUnavailable
 from pocketcli.runtimes.base import Runtime
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
+
+if TYPE_CHECKING:
+    from pocketcli.words import Word
 
 # The reference ignores EOS during the first frames of every chunk.
 MIN_FRAMES_BEFORE_EOS = 6
@@ -33,6 +37,7 @@ DECODE_BATCH = 2
 class GenerationSettings:
     eos_threshold: float
     decode_steps: int = 1
+    words: bool = False  # frames carry their word heads' attention (``Frame.attention``)
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,10 @@ class Frame:
     frame_index: int  # within its chunk (or pause)
     latent: np.ndarray | None  # normalised latent [latent_dim]; None in a pause
     eos_logit: float  # NaN in a pause
+    # The word heads' logits over the chunk's text [heads, tokens], when words were asked for.
+    attention: np.ndarray | None = field(default=None, kw_only=True)
+    # The words this frame ends (asked for with SpeakOptions.words).
+    words: tuple[Word, ...] = field(default=(), kw_only=True)
 
     @property
     def is_pause(self) -> bool:
@@ -111,6 +120,8 @@ class ChunkRun:
         self._fade = np.linspace(0.0, 1.0, int(sample_rate * FADE_IN_SECONDS), dtype=np.float32)
         self.seq = runtime.start_sequence(voice, len(plan.token_ids) + plan.max_frames)
         self.text = runtime.embed_text(np.asarray(plan.token_ids, np.int64))
+        self._attention: list[np.ndarray | None] = []
+        self._watch = watch_words(runtime, self.seq, len(plan.token_ids), settings.words)
         self.decoder = runtime.start_decoder()
         self.step = 0
         self.latent = np.full(self.latent_dim, np.nan, np.float32)  # NaN = BOS
@@ -155,6 +166,7 @@ class ChunkRun:
         self.latent = latent
         self._latents.append(latent)
         self._eos_logits.append(eos_logit)
+        self._attention.append(self._watch(self.seq) if self._watch else None)
         self._pending.append(latent)
         first = self.step == 0
         self.step += 1
@@ -179,4 +191,25 @@ class ChunkRun:
                 piece = piece.copy()
                 piece[: self._fade.size] *= self._fade[: piece.size]
             self.trace.frames += 1
-            yield Frame(piece, self.chunk_index, i, self._latents[i], self._eos_logits[i])
+            yield Frame(
+                piece,
+                self.chunk_index,
+                i,
+                self._latents[i],
+                self._eos_logits[i],
+                attention=self._attention[i],
+            )
+
+
+def watch_words(
+    runtime: Runtime, seq: object, n_tokens: int, wanted: bool
+) -> Callable[[object], np.ndarray | None] | None:
+    """When ``wanted``: has ``runtime`` keep the word heads' attention over the chunk's
+    ``n_tokens`` of text; returns how to read it after a call (None: not wanted)."""
+    if not wanted:
+        return None
+    watch = getattr(runtime, "watch_text", None)
+    if watch is None:
+        raise WordsUnavailable(f"cannot time words: the {runtime.name} runtime does not give them")
+    watch(seq, n_tokens)
+    return runtime.text_attention  # type: ignore[attr-defined]

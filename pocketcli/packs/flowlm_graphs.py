@@ -77,6 +77,36 @@ def output_heads(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, last: str) -> t
     return z, eos
 
 
+# Word timings (issue 35): the batched step of a config with ``timestamp_heads`` gives those
+# heads' scaled attention logits of each row's last position over every key (new keys
+# first, then the cache) as one more output, ``head_scores [B, heads, T + C]``: a few copies
+# of one row per head, fetched only when a stream asks for words. The host softmaxes the
+# text positions (``pocketcli.words``). Packs built with it run every FlowLM call there.
+HEAD_SCORES = "head_scores"
+
+
+def head_taps(g: GraphBuilder, scores: str, layer: int, cfg: FlowLMConfig) -> list[str]:
+    """The last query row of ``scores [B, Hkv, G, T, keys]`` for each of layer ``layer``'s
+    word-timing heads: ``[B, 1, keys]`` each (raw, before the scale)."""
+    group = cfg.transformer.num_heads // cfg.transformer.kv_heads
+    taps = []
+    for layer_of, head in cfg.timestamp_heads or ():
+        if layer_of != layer:
+            continue
+        x = g.op("Gather", [scores, g.const([head // group], np.int64)], axis=1)
+        x = g.op("Gather", [x, g.const([head % group], np.int64)], axis=2)
+        x = g.op("Gather", [x, g.const([-1], np.int64)], axis=3)  # the last row
+        taps.append(g.reshape(x, [0, 1, -1]))
+    return taps
+
+
+def head_scores_output(g: GraphBuilder, taps: list[str], scale: str) -> None:
+    """Declares ``head_scores`` (heads in ``timestamp_heads`` order) when there are taps."""
+    if taps:
+        joined = g.op("Mul", [taps[0] if len(taps) == 1 else g.concat(taps, axis=1), scale])
+        g.output(joined, HEAD_SCORES, np.float32, ["batch", len(taps), "keys"])
+
+
 def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     """One call of the backbone on ``[embeddings, input_linear(latents)]``.
 
@@ -195,13 +225,15 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     )  # [B, T, d]
 
     shared = _batch_attention_setup(g, t, x, positions, caches[0][0])
+    taps: list[str] = []
     for i, (key_cache, value_cache) in enumerate(caches):
-        x = _batch_layer(g, w, t, i, x, key_cache, value_cache, shared)
+        x = _batch_layer(g, w, t, i, x, key_cache, value_cache, shared, (cfg, taps))
 
     last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [-1, d])
     z, eos = output_heads(g, w, cfg, last)
     g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
     g.output(eos, "eos_logit", np.float32, ["batch", 1])
+    head_scores_output(g, taps, shared.scale)
     return g.model()
 
 
@@ -270,8 +302,10 @@ def _batch_layer(
     key_cache: str,
     value_cache: str,
     s: _BatchAttention,
+    words: tuple[FlowLMConfig, list[str]] | None = None,
 ) -> str:
-    """Layer ``i`` of the batched step; declares its ``new_keys_i``/``new_values_i``."""
+    """Layer ``i`` of the batched step; declares its ``new_keys_i``/``new_values_i``
+    (``words``: the config and the list its word-timing heads' scores join)."""
     kv_heads, head_dim = t.kv_heads, t.head_dim
     q, k, v = attention_inputs(g, w, t, i, x, s.cos, s.sin)  # [B * T, heads or Hkv, Dh]
     q = g.transpose(g.op("Reshape", [q, s.q_shape]), [0, 2, 3, 1, 4])  # [B, Hkv, G, T, Dh]
@@ -286,6 +320,8 @@ def _batch_layer(
         ],
         axis=4,
     )  # [B, Hkv, G, T, T + C]
+    if words is not None:
+        words[1].extend(head_taps(g, scores, i, words[0]))
     scores = g.op("Where", [s.mask, g.op("Mul", [scores, s.scale]), s.minus_inf])
     probs = g.op("Softmax", [scores], axis=-1)
     p_new, p_cache = g.op_multi("Split", [probs, s.split_sizes], 2, axis=4)

@@ -19,6 +19,7 @@ from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
 from pocketcli.cores import bound_threads, threads_override
+from pocketcli.packs.flowlm_graphs import HEAD_SCORES
 from pocketcli.packs.manifest import (
     BATCH_GRAPHS,
     ENCODER_GRAPH,
@@ -31,6 +32,7 @@ from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.graph_roles import Role, check_role, check_trailing_dims, role
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
+from pocketcli.words import WordsUnavailable
 
 _ONE = np.ones((1, 1), np.float32)
 # KV cache growth step, in positions (a chunk's text plus about 5 s of frames).
@@ -125,6 +127,10 @@ class OnnxSequence:
     limit: int = 0
     solo: OnnxBatch | None = None  # its own one-row stack, where frames use the batched graph
     row: int = -1  # its row in the stack its buffers are views of (``OnnxBatch``), if any
+    # Word timings: the text's positions [start, end) whose attention each call keeps in
+    # ``text_scores`` ([heads, end - start], the word heads' scaled logits); None: not asked.
+    text_span: tuple[int, int] | None = None
+    text_scores: np.ndarray | None = None
 
     @property
     def capacity(self) -> int:
@@ -218,6 +224,15 @@ MIMI_GRAPHS = (MIMI_BATCH_GRAPH, "mimi_decoder")
 # The table lookup and the flow head's [1, 512] products are too small to split: waking a
 # second thread costs more than it saves (flow head at int8: 0.4 ms on one, 0.7 on two).
 _ONE_THREAD = ("text_embedding", "flow_head", "flow_head_batch")
+
+
+def _keep_text_scores(seq: OnnxSequence, scores: np.ndarray, at: Callable[[int], int]) -> None:
+    """``seq``'s text positions of one row's ``head_scores [heads, keys]`` (``at``: a
+    position's key index in the graph's order)."""
+    assert seq.text_span is not None
+    start, end = seq.text_span
+    first = at(start)
+    seq.text_scores = np.array(scores[:, first : first + end - start], np.float32)
 
 
 def pack_generation(files: dict[str, str], takes_embeddings: Callable[[], bool]) -> PackGeneration:
@@ -395,13 +410,51 @@ class OnnxRuntime:
         for i in range(self._layers):
             feeds[f"key_cache_{i}"] = seq.keys[i][None] if row else seq.keys[i]
             feeds[f"value_cache_{i}"] = seq.values[i][None] if row else seq.values[i]
-        out = dict(zip(self._step_outputs, self._step.run(None, feeds), strict=True))
+        names = self._outputs_for([seq], self._step_outputs)
+        out = dict(zip(names, self._step.run(names, feeds), strict=True))
         start, end = seq.length, seq.length + n_new
+        if seq.text_span is not None:  # the batched step (watch_text): new keys, then cache
+            _keep_text_scores(
+                seq, out[HEAD_SCORES][0], lambda p: p - start if p >= start else n_new + p
+            )
         for i in range(self._layers):
             seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"][lead]
             seq.values[i][:, start:end] = out[f"new_values_{i}"][lead]
         seq.length = end
         return out["z"][0], float(out["eos_logit"][0, 0])
+
+    def _outputs_for(self, seqs: Sequence[OnnxSequence], names: list[str]) -> list[str]:
+        """Which of a session's outputs ``names`` to fetch: the word heads' scores only
+        when a row asks (they are the only output a step can go without)."""
+        if any(seq.text_span is not None for seq in seqs):
+            return names
+        return [name for name in names if name != HEAD_SCORES]
+
+    @property
+    def words_unavailable_reason(self) -> str | None:
+        """Why this pack cannot time words (None: it can)."""
+        if not self.config.flow_lm.timestamp_heads:
+            return "the model's config has no timestamp_heads (no published head list for it)"
+        batched = self.generation.prefill == self.generation.frames == "flowlm_step_batch"
+        step = self._sessions[self.generation.frames]
+        if not batched or HEAD_SCORES not in (o.name for o in step.get_outputs()):
+            return (
+                f"the pack {self.pack_dir} was built before word timings: rebuild it"
+                " (pockettts download --rebuild, or build_pack)"
+            )
+        return None
+
+    def watch_text(self, seq: OnnxSequence, n_tokens: int) -> None:
+        """The next ``n_tokens`` positions of ``seq`` are a chunk's text: from now on each
+        call on ``seq`` keeps the word heads' scores over them in ``seq.text_scores``."""
+        reason = self.words_unavailable_reason
+        if reason is not None:
+            raise WordsUnavailable(f"cannot time words: {reason}")
+        seq.text_span = (seq.length, seq.length + n_tokens)
+
+    def text_attention(self, seq: OnnxSequence) -> np.ndarray | None:
+        """The word heads' logits over the text in ``seq``'s last call (``watch_text``)."""
+        return seq.text_scores
 
     def prefill(self, seq: OnnxSequence, embeddings: np.ndarray) -> None:
         emb = np.ascontiguousarray(embeddings, np.float32)[None]
@@ -538,7 +591,8 @@ class OnnxRuntime:
         for i in range(self._layers):
             feeds[f"key_cache_{i}"] = batch.keys[i][:k]
             feeds[f"value_cache_{i}"] = batch.values[i][:k]
-        out = dict(zip(self._batch_outputs, step.run(None, feeds), strict=True))
+        names = self._outputs_for(seqs, self._batch_outputs)
+        out = dict(zip(names, step.run(names, feeds), strict=True))
         # The rows fed are the first k, each its new key and value at its own position:
         # one scatter per layer and tensor for all of them, not one per row.
         fed_rows = np.arange(k)
@@ -546,6 +600,8 @@ class OnnxRuntime:
             batch.keys[i][fed_rows, :, :, positions] = out[f"new_keys_{i}"][:, :, :, 0]
             batch.values[i][fed_rows, :, positions] = out[f"new_values_{i}"][:, :, 0]
         for seq, row in zip(seqs, rows, strict=True):
+            if seq.text_span is not None:  # the text is in the cache, after the one new key
+                _keep_text_scores(seq, out[HEAD_SCORES][row], lambda p: 1 + p)
             seq.length = batch.written[row] = seq.length + 1
         return out["z"][rows], out["eos_logit"][rows, 0]
 

@@ -80,6 +80,12 @@ class SentencePieceTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return self._processor.decode(list(ids))
 
+    def pieces(self, text: str) -> tuple[list[int], list[tuple[int, int]], list[str], str]:
+        """Ids, each token's ``(begin, end)`` in ``text``'s UTF-8 bytes, the pieces, "byte"."""
+        got = self._processor.encode(text, return_type="offset_mapping", return_bytes=True)
+        pieces = [p.decode("utf-8", "replace") for p in got["pieces"]]
+        return list(got["ids"]), [tuple(o) for o in got["offsets"]], pieces, "byte"
+
     def __repr__(self) -> str:
         return f"SentencePieceTokenizer(vocab_size={self.vocab_size})"
 
@@ -123,6 +129,11 @@ class JsonTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self._tokenizer.decode(list(ids))
+
+    def pieces(self, text: str) -> tuple[list[int], list[tuple[int, int]], list[str], str]:
+        """Ids, each token's ``(begin, end)`` in ``text``'s characters, the pieces, "char"."""
+        got = self._tokenizer.encode(text)
+        return list(got.ids), [tuple(o) for o in got.offsets], list(got.tokens), "char"
 
     def __repr__(self) -> str:
         return f"JsonTokenizer(vocab_size={self.vocab_size})"

@@ -1,0 +1,58 @@
+"""Timed words as files: a JSON list, and captions of a few words a cue (SubRip, WebVTT)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pocketcli.words.align import Word
+
+CAPTION_KINDS = {".srt": "srt", ".vtt": "vtt"}
+# A cue: at most this many words, and at most this long, as subtitles are read.
+CUE_WORDS = 7
+CUE_SECONDS = 3.5
+
+
+def words_json(words: Sequence[Word]) -> str:
+    """``[{"word", "start", "end"}, ...]``, times in seconds to the millisecond."""
+    rows = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in words]
+    return json.dumps(rows, ensure_ascii=False, indent=1) + "\n"
+
+
+def cues(words: Sequence[Word]) -> list[tuple[float, float, str]]:
+    """Consecutive words in cues of at most ``CUE_WORDS`` words and ``CUE_SECONDS``."""
+    out: list[tuple[float, float, str]] = []
+    group: list[Word] = []
+    for word in words:
+        if group and (len(group) == CUE_WORDS or word.end - group[0].start > CUE_SECONDS):
+            out.append((group[0].start, group[-1].end, " ".join(w.word for w in group)))
+            group = []
+        group.append(word)
+    if group:
+        out.append((group[0].start, group[-1].end, " ".join(w.word for w in group)))
+    return out
+
+
+def _clock(seconds: float, mark: str) -> str:
+    ms = int(round(seconds * 1000))
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s, ms = divmod(rest, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}{mark}{ms:03d}"
+
+
+def captions(words: Sequence[Word], kind: str) -> str:
+    """The words as a caption file of ``kind`` ("srt" or "vtt")."""
+    mark = "," if kind == "srt" else "."
+    blocks = []
+    for n, (start, end, text) in enumerate(cues(words), start=1):
+        timing = f"{_clock(start, mark)} --> {_clock(end, mark)}"
+        blocks.append(f"{n}\n{timing}\n{text}\n" if kind == "srt" else f"{timing}\n{text}\n")
+    head = "" if kind == "srt" else "WEBVTT\n\n"
+    return head + "\n".join(blocks)
+
+
+def caption_kind(path: str | Path) -> str | None:
+    """ "srt" or "vtt" by the file's extension (None: neither)."""
+    return CAPTION_KINDS.get(Path(path).suffix.lower())
