@@ -27,6 +27,7 @@ import numpy as np
 
 from pocketcli import defaults
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
+from pocketcli.audio.stretch import Stretcher
 from pocketcli.engine.chunk import ChunkTrace, Frame, GenerationSettings
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Mark, Scheduler, StreamHandle
@@ -268,6 +269,8 @@ class PocketTTS:
         """The frames ``stream`` yields for a text scripted into ``chunks``."""
         settings = self._settings_for(opts)
         frames = _handle_frames(self._scheduler.submit(chunks, voice, noise, settings, on_chunk))
+        if opts.speed != 1.0:  # at 1.0 no stretcher: the samples stay exactly the model's
+            frames = _stretched(frames, Stretcher(opts.speed))
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
@@ -510,6 +513,26 @@ def _filtered(frames: Iterator[Frame], chain: OutputChain) -> Iterator[Frame]:
     finally:
         close = getattr(frames, "close", None)
         if close is not None:  # a stopped reader stops the engine (and its decoder thread)
+            close()
+
+
+def _stretched(frames: Iterator[Frame], stretcher: Stretcher) -> Iterator[Frame]:
+    """The frames time-stretched by this stream's own stretcher: each carries the
+    samples its input completes (frames that complete none are left out), the tail
+    flushed at the end rides on a copy of the last frame."""
+    last = None
+    try:
+        for frame in frames:
+            last = frame
+            audio = stretcher.process(frame.audio)
+            if len(audio):
+                yield dataclasses.replace(frame, audio=audio)
+        tail = stretcher.flush()
+        if last is not None and len(tail):
+            yield dataclasses.replace(last, audio=tail)
+    finally:
+        close = getattr(frames, "close", None)
+        if close is not None:
             close()
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pocketcli import defaults
+from pocketcli.audio.stretch import check_speed
 from pocketcli.errors import OptionConflict, OptionsError
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 
@@ -105,6 +106,7 @@ class SpeakOptions:
     # --no-deess: no filters, but still peak-normalised (its WAV writer does that).
     peak_normalize: bool | None = None
     noise_clamp: float | None = None  # pocket-tts's noise_clamp: noise truncated to +-this
+    speed: float = 1.0  # speaking rate, time-stretched with the pitch kept (1.0: no stretcher)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -149,6 +151,8 @@ class SpeakOptions:
             raise OptionsError(
                 "noise_clamp", f"must be a number above 0 (or None), not {self.noise_clamp!r}"
             )
+        if (why := check_speed(self.speed)) is not None:
+            raise OptionsError("speed", why)
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
             raise OptionsError("max_tokens", f"must be from 1 to 1000, not {self.max_tokens!r}")
 

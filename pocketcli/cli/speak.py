@@ -56,6 +56,7 @@ class TtsFlags:
     temperature: float | None = None
     seed: int | None = None
     noise_clamp: float | None = None
+    speed: float | None = None
     eos_threshold: float | None = None
     frames_after_eos: int | None = None
     backend: str = "pocket"
@@ -207,6 +208,7 @@ def speak_options(f: TtsFlags) -> SpeakOptions:
         output_chain=not f.no_deess,
         peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
         noise_clamp=f.noise_clamp,
+        speed=f.speed,
     )
 
 

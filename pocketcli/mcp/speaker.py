@@ -58,7 +58,13 @@ class Speaker:
         self._thread.start()
 
     def say(
-        self, text: str, voice: VoiceState | None, voice_name: str, *, interrupt: bool = False
+        self,
+        text: str,
+        voice: VoiceState | None,
+        voice_name: str,
+        *,
+        interrupt: bool = False,
+        options: SpeakOptions | None = None,
     ) -> int:
         """Queues ``text`` (its errors raise here); returns how many texts are ahead of it."""
         if interrupt:
@@ -69,7 +75,7 @@ class Speaker:
                     f"{len(self._waiting)} texts are already waiting to be spoken; "
                     "call stop_speaking or wait"
                 )
-        session = self._tts.session(voice, SpeakOptions())
+        session = self._tts.session(voice, options or SpeakOptions())
         try:
             session.enqueue(text)
             session.finish()
