@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from pocketcli.api import PocketTTS
@@ -16,14 +17,17 @@ TEXT = "Speak a little faster, please."
 
 
 def test_speed_writes_the_librarys_stretched_audio(tmp_path, pack_dir, voice_path) -> None:
-    out = tmp_path / "fast.wav"
+    out, metrics = tmp_path / "fast.wav", tmp_path / "metrics.json"
     run("tts", TEXT, "-o", out, "--speed", "1.3", "--seed", "2", "--model-dir", pack_dir,
-        "--voice-file", voice_path, "-q", check=True)  # fmt: skip
+        "--voice-file", voice_path, "-q", "--metrics", metrics, check=True)  # fmt: skip
     tts = PocketTTS.open(model_dir=pack_dir)
     want = tts.synthesize(TEXT, voice_path, SpeakOptions(seed=2, speed=1.3))
     got, rate = sf.read(out, dtype="float32")
     assert rate == tts.sample_rate and len(got) == len(want)
     np.testing.assert_allclose(got, want, atol=2 / 32768)  # 16-bit rounding
+    # --metrics: the audio delivered (stretched), and RTFx over it
+    figures = json.loads(metrics.read_text())
+    assert figures["audio_duration_s"] == pytest.approx(len(got) / rate, abs=1e-6)
 
 
 def test_batch_files_and_manifest_durations_follow_the_speed(tmp_path, pack_dir) -> None:
@@ -46,8 +50,8 @@ def test_follow_speaks_each_line_at_the_speed(pack_dir) -> None:
     got = {}
     for speed in ("1", "0.5"):
         done = run("tts", "--follow", "-o", "-", "--format", "s16le", "--speed", speed,
-                   "--seed", "1", "--model-dir", pack_dir, "-q", stdin=f"{TEXT}\nAnd again.\n".encode(),
-                   check=True)  # fmt: skip
+                   "--seed", "1", "--model-dir", pack_dir, "-q",
+                   stdin=f"{TEXT}\nAnd again.\n".encode(), check=True)  # fmt: skip
         got[speed] = len(done.stdout) // 2
     assert abs(got["0.5"] / got["1"] - 2) < 0.02
 
