@@ -73,3 +73,22 @@ def test_first_audio_comes_with_the_first_frame(tts) -> None:
     finally:
         frames.close()
     assert first.chunk_index == 0 and first.frame_index == 0 and len(first.audio) > 0
+
+
+def test_each_text_of_a_session_is_stretched_on_its_own(tts) -> None:
+    """A session's texts each end with their own stretched tail: each utterance is
+    1/speed of its length at 1.0, none carries the last one's held samples."""
+    texts = ["A first sentence to speak.", "And then a second one."]
+
+    def lengths(speed: float) -> list[int]:
+        with tts.session(options=SpeakOptions(seed=8, speed=speed, output_chain=False)) as s:
+            for text in texts:
+                s.enqueue(text)
+            s.finish()
+            got = [0, 0]
+            for frame in s:
+                got[frame.utterance_index] += len(frame.audio)
+        return got
+
+    for base, fast in zip(lengths(1.0), lengths(1.3), strict=True):
+        assert fast == round(base / 1.3)
