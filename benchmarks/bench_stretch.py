@@ -4,8 +4,8 @@ For each candidate, on real speech (the clips of ``/work/shared/data/speech``, o
 ``--clips DIR``; the test fixtures in ``tests/fixtures/speech`` otherwise), at 0.5x,
 0.8x, 1.3x and 2x: the duration ratio's error against 1/speed, the median F0's shift
 (YIN from ``tests/support/speech_measures.py``; librosa's pyin beside it when librosa
-imports), the spectral centroid's shift, CPU-ms per 80 ms frame of input, and whether
-it stretches frame by frame with state (and the latency that adds). Candidates that do
+imports; both with octave errors folded away, see ``f0_shift``), the spectral centroid's
+shift, CPU-ms per 80 ms frame of input, and whether it stretches frame by frame with state (and the latency that adds). Candidates that do
 not import are listed as missing. Then the engine's CPU-ms per frame on the tiny pack,
 so the stretcher's cost per frame is seen beside the engine's in one run.
 
@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from pocketcli.audio.resample import resample_poly  # noqa: E402
 from tests.support.speech_measures import (  # noqa: E402
     f0_shift,
+    folded_shift,
     relative_shift,
     spectral_centroid,
 )
@@ -124,16 +125,18 @@ def first_audio(stretcher: Callable, size: int) -> str:
     return "first audio after frame (0 = as at 1.0) " + ", ".join(firsts)
 
 
-def pyin_f0() -> Callable[[np.ndarray], float] | None:
+def pyin_f0() -> Callable[[np.ndarray, np.ndarray], float] | None:
     try:
         import librosa
     except ImportError:
         return None
 
-    def f0(x: np.ndarray) -> float:
-        track, _, _ = librosa.pyin(x, fmin=60, fmax=400, sr=RATE, frame_length=1024)
-        voiced = track[np.isfinite(track)]
-        return float(np.median(voiced))
+    def f0(before: np.ndarray, after: np.ndarray) -> float:
+        track = [
+            librosa.pyin(x, fmin=60, fmax=400, sr=RATE, frame_length=1024)[0]
+            for x in (before, after)
+        ]  # noqa: E501
+        return folded_shift(*track)
 
     return f0
 
@@ -158,7 +161,7 @@ def measure(
     return {
         "dur": max(dur),
         "f0": f0_shift(before, after, RATE),
-        "f0p": relative_shift(pyin(before), pyin(after)) if pyin else float("nan"),
+        "f0p": pyin(before, after) if pyin else float("nan"),
         "cen": relative_shift(spectral_centroid(before, RATE), spectral_centroid(after, RATE)),
         "ms": 1000 * cpu / frames,
     }

@@ -81,13 +81,19 @@ def f0_shift(before: np.ndarray, after: np.ndarray, rate: int) -> float:
     ``before``'s median before the medians are taken. A real shift of less than
     a half octave (a resampler's 1.3x or 0.8x) is measured in full.
     """
-    ref = median_f0(before, rate)
+    return folded_shift(f0_track(before, rate), f0_track(after, rate))
+
+
+def folded_shift(before: np.ndarray, after: np.ndarray) -> float:
+    """``f0_shift`` for two F0 tracks of any tracker (NaN: unvoiced)."""
+    before, after = before[np.isfinite(before)], after[np.isfinite(after)]
+    if not len(before) or not len(after):
+        return float("nan")
+    ref = float(np.median(before))
     medians = []
-    for x in (before, after):
-        track = f0_track(x, rate)
-        octaves = np.log2(track[np.isfinite(track)] / ref)
-        folded = octaves - np.round(octaves)
-        medians.append(float(np.median(folded)) if len(folded) else float("nan"))
+    for track in (before, after):
+        octaves = np.log2(track / ref)
+        medians.append(float(np.median(octaves - np.round(octaves))))
     return abs(2.0 ** (medians[1] - medians[0]) - 1.0)
 
 
