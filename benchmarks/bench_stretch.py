@@ -5,9 +5,10 @@ For each candidate, on real speech (the clips of ``/work/shared/data/speech``, o
 0.8x, 1.3x and 2x: the duration ratio's error against 1/speed, the median F0's shift
 (YIN from ``tests/support/speech_measures.py``; librosa's pyin beside it when librosa
 imports; both with octave errors folded away, see ``f0_shift``), the spectral centroid's
-shift, CPU-ms per 80 ms frame of input, and whether it stretches frame by frame with state (and the latency that adds). Candidates that do
-not import are listed as missing. Then the engine's CPU-ms per frame on the tiny pack,
-so the stretcher's cost per frame is seen beside the engine's in one run.
+shift, CPU-ms per 80 ms frame of input, and whether it stretches frame by frame with
+state (and the latency that adds). Candidates that do not import are listed as missing.
+Then the engine's CPU-ms per frame on the tiny pack, so the stretcher's cost per frame
+is seen beside the engine's in one run.
 
     python benchmarks/bench_stretch.py [--clips DIR] [--no-pyin]
 """
