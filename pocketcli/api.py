@@ -27,6 +27,7 @@ import numpy as np
 
 from pocketcli import defaults
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
+from pocketcli.audio.stretch import Stretcher
 from pocketcli.engine.chunk import ChunkTrace, Frame, GenerationSettings
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Mark, Scheduler, StreamHandle
@@ -47,6 +48,7 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.session import Session
+    from pocketcli.words import Word
     from pocketcli.words.stream import SessionWords
 
 
@@ -284,8 +286,13 @@ class PocketTTS:
 
         self._check_words()
         watch = ScriptWatch(chunks, self._tokenizer, None if opts.normalize else text)
-        raw = self._frames_for(watch, voice, opts.with_(output_chain=False), noise, on_chunk)
-        frames = timed(raw, WordTimer(watch.units_of, self.sample_rate))
+        # Words are decided on the model's own frames (each with its attention), timed in
+        # the stretched audio's seconds, and then the frames are stretched.
+        model_frames = opts.with_(output_chain=False, speed=1.0)
+        raw = self._frames_for(watch, voice, model_frames, noise, on_chunk)
+        frames = timed(raw, WordTimer(watch.units_of, self.sample_rate, opts.speed))
+        if opts.speed != 1.0:
+            frames = _stretched(frames, Stretcher(opts.speed))
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
@@ -301,6 +308,8 @@ class PocketTTS:
         """The frames ``stream`` yields for a text scripted into ``chunks``."""
         settings = self._settings_for(opts)
         frames = _handle_frames(self._scheduler.submit(chunks, voice, noise, settings, on_chunk))
+        if opts.speed != 1.0:  # at 1.0 no stretcher: the samples stay exactly the model's
+            frames = _stretched(frames, Stretcher(opts.speed))
         if not opts.output_chain:
             return frames
         return _filtered(frames, OutputChain(self.sample_rate))
@@ -541,7 +550,8 @@ class _SessionModel:
         from pocketcli.words.stream import SessionWords
 
         self._tts._check_words()
-        return SessionWords(self._tts._tokenizer, self._tts.sample_rate, not opts.normalize)
+        tts = self._tts
+        return SessionWords(tts._tokenizer, tts.sample_rate, not opts.normalize, opts.speed)
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:
@@ -567,6 +577,29 @@ def _filtered(frames: Iterator[Frame], chain: OutputChain) -> Iterator[Frame]:
     finally:
         close = getattr(frames, "close", None)
         if close is not None:  # a stopped reader stops the engine (and its decoder thread)
+            close()
+
+
+def _stretched(frames: Iterator[Frame], stretcher: Stretcher) -> Iterator[Frame]:
+    """The frames time-stretched by this stream's own stretcher: each carries the
+    samples its input completes (frames that complete none are left out, their words
+    carried by the next), the tail flushed at the end rides on a copy of the last frame."""
+    last = None
+    words: tuple[Word, ...] = ()  # of frames that completed no samples: they ride on the next one
+    try:
+        for frame in frames:
+            last = frame
+            audio = stretcher.process(frame.audio)
+            words += frame.words
+            if len(audio):
+                yield dataclasses.replace(frame, audio=audio, words=words)
+                words = ()
+        tail = stretcher.flush()
+        if last is not None and (len(tail) or words):
+            yield dataclasses.replace(last, audio=tail, words=words)
+    finally:
+        close = getattr(frames, "close", None)
+        if close is not None:
             close()
 
 

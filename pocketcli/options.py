@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pocketcli import defaults
+from pocketcli.audio.stretch import check_speed
 from pocketcli.errors import OptionConflict, OptionsError
 from pocketcli.text.chunking import MAX_TOKENS_PER_CHUNK
 
@@ -108,6 +109,7 @@ class SpeakOptions:
     # Word timings from the model's attention: each frame of ``stream`` carries the words it
     # ends (``Frame.words``). Needs a model whose config has ``timestamp_heads``.
     words: bool = False
+    speed: float = 1.0  # speaking rate, time-stretched with the pitch kept (1.0: no stretcher)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -152,6 +154,8 @@ class SpeakOptions:
             raise OptionsError(
                 "noise_clamp", f"must be a number above 0 (or None), not {self.noise_clamp!r}"
             )
+        if (why := check_speed(self.speed)) is not None:
+            raise OptionsError("speed", why)
         if not isinstance(self.max_tokens, int) or not 1 <= self.max_tokens <= 1000:
             raise OptionsError("max_tokens", f"must be from 1 to 1000, not {self.max_tokens!r}")
 

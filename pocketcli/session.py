@@ -30,6 +30,7 @@ before it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 import weakref
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from pocketcli.audio.stretch import Stretcher
 from pocketcli.engine.chunk import Frame
 from pocketcli.engine.noise import NoiseSource, peekable
 from pocketcli.engine.scheduler import Mark, StreamHandle
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from pocketcli.audio.playback import AudioSink
     from pocketcli.audio.postprocess import OutputChain
     from pocketcli.runtimes.base import Runtime
+    from pocketcli.words import Word
     from pocketcli.words.stream import SessionWords
 
 # Texts enqueued and not yet spoken to their end before ``enqueue`` refuses more.
@@ -102,6 +105,11 @@ class UtteranceEnd:
     """In ``Session.events()``: every frame of utterance ``index`` has been read."""
 
     index: int
+
+
+def _stretcher(options: SpeakOptions) -> Stretcher | None:
+    """A text's own time-stretcher (None at 1.0: the samples stay the model's)."""
+    return None if options.speed == 1.0 else Stretcher(options.speed)
 
 
 class _Texts:
@@ -173,6 +181,10 @@ class Session:
         self._ended = False  # the reader saw the end of the stream
         self._chain = tts.output_chain(options)
         self._words = tts.words(options) if options.words else None
+        self._stretcher = _stretcher(options)
+        self._last: Frame | None = None  # the last frame given to the stretcher
+        self._held: UtteranceEnd | None = None  # an end waiting behind its text's tail
+        self._words_held: tuple[Word, ...] = ()  # of frames the stretcher held all of
         # One lookahead for every text: the noise sequence runs on across them.
         noise = peekable(noise or tts.noise(options))
         self._handle = tts.submit(self._texts, voice, options, noise, self._texts.ready)
@@ -272,6 +284,21 @@ class Session:
 
     def _next_item(self) -> SessionFrame | UtteranceEnd | None:
         """The next frame or end-of-utterance mark; None at the end of the stream."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            return held
+        while (item := self._next_raw()) is not None:
+            if isinstance(item, SessionFrame) and not len(item.audio):
+                # A frame the stretcher held all of is not one: its words ride on the next.
+                self._words_held += item.words
+                continue
+            if isinstance(item, SessionFrame) and self._words_held:
+                item = dataclasses.replace(item, words=self._words_held + item.words)
+                self._words_held = ()
+            return item
+        return None
+
+    def _next_raw(self) -> SessionFrame | UtteranceEnd | None:
         if self._ended:
             return None
         try:
@@ -286,14 +313,39 @@ class Session:
         if isinstance(item, Mark):
             assert isinstance(item.value, UtteranceEnd)
             self._completed = item.value.index
-            self._counts.pop(item.value.index, None)
+            tail = self._tail(self._counts.pop(item.value.index, 0))
             self._chain = self._tts.output_chain(self.options)  # each text's own
-            return item.value
+            if tail is None:
+                return item.value
+            self._held = item.value
+            return tail
         index = self._completed + 1
-        audio = item.audio if self._chain is None else self._chain.process(item.audio)
+        audio = item.audio
+        if self._stretcher is not None:
+            self._last = item
+            audio = self._stretcher.process(audio)
+        if self._chain is not None:
+            audio = self._chain.process(audio)
         return SessionFrame(
             audio, item.chunk_index, item.frame_index, item.latent, item.eos_logit,
             self._counts.get(index, 0), index, attention=item.attention, words=item.words,
+        )  # fmt: skip
+
+    def _tail(self, chunk_count: int) -> SessionFrame | None:
+        """The stretched end of the text just finished (each text has its own stretcher)."""
+        if self._stretcher is None:
+            return None
+        audio = self._stretcher.flush()
+        self._stretcher = _stretcher(self.options)
+        last = self._last
+        if not len(audio) or last is None:
+            return None
+        if self._chain is not None:
+            audio = self._chain.process(audio)
+        self._last = None
+        return SessionFrame(
+            audio, last.chunk_index, last.frame_index, last.latent, last.eos_logit,
+            chunk_count, self._completed,
         )  # fmt: skip
 
     def __aiter__(self) -> Session:

@@ -247,6 +247,15 @@ def seed() -> Any:
     )
 
 
+def speed() -> Any:
+    return typer.Option(
+        None,
+        "--speed",
+        metavar="X",
+        help="Speaking rate, 0.25 to 4 (1.3: 30% faster), pitch kept (default 1).",
+    )
+
+
 def noise_clamp() -> Any:
     return typer.Option(
         None,

@@ -23,7 +23,6 @@ import typer
 IGNORED: dict[tuple[str, ...], tuple[bool, str]] = {
     ("--auto-download",): (False, "models are downloaded on demand anyway"),
     ("--cpu-only",): (False, "for FluidAudio's other backends; see --compute-units"),
-    ("--speed",): (True, "Pocket TTS has no speed control"),
     ("--variant", "--model-variant"): (True, "Kokoro's and Inflect's model variants"),
     ("--lang",): (True, "Supertonic's and Chatterbox's language; see --language"),
     ("--lexicon", "-l"): (True, "Kokoro's pronunciation lexicon"),
@@ -45,7 +44,7 @@ IGNORED: dict[tuple[str, ...], tuple[bool, str]] = {
 }
 
 HELP_LINE = (
-    "FluidAudio's flags for its other backends (--speed, --variant, --cpu-only,"
+    "FluidAudio's flags for its other backends (--variant, --cpu-only,"
     " --auto-download...) are accepted and ignored with a notice."
 )
 

@@ -56,6 +56,7 @@ class TtsFlags:
     temperature: float | None = None
     seed: int | None = None
     noise_clamp: float | None = None
+    speed: float | None = None
     eos_threshold: float | None = None
     frames_after_eos: int | None = None
     backend: str = "pocket"
@@ -231,6 +232,7 @@ def speak_options(f: TtsFlags) -> SpeakOptions:
         peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
         noise_clamp=f.noise_clamp,
         words=f.words_file is not None or f.captions_file is not None,
+        speed=f.speed,
     )
 
 

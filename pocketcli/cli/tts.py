@@ -88,6 +88,7 @@ def tts_command(
     temperature: float | None = flags.temperature(),
     seed: int | None = flags.seed(),
     noise_clamp: float | None = flags.noise_clamp(),
+    speed: float | None = flags.speed(),
     eos_threshold: float | None = typer.Option(
         None,
         "--eos-threshold",
@@ -206,6 +207,7 @@ def tts_command(
         temperature=temperature,
         seed=seed,
         noise_clamp=noise_clamp,
+        speed=speed,
         eos_threshold=eos_threshold,
         frames_after_eos=frames_after_eos,
         quantize=quantize,

@@ -36,6 +36,7 @@ class SpeakFields(BaseModel):
     language: str | None = None
     seed: int | None = None  # its range is SpeakOptions' (as for HTTP)
     temperature: float | None = None
+    speed: float | None = None  # speaking rate, 0.25 to 4 (SpeakOptions checks it)
 
 
 class WsConfig(SpeakFields):
@@ -74,8 +75,8 @@ def problem_of(error: ValidationError) -> FieldProblem:
             f"sample_rate must be a whole number from {MIN_RATE} to {MAX_RATE}, not {given}",
             field,
         )
-    if field == "temperature" and kind == "float_type":  # JSON has one kind of number
-        return FieldProblem(f"temperature must be a number, not {given}", field)
+    if field in ("temperature", "speed") and kind == "float_type":  # one kind of number
+        return FieldProblem(f"{field} must be a number, not {given}", field)
     expected = _EXPECTED.get(kind)
     if expected is None:
         return FieldProblem(f"{field}: {first.get('msg', 'invalid')}", field)

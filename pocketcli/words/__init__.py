@@ -62,9 +62,13 @@ class WordTimer:
     ``units_of(chunk_index)`` gives a chunk's units when its first frame comes.
     """
 
-    def __init__(self, units_of: Callable[[int], ChunkUnits], sample_rate: int) -> None:
+    def __init__(
+        self, units_of: Callable[[int], ChunkUnits], sample_rate: int, speed: float = 1.0
+    ) -> None:
         self.units_of = units_of
-        self.rate = sample_rate
+        # Samples of the model's audio per second of the audio heard: at ``speed`` (a
+        # stream time-stretched after the words are decided) a second holds speed x more.
+        self.rate = sample_rate * speed
         self.offset = 0.0  # seconds where the current chunk (or pause) began
         self.samples = 0  # samples of the current chunk so far
         self.current: int | None = None

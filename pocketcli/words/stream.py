@@ -66,13 +66,15 @@ class SessionWords:
     of the session's stream as it comes (held back one frame, as ``timed``), times from
     the start of the session's audio. Marks (a text's end) end its words."""
 
-    def __init__(self, tokenizer: object, sample_rate: int, given: bool) -> None:
+    def __init__(
+        self, tokenizer: object, sample_rate: int, given: bool, speed: float = 1.0
+    ) -> None:
         self.tokenizer = tokenizer
         self.given = given  # the texts are spoken as given (not normalised): their words
         self.texts: dict[int, tuple[str, list[ChunkPlan]]] = {}
         self.utterance = 0
         self.maker: UnitMaker | None = None
-        self.timer = WordTimer(self._units_of, sample_rate)
+        self.timer = WordTimer(self._units_of, sample_rate, speed)
         self.held: object | None = None
         self.queue: deque[object] = deque()
 

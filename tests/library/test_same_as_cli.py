@@ -184,7 +184,7 @@ def test_speak_options_refuse_bad_values(field, value) -> None:
     with pytest.raises(OptionsError, match=field):
         SpeakOptions(**{field: value})
     with pytest.raises(TypeError, match="unknown speak option"):
-        SpeakOptions().with_(speed=1.0)
+        SpeakOptions().with_(pace=1.0)
 
 
 def test_synthesize_and_stream_take_a_voice_by_name_or_path(pack_dir, voice_path) -> None:

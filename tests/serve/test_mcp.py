@@ -90,6 +90,7 @@ def test_tools_and_synthesize_returns_wav_and_writes_only_where_allowed(tmp_path
         "voice",
         "language",
         "interrupt",
+        "speed",
     }
     assert listed.structured_content == {
         "language": "english",

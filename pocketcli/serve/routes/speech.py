@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from pocketcli.audio.stretch import MAX_SPEED, MIN_SPEED
 from pocketcli.frontends.encoding import available_formats
 from pocketcli.options import SEED_BOUNDS
 from pocketcli.serve import fields
@@ -19,7 +20,6 @@ from pocketcli.serve.streaming import ParsedSpeech, speak
 
 # Ids OpenAI clients send, all served by the one loaded model.
 MODEL_IDS = ("pockettts", "pocket-tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-MIN_SPEED, MAX_SPEED = 0.25, 4.0
 
 NON_BLANK = {"minLength": 1, "pattern": r"\S"}  # maxLength: the server's --max-chars
 FORMAT_ENUM = {"enum": list(available_formats())}
@@ -96,16 +96,13 @@ def speech_fields(body: SpeechRequest) -> tuple[str, list[str]]:
         raise ApiError(
             400, f"speed must be from {MIN_SPEED} to {MAX_SPEED}", "invalid_speed", param="speed"
         )
-    notices = []
-    if body.speed != 1.0:
-        notices.append(f"speed {body.speed:g} is not supported: the audio is at normal speed")
-    return fmt, notices
+    return fmt, []
 
 
 @router.post("/v1/audio/speech", response_class=StreamingResponse)
 async def speech(body: SpeechRequest, request: Request, loaded: Ready) -> StreamingResponse:
     fmt, notices = speech_fields(body)
-    options = fields.speak_options(seed=body.seed, temperature=body.temperature)
+    options = fields.speak_options(seed=body.seed, temperature=body.temperature, speed=body.speed)
     voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
     voice = await fields.voice(loaded, voice_name)
     said = ParsedSpeech("speech", body.input, voice, options, fmt, notices)

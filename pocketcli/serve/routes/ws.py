@@ -8,7 +8,7 @@ beside ``type`` is refused naming the envelope, never taken with them unread):
   default the model's), ``normalize``, ``pauses``, ``format`` ("pcm"),
   ``binary`` (PCM as binary frames, else base64 ``audio`` frames), ``voice``
   (a voice of this server), ``language`` (the model's own), and
-  ``seed``/``temperature`` as in the speech API, each checked by type
+  ``seed``/``temperature``/``speed`` as in the speech API, each checked by type
   (``frontends.requests.WsConfig``). The answer is the event
   ``config_accepted`` with the next turn's request id; a config that fails
   leaves the socket's config and turn as they were, and its error says so.
@@ -64,7 +64,7 @@ from pocketcli.serve.state import Loaded, ready, state_of
 
 router = APIRouter()
 
-OPTION_FIELDS = ("seed", "temperature", "normalize")
+OPTION_FIELDS = ("seed", "temperature", "normalize", "speed")
 
 
 class _Closing(Exception):
@@ -274,7 +274,10 @@ class _Socket:
             raise TurnError(problem, "unsupported_language")
         voice = await fields.voice(self.loaded, given.voice)
         options = fields.speak_options(
-            seed=given.seed, temperature=given.temperature, normalize=given.normalize
+            seed=given.seed,
+            temperature=given.temperature,
+            normalize=given.normalize,
+            speed=given.speed,
         )
         return {
             "rate": given.sample_rate or backend.sample_rate,

@@ -191,3 +191,37 @@ def test_a_session_of_a_pack_that_cannot_time_words_says_so(pack_dir) -> None:
     tts = PocketTTS.open(runtime="onnx", model_dir=pack_dir)
     with pytest.raises(WordsUnavailable, match="timestamp_heads"):
         tts.session(None, _opts(words=True))
+
+
+@pytest.mark.parametrize("speed", [0.5, 2.0])
+def test_words_at_a_speed_are_the_same_words_at_their_times_over_the_speed(
+    words_tts, speed
+) -> None:
+    """Issue 36: the words are decided on the model's frames, their times in the audio
+    heard; none is lost with frames the stretcher held all of, and all lie within it."""
+    plain, _ = _words(words_tts, TEXT)
+    words, audio = _words(words_tts, TEXT, speed=speed)
+    assert [(w.word, w.index) for w in words] == [(w.word, w.index) for w in plain]
+    for fast, slow in zip(words, plain, strict=True):
+        assert fast.start == pytest.approx(slow.start / speed, abs=1e-9)
+        assert fast.end == pytest.approx(slow.end / speed, abs=1e-9)
+    assert words[-1].end <= audio.size / words_tts.sample_rate + 1e-9
+    whole = words_tts.synthesize(TEXT, None, _opts(words=True, speed=speed))
+    assert [(w.word, w.start, w.end) for w in whole.words] == [
+        (w.word, w.start, w.end) for w in words
+    ]
+
+
+@pytest.mark.parametrize("speed", [2.0, 4.0])
+def test_a_sessions_words_at_a_speed_are_timed_in_the_audio_heard(words_tts, speed) -> None:
+    """At 4x the stretcher holds all of some frames: their words ride on the next."""
+    timed_words = {}
+    for rate in (1.0, speed):
+        session = words_tts.session(None, _opts(words=True, speed=rate))
+        session.enqueue(TEXT)
+        session.finish()
+        timed_words[rate] = [w for f in session if hasattr(f, "words") for w in f.words]
+    slow, fast = timed_words[1.0], timed_words[speed]
+    assert [w.word for w in fast] == [w.word for w in slow] and fast
+    for f, s in zip(fast, slow, strict=True):
+        assert f.start == pytest.approx(s.start / speed, abs=1e-9)
