@@ -677,14 +677,8 @@ def _out_target(target: str, label: str, make: Callable[[Path], None], expect: s
             *VOICED,
         ],  # fmt: skip
         "export web": lambda p: [
-            "export",
-            "--format",
-            "web",
-            p,
-            "--config",
-            str(CONFIG),
-            "-q",
-            "--offline",
+            *("export", "--format", "web", p, "--config", "c.yaml", "-q", "--offline"),
+            *("--voice-clip", str(PROMPT)),
         ],  # fmt: skip
     }
     for cmd, argv in commands.items():
@@ -695,6 +689,10 @@ def _out_target(target: str, label: str, make: Callable[[Path], None], expect: s
             tmp: Path, cmd: str = cmd, argv: Callable = argv, expect: set[int] = wanted
         ) -> str | None:
             (tmp / "in.txt").write_text("a|hello\n")
+            if cmd == "export web":
+                (tmp / "c.yaml").write_text(_BASE_CONFIG)
+                (tmp / "model.safetensors").symlink_to(TINY / "model.safetensors")
+                (tmp / "tokenizer.model").symlink_to(PACK / "tokenizer.model")
             make(tmp)
             watched = ["keep", "in.txt", "dir"]
             file_writer = cmd not in ("batch --output-dir", "export web")
@@ -716,6 +714,8 @@ def _out_target(target: str, label: str, make: Callable[[Path], None], expect: s
             ):
                 return "a symlink of the user's was replaced"
             leftovers = [p.name for p in tmp.iterdir() if p.name.startswith(".")]
+            if run.rc == 0 and cmd == "export web" and not list(tmp.rglob("pocket_tts.json")):
+                return "exit 0 and no pack written"
             if leftovers:
                 return f"left behind: {leftovers}"
             return None
@@ -770,7 +770,8 @@ _out_target("n" * 300, "a name too long for the file system", lambda t: None, FA
 
 # ------------------------------------------------------------------ group: configs
 
-_BASE_CONFIG = CONFIG.read_text()
+# the fixture's config, with the checkpoint beside it (each case copies it into its folder)
+_BASE_CONFIG = CONFIG.read_text() + "weights_path: model.safetensors\n"
 
 
 def _config_with(old: str, new: str) -> Callable[[], bytes]:
@@ -843,9 +844,15 @@ def _config_case(label: str, make: Callable[[], bytes]) -> None:
             shutil.copy(TINY / "model.safetensors", tmp / "model.safetensors")
             shutil.copy(PACK / "tokenizer.model", tmp / "tokenizer.model")
             if cmd == "tts":
-                argv = ["tts", "hi", "-o", "o.wav", "-q", "--config", "c.yaml", "--offline"]
+                argv = [
+                    *("tts", "hi", "-o", "o.wav", "-q", "--config", "c.yaml", "--offline"),
+                    *("--voice-file", str(VOICE)),
+                ]
             else:
-                argv = ["export", "--format", "web", "out", "--config", "c.yaml", "-q", "--offline"]
+                argv = [
+                    *("export", "--format", "web", "out", "--config", "c.yaml", "-q"),
+                    *("--offline", "--voice-clip", str(PROMPT)),
+                ]
             run = run_cli(argv, tmp, timeout=180)
             problem = judge(run, {0} if label.startswith("control") else {0, 1, 2})
             if problem:
@@ -954,7 +961,7 @@ PACKS: dict[str, Callable[[Path], None]] = {
         lambda d: d["config"]["flow_lm"]["transformer"].__setitem__("d_model", 65)
     ),
     "pack.json unsealed, graphs swapped": _unsealed(
-        lambda d: d["graphs"]["fp32"].__setitem__("flow_head", "mimi_decoder.onnx")
+        lambda d: d["graphs"]["fp32"].__setitem__("flowlm_step_batch", "mimi_decoder.onnx")
     ),
     "pack.json mimi state negative": _pack_json_edit(
         lambda d: d["mimi_states"][0].__setitem__("shape", [1, -16, 64])
@@ -1205,10 +1212,26 @@ def recv_all(sock: socket.socket, timeout: float = 30) -> bytes:
 # ------------------------------------------------------------------ servers: HTTP
 
 
+def hostile_voice_dir(tmp: Path) -> None:
+    """A --voice-dir holding what should never be read as a voice, nor waited on."""
+    voices = tmp / "voices"
+    voices.mkdir()
+    shutil.copy(VOICE, voices / "good.safetensors")
+    (voices / "model.safetensors").write_bytes(b"\0" * 64)
+    (voices / "bad.npy").write_bytes(npy_bytes("{'descr': '|O', 'shape': (2,), }"))
+    os.mkfifo(voices / "fifo.safetensors")
+    (voices / "loop.safetensors").symlink_to("loop.safetensors")
+    (voices / "dangling.safetensors").symlink_to("/nonexistent/x.safetensors")
+    (voices / "zero.safetensors").symlink_to("/dev/zero")
+    (voices / "huge.npy").write_bytes(
+        npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4000000000, 64), }")
+    )
+    (voices / "dir.safetensors").mkdir()
+    (voices / "passwd.safetensors").symlink_to("/etc/passwd")
+
+
 def _start_http(tmp: Path) -> tuple[Server, int]:
-    (tmp / "voices").mkdir()
-    (tmp / "voices" / "model.safetensors").write_bytes(b"\0" * 64)
-    (tmp / "voices" / "bad.npy").write_bytes(npy_bytes("{'descr': '|O', 'shape': (2,), }"))
+    hostile_voice_dir(tmp)
     server = Server(
         ["serve", "--port", "0", *VOICED, "--voice-dir", "voices", "--header-timeout", "3",
          "--body-timeout", "3", "--idle-timeout", "3", "--log-level", "info"],
@@ -1370,6 +1393,57 @@ HTTP_PROBES: dict[str, Callable] = {
     ),
     "voice 'bad' (a pickled .npy in --voice-dir)": _http_expect(
         post(0, "/v1/audio/speech", _speech(voice="bad"))
+    ),
+    "voice-dir 'fifo' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="fifo")), {400, 404, 500}
+    ),
+    "voice-dir 'loop' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="loop")), {400, 404, 500}
+    ),
+    "voice-dir 'dangling' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="dangling")), {400, 404, 500}
+    ),
+    "voice-dir 'zero' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="zero")), {400, 404, 500}
+    ),
+    "voice-dir 'huge' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="huge")), {400, 404, 500}
+    ),
+    "voice-dir 'dir' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="dir")), {400, 404, 500}
+    ),
+    "voice-dir 'passwd' named": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="passwd")), {400, 404, 500}
+    ),
+    "voice-dir listing (GET /v1/voices)": _http_expect(
+        b"GET /v1/voices HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", {200}
+    ),
+    "voice-dir 'good' speaks": _http_expect(
+        post(0, "/v1/audio/speech", _speech(voice="good")), {200}
+    ),
+    "SSE with response_format wav": _http_expect(
+        post(0, "/v1/audio/speech", _speech(stream_format="sse", response_format="wav")),
+        {200, 400},
+    ),
+    "SSE with response_format mp3": _http_expect(
+        post(0, "/v1/audio/speech", _speech(stream_format="sse", response_format="mp3")),
+        {200, 400},
+    ),
+    "SSE with response_format opus": _http_expect(
+        post(0, "/v1/audio/speech", _speech(stream_format="sse", response_format="opus")),
+        {200, 400},
+    ),
+    "SSE with response_format flac": _http_expect(
+        post(0, "/v1/audio/speech", _speech(stream_format="sse", response_format="flac")),
+        {200, 400},
+    ),
+    "SSE with response_format pcm": _http_expect(
+        post(0, "/v1/audio/speech", _speech(stream_format="sse", response_format="pcm")),
+        {200, 400},
+    ),
+    "SSE with response_format aac": _http_expect(
+        post(0, "/v1/audio/speech", _speech(stream_format="sse", response_format="aac")),
+        {200, 400},
     ),
     "voice an object": _http_expect(post(0, "/v1/audio/speech", _speech(voice={"id": "x"}))),
     "response_format ../../x": _http_expect(
@@ -1662,6 +1736,28 @@ WY_PROBES: dict[str, Callable] = {
     "synthesize voice 'model' (checkpoint in --voice-dir)": lambda p, t: _wy(
         p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "model"}})
     ),
+    "voice-dir 'fifo' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "fifo"}})
+    ),
+    "voice-dir 'loop' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "loop"}})
+    ),
+    "voice-dir 'dangling' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "dangling"}})
+    ),
+    "voice-dir 'zero' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "zero"}})
+    ),
+    "voice-dir 'huge' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "huge"}})
+    ),
+    "voice-dir 'dir' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "dir"}})
+    ),
+    "voice-dir 'passwd' named": lambda p, t: _wy(
+        p, _wy_event("synthesize", {"text": "hi", "voice": {"name": "passwd"}})
+    ),
+    "describe lists the voice dir": lambda p, t: _wy(p, _wy_event("describe"), want=b"info"),
     "synthesize-chunk before start": lambda p, t: _wy(
         p, _wy_event("synthesize-chunk", {"text": "a"})
     ),
@@ -1677,8 +1773,7 @@ WY_PROBES: dict[str, Callable] = {
 
 
 def _start_wy(tmp: Path) -> tuple[Server, int]:
-    (tmp / "voices").mkdir()
-    (tmp / "voices" / "model.safetensors").write_bytes(b"\0" * 64)
+    hostile_voice_dir(tmp)
     server = Server(
         ["wyoming", "--uri", "tcp://127.0.0.1:0", *VOICED, "--voice-dir", "voices",
          "--idle-timeout", "5"], tmp
@@ -1745,7 +1840,10 @@ def _start_mcp(tmp: Path) -> tuple[Server, Mcp]:
     os.mkfifo(tmp / "out" / "fifo.wav")
     (tmp / "out" / "link.wav").symlink_to(tmp / "outside.wav")
     (tmp / "outside.wav").write_bytes(b"outside")
-    server = Server(["mcp", *VOICED, "--output-dir", str(tmp / "out")], tmp, stdin=True)
+    hostile_voice_dir(tmp)
+    server = Server(
+        ["mcp", *VOICED, "--output-dir", str(tmp / "out"), "--voice-dir", "voices"], tmp, stdin=True
+    )
     mcp = Mcp(server)
     mcp.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
@@ -1868,6 +1966,14 @@ MCP_PROBES: dict[str, Callable] = {
         b'"arguments":{"text":NaN}}}',
         rid=11,
     )(m, t),
+    "voice-dir 'fifo' named": _tool({"text": "hi", "voice": "fifo"}),
+    "voice-dir 'loop' named": _tool({"text": "hi", "voice": "loop"}),
+    "voice-dir 'dangling' named": _tool({"text": "hi", "voice": "dangling"}),
+    "voice-dir 'zero' named": _tool({"text": "hi", "voice": "zero"}),
+    "voice-dir 'huge' named": _tool({"text": "hi", "voice": "huge"}),
+    "voice-dir 'dir' named": _tool({"text": "hi", "voice": "dir"}),
+    "voice-dir 'passwd' named": _tool({"text": "hi", "voice": "passwd"}),
+    "list_voices over the voice dir": _tool({}, tool="list_voices", ok=True),
     "unknown tool": _tool({"text": "hi"}, tool="rm -rf"),
     "a fresh file (works)": _tool(
         {"text": "hi", "path": "new.wav"}, ok=True, check=lambda r: wav_ok(r / "out" / "new.wav")
