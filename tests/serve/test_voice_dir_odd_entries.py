@@ -24,15 +24,15 @@ def test_odd_entries_hide_no_voice_of_the_folder(tmp_path) -> None:
     (voices / "out.safetensors").symlink_to(VOICE)  # out of the folder: not offered
     (voices / "dir.safetensors").mkdir()
     os.mkfifo(voices / "fifo.safetensors")
-    with spawn(SCRIPT, "--model-dir", str(PACK), "--voice-dir", str(voices)) as (_, url):
-        with httpx.Client(base_url=url, timeout=60) as client:
-            listed = [v["id"] for v in client.get("/v1/voices").json()["data"]]
-            spoken = client.post(
-                "/v1/audio/speech", json={"model": "tts-1", "input": "Hello.", "voice": "good"}
-            )
-            loop = client.post(
-                "/v1/audio/speech", json={"model": "tts-1", "input": "Hello.", "voice": "loop"}
-            )
+    args = ("--model-dir", str(PACK), "--voice-dir", str(voices))
+    with spawn(SCRIPT, *args) as (_, url), httpx.Client(base_url=url, timeout=60) as client:
+        listed = [v["id"] for v in client.get("/v1/voices").json()["data"]]
+        spoken = client.post(
+            "/v1/audio/speech", json={"model": "tts-1", "input": "Hello.", "voice": "good"}
+        )
+        loop = client.post(
+            "/v1/audio/speech", json={"model": "tts-1", "input": "Hello.", "voice": "loop"}
+        )
     assert "good" in listed, listed
     assert not {"loop", "dangling", "zero", "out", "dir", "fifo"} & set(listed), listed
     assert spoken.status_code == 200 and len(spoken.content) > 1000, spoken.text
