@@ -1061,6 +1061,227 @@ def _many_files(tmp: Path) -> str:
 _model_dir_special("a folder of 5000 empty files", _many_files)
 
 
+# ---------------------------------------------------- group: KevinAHM bundles, browser packs
+
+_EXPORTS: dict[str, Path] = {}
+
+
+def exported(kind: str, scratch: Path) -> Path:
+    """The tiny model exported once per run as a KevinAHM v2 bundle or a browser pack."""
+    if kind not in _EXPORTS:
+        work = scratch / f"export-{kind}"
+        work.mkdir()
+        (work / "c.yaml").write_text(_BASE_CONFIG)
+        shutil.copy(TINY / "model.safetensors", work / "model.safetensors")
+        shutil.copy(PACK / "tokenizer.model", work / "tokenizer.model")
+        fmt = ["--format", "kevinahm-v2"] if kind == "kevinahm" else ["--format", "web"]
+        clip = ["--voice-clip", str(PROMPT)] if kind == "web" else []
+        run = run_cli(["export", *fmt, "out", "--config", "c.yaml", "-q", "--offline", *clip], work)
+        if run.rc != 0:
+            raise RuntimeError(f"export {kind} failed: {run.err[-300:]}")
+        _EXPORTS[kind] = work / "out"
+    return _EXPORTS[kind]
+
+
+def _json_edit(name: str, edit: Callable[[dict], object]) -> Callable[[Path], None]:
+    def make(folder: Path) -> None:
+        doc = json.loads((folder / name).read_text())
+        result = edit(doc)
+        (folder / name).write_text(json.dumps(doc) if result is None else str(result))
+
+    return make
+
+
+def _set(path: tuple, value: object) -> Callable[[dict], None]:
+    def edit(doc: dict) -> None:
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return edit
+
+
+BUNDLES: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "control: unchanged (must work)": ("kevinahm", lambda f: None),
+    "bundle.json nested 5000 deep": (
+        "kevinahm",
+        lambda f: (f / "bundle.json").write_bytes(nested_json(5000)),
+    ),  # fmt: skip
+    "bundle.json not JSON": ("kevinahm", lambda f: (f / "bundle.json").write_bytes(b"{\xff")),
+    "bundle.json a list": ("kevinahm", lambda f: (f / "bundle.json").write_text("[]")),
+    "bundle.json conditioning_dim 10^9": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("conditioning_dim",), 10**9)),
+    ),  # fmt: skip
+    "bundle.json sample_rate 0": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("sample_rate",), 0)),
+    ),  # fmt: skip
+    "bundle.json samples_per_frame -1920": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("samples_per_frame",), -1920)),
+    ),  # fmt: skip
+    "bundle.json state shape [2,1,10^9,4,16]": (
+        "kevinahm",
+        _json_edit(
+            "bundle.json",
+            lambda d: d["flow_lm_state_manifest"][0].__setitem__("shape", [2, 1, 10**9, 4, 16]),
+        ),
+    ),  # fmt: skip
+    "bundle.json state dtype complex": (
+        "kevinahm",
+        _json_edit(
+            "bundle.json",
+            lambda d: d["flow_lm_state_manifest"][0].__setitem__("dtype", "complex128"),
+        ),
+    ),  # fmt: skip
+    "bundle.json tokenizer_file escapes": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("tokenizer_file",), "../../../etc/passwd")),
+    ),
+    "bundle.json bos file absolute": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("bos_before_voice_file",), "/etc/passwd")),
+    ),
+    "bundle.json predefined voice escapes (never read as a path)": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("predefined_voices",), {"x": "../../../../etc/passwd"})),
+    ),  # fmt: skip
+    "bundle.json schema_version 999": (
+        "kevinahm",
+        _json_edit("bundle.json", _set(("schema_version",), 999)),
+    ),  # fmt: skip
+    "bos_before_voice.npy pickled (not read: the sidecar config)": (
+        "kevinahm",
+        lambda f: (f / "bos_before_voice.npy").write_bytes(
+            npy_bytes("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", b"\x80\x04N.")
+        ),
+    ),
+    "bos_before_voice.npy huge claim (not read)": (
+        "kevinahm",
+        lambda f: (f / "bos_before_voice.npy").write_bytes(
+            npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 4000000000), }")
+        ),
+    ),
+    "pockettts.json nested 5000 deep": (
+        "kevinahm",
+        lambda f: (f / "pockettts.json").write_bytes(nested_json(5000)),
+    ),  # fmt: skip
+    "pockettts.json num_layers 10^6": (
+        "kevinahm",
+        _json_edit(
+            "pockettts.json",
+            lambda d: d["config"]["flow_lm"]["transformer"].__setitem__("num_layers", 10**6),
+        ),
+    ),  # fmt: skip
+    "pockettts.json missing": ("kevinahm", lambda f: (f / "pockettts.json").unlink()),
+    "graph swapped (flow is the decoder)": (
+        "kevinahm",
+        lambda f: shutil.copy(f / "mimi_decoder.onnx", f / "flow_lm_flow.onnx"),
+    ),  # fmt: skip
+    "web control: unchanged (must work)": ("web", lambda f: None),
+    "pocket_tts.json nested 5000 deep": (
+        "web",
+        lambda f: (f / "pocket_tts.json").write_bytes(nested_json(5000)),
+    ),  # fmt: skip
+    "pocket_tts.json top-level num_layers 10^6 (not read)": (
+        "web",
+        _json_edit("pocket_tts.json", _set(("num_layers",), 10**6)),
+    ),  # fmt: skip
+    "pocket_tts.json top-level head_dim 0 (not read)": (
+        "web",
+        _json_edit("pocket_tts.json", _set(("head_dim",), 0)),
+    ),
+    "pocket_tts.json NaN temperature (not read)": (
+        "web",
+        _json_edit(
+            "pocket_tts.json",
+            lambda d: json.dumps(d).replace('"temperature": 0.3', '"temperature": NaN'),
+        ),
+    ),  # fmt: skip
+    "pocket_tts.json voice file escapes (never read as a path)": (
+        "web",
+        _json_edit(
+            "pocket_tts.json",
+            lambda d: d["voices"]["alba"].__setitem__("file", "../../../../etc/passwd"),
+        ),
+    ),  # fmt: skip
+    "pocket_tts.json voice shape [10^9, 64]": (
+        "web",
+        _json_edit(
+            "pocket_tts.json", lambda d: d["voices"]["alba"].__setitem__("shape", [10**9, 64])
+        ),
+    ),  # fmt: skip
+    "pocket_tts.json bos_emb absolute (never read as a path)": (
+        "web",
+        _json_edit("pocket_tts.json", lambda d: d["bos_emb"].__setitem__("file", "/etc/passwd")),
+    ),  # fmt: skip
+    "pocket_tts.json mimi state [1,16,10^9]": (
+        "web",
+        _json_edit(
+            "pocket_tts.json", lambda d: d["mimi_state"][0].__setitem__("shape", [1, 16, 10**9])
+        ),
+    ),  # fmt: skip
+    "pocket_tts.json config num_layers 10^6": (
+        "web",
+        _json_edit(
+            "pocket_tts.json",
+            lambda d: d["config"]["flow_lm"]["transformer"].__setitem__("num_layers", 10**6),
+        ),
+    ),  # fmt: skip
+    "pocket_tts.json config num_heads 0": (
+        "web",
+        _json_edit(
+            "pocket_tts.json",
+            lambda d: d["config"]["flow_lm"]["transformer"].__setitem__("num_heads", 0),
+        ),
+    ),  # fmt: skip
+    "pocket_tts.json config a list": (
+        "web",
+        _json_edit("pocket_tts.json", _set(("config",), [1, 2])),
+    ),  # fmt: skip
+    "pocket_tts.json decode_steps 10^9": (
+        "web",
+        _json_edit("pocket_tts.json", _set(("decode_steps",), 10**9)),
+    ),  # fmt: skip
+    "pocket_tts.json tokenizer_file escapes": (
+        "web",
+        _json_edit("pocket_tts.json", _set(("tokenizer_file",), "../../etc/passwd")),
+    ),
+    "voice_alba.bin truncated": ("web", lambda f: (f / "voice_alba.bin").write_bytes(b"\0" * 7)),
+    "tokenizer.json nested 5000 deep": (
+        "web",
+        lambda f: (f / "tokenizer.json").write_bytes(nested_json(5000)),
+    ),  # fmt: skip
+    "tokenizer.json not JSON": ("web", lambda f: (f / "tokenizer.json").write_bytes(b"\x00\xff")),
+}
+
+
+def _bundle_case(label: str, kind: str, make: Callable[[Path], None]) -> None:
+    @SWEEP.add(f"bundles and browser packs (--model-dir, tts; {kind})", label)
+    def body(tmp: Path) -> str | None:
+        folder = tmp / "m"
+        shutil.copytree(exported(kind, tmp.parent), folder)
+        make(folder)
+        voice = [] if kind == "web" else ["--voice-file", str(VOICE)]
+        run = run_cli(["tts", "hi", "-o", "o.wav", "-q", "--model-dir", "m", *voice], tmp)
+        problem = judge(run, 0 if "control" in label else {0, 1, 2})
+        if problem:
+            return problem
+        if run.rc == 0 and "control" in label:
+            return wav_ok(tmp / "o.wav")
+        if run.rc == 0 and "not read" in label or "never read" in label:
+            return wav_ok(tmp / "o.wav") if run.rc == 0 else None
+        if run.rc == 0 and "control" not in label and "missing" not in label:
+            return f"exit 0: the edited file was believed or not read ({wav_ok(tmp / 'o.wav')})"
+        return None
+
+
+for _label, (_kind, _make) in BUNDLES.items():
+    _bundle_case(_label, _kind, _make)
+
+
 # ----------------------------------------------------------------- servers: harness
 
 
