@@ -413,6 +413,10 @@ VOICE_FILES: dict[str, Callable[[], bytes]] = {
 }
 
 
+# a frame sync, then noise libmpg123 prints "Note: Illegal Audio-MPEG-Header" about
+DAMAGED_MP3 = b"\xff\xfb" + np.random.default_rng(29).bytes(8192)
+
+
 def _npz() -> bytes:
     import io
 
@@ -483,7 +487,7 @@ AUDIO_FILES: dict[str, Callable[[], bytes]] = {
     "FLAC magic then garbage": lambda: b"fLaC" + os.urandom(4096),
     "OGG magic then garbage": lambda: b"OggS" + os.urandom(4096),
     "MP3 ID3 claim 256 MB": lambda: b"ID3\x04\x00\x00\x7f\x7f\x7f\x7f" + os.urandom(2048),
-    "MP3 frame sync garbage": lambda: b"\xff\xfb" + os.urandom(8192),
+    "MP3 frame sync garbage": lambda: DAMAGED_MP3,
     "M4A ftyp garbage": lambda: b"\0\0\0\x20ftypM4A " + os.urandom(4096),
     "random bytes": lambda: os.urandom(20000),
     "text file": lambda: b"not audio at all\n" * 100,
@@ -683,6 +687,10 @@ def _out_target(target: str, label: str, make: Callable[[Path], None], expect: s
     }
     for cmd, argv in commands.items():
         wanted = ANY if target.startswith("missing/") and cmd in CREATE_PARENTS else expect
+        if cmd == "batch --output-dir" and target in (".", ".."):
+            wanted = ANY  # an output folder files are added to: the current one is one
+        if target == "fifo" and cmd in ("tts -o", "tts --metrics"):
+            wanted = {0}  # written into, as README says: a reader is started below
 
         @SWEEP.add(f"output paths ({cmd})", f"{target!r}: {label}")
         def body(
@@ -700,12 +708,15 @@ def _out_target(target: str, label: str, make: Callable[[Path], None], expect: s
                 watched = [p for p in watched if p not in (target, "keep")]
             before = {p: tree(tmp / p) for p in watched}
             link_before = os.readlink(tmp / "link") if (tmp / "link").is_symlink() else None
+            if target == "fifo" and expect == {0}:
+                threading.Thread(target=_drain_fifo, args=(tmp / "fifo",), daemon=True).start()
             run = run_cli(argv(target), tmp, timeout=180)
             problem = judge(run, expect)
             if problem:
                 return problem
             for p in watched:
-                if before[p] and tree(tmp / p) != before[p]:
+                now = tree(tmp / p)
+                if any(now.get(k) != v for k, v in before[p].items()):
                     return f"the user's {p!r} changed or was lost"
             if (
                 link_before is not None
@@ -722,6 +733,12 @@ def _out_target(target: str, label: str, make: Callable[[Path], None], expect: s
 
 
 CREATE_PARENTS = ("tts --metrics", "batch --output-dir")
+
+
+def _drain_fifo(path: Path) -> None:
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        while f.read(65536):
+            pass
 
 
 def _keep_in(name: str) -> Callable[[Path], None]:
@@ -766,6 +783,50 @@ _out_target("..", "the parent folder", _user_file, FAIL)
 _out_target("/proc/self/x", "a pseudo file system", lambda t: None, FAIL)
 _out_target("name\nwith newline", "a newline in the name", lambda t: None, ANY)
 _out_target("n" * 300, "a name too long for the file system", lambda t: None, FAIL)
+
+
+# --------------------------------------------------- group: one file as input and output
+
+SAME_FILE: dict[str, list[str]] = {
+    "-o onto --clone-voice's recording": ["--clone-voice", "rec.wav", "-o", "rec.wav"],
+    "-o onto it spelled ./x/../": ["--clone-voice", "rec.wav", "-o", "./x/../rec.wav"],
+    "--save-voice onto --voice-file (ignored voice)": [
+        *("--voice-file", "v.safetensors", "--clone-voice", "rec.wav"),
+        *("--save-voice", "v.safetensors", "-o", "a.wav"),
+    ],
+    "--metrics onto --voice-file": [
+        *("--voice-file", "v.safetensors", "-o", "a.wav", "--metrics", "v.safetensors"),
+    ],
+    "--metrics onto -o": ["--voice-file", "v.safetensors", "-o", "a.wav", "--metrics", "a.wav"],
+    "-o through a link onto --voice-file": [
+        *("--voice-file", "v.safetensors", "-o", "link.wav", "--format", "wav"),
+    ],
+    "--save-voice onto -o": [
+        *("--clone-voice", "rec.wav", "--save-voice", "s.safetensors"),
+        *("-o", "s.safetensors", "--format", "wav"),
+    ],
+}
+
+
+def _same_file_case(label: str, args: list[str]) -> None:
+    @SWEEP.add("one file as input and output (tts)", label)
+    def body(tmp: Path) -> str | None:
+        shutil.copy(PROMPT, tmp / "rec.wav")
+        shutil.copy(VOICE, tmp / "v.safetensors")
+        (tmp / "x").mkdir()
+        (tmp / "link.wav").symlink_to("v.safetensors")
+        before = tree(tmp)
+        run = run_cli(["tts", "Hello.", *args, *MODEL, "-q"], tmp)
+        problem = judge(run, {1, 2})
+        if problem:
+            return problem
+        if tree(tmp) != before:
+            return "a file changed although the run was refused"
+        return None
+
+
+for _label, _args in SAME_FILE.items():
+    _same_file_case(_label, _args)
 
 
 # ------------------------------------------------------------------ group: configs
@@ -1769,7 +1830,7 @@ HTTP_PROBES: dict[str, Callable] = {
         _upload(wav_header(1, 24000, 32, 48000, 3) + np.full(12000, np.nan, "<f4").tobytes()),
         {200, 400, 422},
     ),
-    "upload: MP3 garbage": _http_expect(_upload(b"\xff\xfb" + os.urandom(8192), "a.mp3")),
+    "upload: MP3 garbage": _http_expect(_upload(DAMAGED_MP3, "a.mp3")),
     "upload: a safetensors voice": _http_expect(_upload(VOICE.read_bytes(), "v.safetensors")),
     "upload: filename ../../etc/passwd": _http_expect(
         _upload(wav_bytes(seconds=1.0), "../../../etc/passwd"), {200, 400}

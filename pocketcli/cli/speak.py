@@ -187,8 +187,20 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.writable_file(f.save_voice, "--save-voice file")
     checks.writable_file(f.metrics, "metrics file", create_folders=True)  # as FluidAudio
     checks.writable_dir(f.output_dir, "output folder")
-    if f.input_file is None:
-        checks.writable_file(output if live_output is None else live_output, "output file")
+    written = None if f.input_file is not None else (output if live_output is None else live_output)
+    if written is not None:
+        checks.writable_file(written, "output file")
+    clash = checks.first_clash(
+        [("-o", written), ("--metrics", f.metrics), ("--save-voice", f.save_voice)],
+        [("--voice-file", f.voice_file), ("--clone-voice", f.clone_voice),
+         ("--input-file", f.input_file)],
+    )  # fmt: skip
+    if clash is not None:
+        flag, other, path = clash
+        raise click.UsageError(
+            f"{flag} {path} is also the {other} file: writing it would replace that;"
+            " name another file"
+        )
 
 
 def speak_options(f: TtsFlags) -> SpeakOptions:
