@@ -27,6 +27,10 @@ CASES = {
         ["--voice-file", "v.safetensors", "-o", "a.wav", "--metrics", "a.wav"],
         None,
     ),
+    "--metrics onto a new -o spelled sub/../": (
+        ["--voice-file", "v.safetensors", "-o", "new.wav", "--metrics", "sub/../new.wav"],
+        None,
+    ),
     "-o onto --voice-file through a link": (
         ["--voice-file", "v.safetensors", "-o", "link.wav", "--format", "wav"],
         "link.wav",
