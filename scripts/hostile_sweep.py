@@ -1346,6 +1346,9 @@ for _label, (_kind, _make) in BUNDLES.items():
 # ----------------------------------------------------------------- servers: harness
 
 
+STARTED: list[Server] = []  # stopped at the end of the run, whichever cases ran
+
+
 class Server:
     """A front end as a user runs it; its stderr kept on a thread."""
 
@@ -1362,6 +1365,7 @@ class Server:
         self.lines: list[str] = []
         self.cond = threading.Condition()
         threading.Thread(target=self._drain, daemon=True).start()
+        STARTED.append(self)
 
     def _drain(self) -> None:
         assert self.proc.stderr is not None
@@ -2311,6 +2315,8 @@ def main(argv: list[str] | None = None) -> int:
         mark = "FAIL" if problem else "ok  "
         print(f"{mark} {case.group}: {case.name}" + (f"\n     {problem}" if problem else ""),
               flush=True)  # fmt: skip
+    for server in STARTED:  # a -k that left out a group's last case leaves its server up
+        server.stop()
     if not args.keep:
         for p in scratch.rglob("*"):
             with contextlib.suppress(OSError):
