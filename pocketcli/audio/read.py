@@ -20,6 +20,7 @@ import contextlib
 import io
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +80,10 @@ def read_audio_bytes(
     """
     label = Path(name)
     try:
-        decoded = _read_soundfile(
-            label, max_seconds, source=io.BytesIO(data), max_samples=max_samples
-        )
+        with _quiet_decoder(label, data[:3]):
+            decoded = _read_soundfile(
+                label, max_seconds, source=io.BytesIO(data), max_samples=max_samples
+            )
     except AudioReadError:
         raise
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
@@ -93,10 +95,10 @@ def read_audio_bytes(
             decoded = None
         if decoded is not None and decoded.samples.shape[0] > 0:
             return decoded
-        # libsndfile's own words: its full message names the in-memory file object.
-        cause = exc.error_string if isinstance(exc, sf.LibsndfileError) else _first_line(exc)
+        # libsndfile's own words (its full message names the in-memory file object),
+        # without its guess of "a pipe" for data it does not recognise
         raise AudioReadError(
-            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({cause})"
+            f"cannot read {name}: not a {SOUNDFILE_FORMATS} file, or damaged ({_cause(exc)})"
         ) from None
     if decoded.samples.shape[0] == 0:
         raise AudioReadError(f"{name} holds no audio samples")
@@ -266,36 +268,46 @@ def _cause(exc: BaseException) -> str:
     return text
 
 
+_QUIET = threading.Lock()  # one descriptor 2 for the process: one quiet decode at a time
+
+
 @contextlib.contextmanager
-def _quiet_decoder(path: Path) -> Iterator[None]:
+def _quiet_decoder(path: Path, head: bytes | None = None) -> Iterator[None]:
     """libmpg123 (inside libsndfile) prints its resync notes straight to descriptor 2:
     while an MP3 is decoded, that descriptor points at /dev/null. Only for MP3, whose
-    decoder is the noisy one, and only when stderr is a real descriptor."""
-    if path.suffix.lower() != ".mp3" and not _looks_like_mp3(path):
+    decoder is the noisy one, and only when stderr is a real descriptor. ``head``: the
+    first bytes of a recording held in memory (an upload), else the file's are read.
+    The servers' logs write to their own copy of descriptor 2 (``frontends.logs``), so
+    no log line is lost meanwhile."""
+    if path.suffix.lower() != ".mp3" and not _mp3_head(_head(path) if head is None else head):
         yield
         return
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        sys.stderr.flush()
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
+    with _QUIET:
+        try:
+            saved = os.dup(2)
+        except OSError:
+            yield
+            return
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            sys.stderr.flush()
+            os.dup2(null, 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(null)
 
 
-def _looks_like_mp3(path: Path) -> bool:
+def _head(path: Path) -> bytes:
     try:
         with open(path, "rb") as f:
-            head = f.read(3)
+            return f.read(3)
     except OSError:
-        return False
+        return b""
+
+
+def _mp3_head(head: bytes) -> bool:
     return head == b"ID3" or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0)
 
 

@@ -158,3 +158,32 @@ def writable_file(path: Path | str | None, what: str, *, create_folders: bool = 
         raise PathError(f"cannot write {what} {path}: {why}")
     if not create_folders:
         raise PathError(f"cannot write {what} {path}: its folder does not exist ({parent})")
+
+
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """``a`` and ``b`` name one file (through links, ``..`` or another spelling), whether
+    or not it exists yet; ``-`` (standard input or output) and devices never count."""
+    if STDIO in (str(a), str(b)):
+        return False
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            import stat
+
+            return os.path.samefile(a, b) and stat.S_ISREG(os.stat(a).st_mode)
+    except OSError:
+        return False
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def first_clash(
+    outputs: list[tuple[str, Path | str | None]], inputs: list[tuple[str, Path | str | None]]
+) -> tuple[str, str, str] | None:
+    """(output flag, other flag, path) of the first output that is also an input or
+    another output's file: writing it would replace what the run reads, or another output."""
+    given_outputs = [(flag, p) for flag, p in outputs if p is not None]
+    others = given_outputs + [(flag, p) for flag, p in inputs if p is not None]
+    for i, (flag, path) in enumerate(given_outputs):
+        for other_flag, other in others[i + 1 :]:
+            if same_file(path, other):
+                return flag, other_flag, str(path)
+    return None

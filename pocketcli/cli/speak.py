@@ -211,8 +211,21 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.writable_dir(f.output_dir, "output folder")
     checks.writable_file(f.words_file, "--words file")
     checks.writable_file(f.captions_file, "--captions file")
-    if f.input_file is None:
-        checks.writable_file(output if live_output is None else live_output, "output file")
+    written = None if f.input_file is not None else (output if live_output is None else live_output)
+    if written is not None:
+        checks.writable_file(written, "output file")
+    clash = checks.first_clash(
+        [("-o", written), ("--metrics", f.metrics), ("--save-voice", f.save_voice),
+         ("--words", f.words_file), ("--captions", f.captions_file)],
+        [("--voice-file", f.voice_file), ("--clone-voice", f.clone_voice),
+         ("--input-file", f.input_file)],
+    )  # fmt: skip
+    if clash is not None:
+        flag, other, path = clash
+        raise click.UsageError(
+            f"{flag} {path} is also the {other} file: writing it would replace that;"
+            " name another file"
+        )
 
 
 def speak_options(f: TtsFlags) -> SpeakOptions:

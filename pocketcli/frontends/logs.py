@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
+from typing import TextIO
 
 from pocketcli import defaults
 
@@ -41,10 +43,29 @@ def _not_a_lost_write(record: logging.LogRecord) -> bool:
     return record.msg != _LOST_WRITES
 
 
+def _own_stderr() -> TextIO:
+    """A copy of descriptor 2 for the log: while a noisy C decoder's descriptor 2 points at
+    /dev/null for a moment (``audio.read``), the log's lines still arrive. ``sys.stderr``
+    itself when it is no real descriptor."""
+    try:
+        sys.stderr.flush()
+        fd = sys.stderr.fileno()
+        st = os.fstat(fd)
+    except (AttributeError, OSError, ValueError):
+        return sys.stderr
+    key = (st.st_dev, st.st_ino)
+    if key not in _COPIES:  # one copy per file: configure() may be called again
+        _COPIES[key] = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
+    return _COPIES[key]
+
+
+_COPIES: dict[tuple[int, int], TextIO] = {}
+
+
 def configure(level: str = defaults.LOG_LEVEL) -> None:
     """JSON lines for our logger, uvicorn's and asyncio's (uvicorn's access log is
     replaced by ours): every line on stderr is one JSON object."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_own_stderr())
     handler.setFormatter(JsonFormatter())
     for name in (LOGGER, "uvicorn", "uvicorn.error", "asyncio", "websockets"):
         log = logging.getLogger(name)

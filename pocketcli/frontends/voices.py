@@ -194,18 +194,24 @@ class VoiceBook:
         try:
             with os.scandir(self.voice_dir) as it:
                 for entry in it:
-                    stem, suffix = os.path.splitext(entry.name)
-                    if suffix.lower() not in VOICE_SUFFIXES or not entry.is_file():
-                        continue
-                    real = Path(entry.path).resolve()
-                    if real.parent != self.voice_dir and self.voice_dir not in real.parents:
-                        continue
-                    if not self._holds_a_voice(real):  # a model checkpoint, say
-                        continue
-                    entries.setdefault(stem, Path(entry.path))
+                    try:
+                        if self._is_voice_entry(entry):
+                            entries.setdefault(os.path.splitext(entry.name)[0], Path(entry.path))
+                    except (OSError, RuntimeError):  # a link loop, a file gone meanwhile
+                        continue  # not a voice; the folder's other voices still are
         except OSError:
             return {}
         return entries
+
+    def _is_voice_entry(self, entry: os.DirEntry) -> bool:
+        """A regular file (or a link to one inside the folder) with a voice's suffix, and
+        not a model checkpoint."""
+        if os.path.splitext(entry.name)[1].lower() not in VOICE_SUFFIXES or not entry.is_file():
+            return False
+        real = Path(entry.path).resolve()
+        if real.parent != self.voice_dir and self.voice_dir not in real.parents:
+            return False
+        return self._holds_a_voice(real)
 
     def _holds_a_voice(self, path: Path) -> bool:
         """False for a safetensors file whose tensors are no voice's (a model checkpoint

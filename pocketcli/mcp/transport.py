@@ -6,7 +6,8 @@ line is read with a bound (``max_line_bytes``; the rest of a longer one is
 skipped unread) and checked before the SDK sees it; what fails is answered as
 JSON-RPC 2.0 says:
 
-- not JSON (a cut-off line): ``-32700`` (parse error), id null;
+- not JSON (a cut-off line), or JSON nested deeper than the SDK's parser follows
+  (200 levels): ``-32700`` (parse error), id null (the request's id when it was read);
 - JSON that is not one request, notification or response (``[1,2,3]``,
   ``"str"``, ``"jsonrpc": "1.0"``, an object id), or a line over the bound:
   ``-32600`` (invalid request), with the request's id where it has a usable
@@ -77,12 +78,18 @@ def check_line(line: bytes) -> str | tuple[int, str, object]:
         message = json.loads(line)
     except ValueError as exc:  # also bytes that are not UTF-8
         return PARSE_ERROR, f"Parse error: not JSON ({_short(exc)})", None
+    except RecursionError:  # "[[[[...": a few kB nest past what any parser here can follow
+        return PARSE_ERROR, "Parse error: JSON nested too deeply", None
     try:
         if _request_with_bad_id(message):  # else read as a notification: never answered
             raise ValueError("an id of another type")
         mcp_types.jsonrpc_message_adapter.validate_python(message, by_name=False)
     except Exception:
         return INVALID_REQUEST, f"Invalid Request: {_why_invalid(message)}", _usable_id(message)
+    try:  # as the SDK will read it: its parser stops at a depth of 200, and then drops the line
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception:
+        return PARSE_ERROR, "Parse error: JSON nested too deeply", _usable_id(message)
     return line.decode()
 
 

@@ -31,7 +31,9 @@ _URL = re.compile(
     rf"(?<![{_LETTER}.-])(?:(?:https?|ftp)://|www\.)[^\s<>\"'/]*[^\s<>\"'/.,;:!?)\]]{_PATH}"
 )
 _TLDS = "com|org|net|edu|gov|info|io|ai|dev|app|co|uk|us|eu|de|fr|it|es|nl|pt|br|ch|be|at|ca|au"
-_DOMAIN = re.compile(rf"(?<![{_LETTER}.-])(?:{_LABEL}\.)+(?:{_TLDS})(?![{_LETTER}-]){_PATH}")
+# A domain starts at a word's start: never after a letter or digit (else each digit of
+# "0.999..." is a start, and each start tries the rest of the run: quadratic).
+_DOMAIN = re.compile(rf"(?<![{_LETTER}0-9.-])(?:{_LABEL}\.)+(?:{_TLDS})(?![{_LETTER}-]){_PATH}")
 _PIECES = re.compile(r"[A-Za-z]+|[0-9]+|[^A-Za-z0-9]")
 
 

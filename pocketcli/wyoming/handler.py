@@ -133,6 +133,8 @@ def _header(line: bytes, max_bytes: int) -> tuple[dict, list[int]]:
         header = json.loads(line)
     except ValueError:
         raise BadEvent("an event header that is not JSON") from None
+    except RecursionError:  # "[[[[...": no event nests past a few levels
+        raise BadEvent("an event header nested too deeply") from None
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise BadEvent("an event header without a type")
     lengths = [header.get("data_length") or 0, header.get("payload_length") or 0]
@@ -148,6 +150,8 @@ def _object(raw: bytes) -> dict:
         more = json.loads(raw)
     except ValueError:
         raise BadEvent("an event whose data is not JSON") from None
+    except RecursionError:
+        raise BadEvent("an event whose data is nested too deeply") from None
     if not isinstance(more, dict):
         raise BadEvent("an event whose data is not an object")
     return more

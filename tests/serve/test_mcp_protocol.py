@@ -80,6 +80,15 @@ MALFORMED = [
     ('{"jsonrpc": "2.0", "id": [1], "method": "ping"}', -32600, None),
     ('{"jsonrpc": "2.0", "id": 6, "method": 7}', -32600, 6),
     (b'{"jsonrpc": "2.0", "id": 8, "method": "\xff"}', -32700, None),
+    # nested past Python's parser (10 kB): was an ExceptionGroup, exit 1
+    ("[" * 5000 + "]" * 5000, -32700, None),
+    # nested past the SDK's parser (200 levels), not Python's: was dropped, never answered
+    (
+        '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "status", '
+        '"arguments": {"x": ' + "[" * 300 + "]" * 300 + "}}}",
+        -32700,
+        9,
+    ),
 ]
 
 

@@ -173,6 +173,38 @@ def test_an_event_over_the_size_limit_is_refused_before_it_is_read(server) -> No
     assert run_async(go()) is None
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[" * 5000 + b"]" * 5000 + b"\n",  # a 10 kB header, far under the line bound
+        b'{"type": "synthesize", "data_length": 10000}\n' + b"[" * 5000 + b"]" * 5000,
+    ],
+    ids=["header", "data"],
+)
+def test_json_nested_past_the_parsers_depth_is_a_bad_event_and_the_server_serves_on(
+    server, raw
+) -> None:
+    """A hostile sweep's find: Python's JSON parser gives up past ~1000 levels with an
+    error that is no ValueError; it must still be the bad_event answer, not a dropped
+    connection and asyncio's "Unhandled exception" in the log."""
+    uri, _, err = server
+
+    async def go() -> tuple[str, str]:
+        async with AsyncClient.from_uri(uri) as client:
+            assert client._writer is not None
+            client._writer.write(raw)
+            await client._writer.drain()
+            error = Error.from_event((await until(client, "error"))[-1])
+        async with AsyncClient.from_uri(uri) as client:  # the server serves on
+            await client.write_event(Describe().event())
+            assert (await until(client, "info"))[-1].type == "info"
+        return error.code or "", error.text
+
+    code, text = run_async(go())
+    assert code == "bad_event" and "nested too deeply" in text, text
+    assert "Unhandled" not in err.text() and "RecursionError" not in err.text()
+
+
 def test_several_clients_at_once_each_get_their_whole_audio(server) -> None:
     uri, _, _ = server
 
