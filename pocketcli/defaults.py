@@ -38,6 +38,10 @@ SERVE_PORT = 8000
 WYOMING_URI = "tcp://127.0.0.1:10200"  # Wyoming's usual TTS port
 WYOMING_IDLE_SECONDS = 300.0  # a Wyoming client silent this long is dropped
 MCP_MAX_QUEUE = 8  # texts waiting for the speakers
+# serve --ray: one replica, and Ray Serve's own autoscaling delays
+RAY_MIN_REPLICAS = 1
+RAY_UPSCALE_DELAY_S = 30.0
+RAY_DOWNSCALE_DELAY_S = 600.0
 
 # The benchmark and exports
 CORPUS = "minimax-english"

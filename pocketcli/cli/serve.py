@@ -244,7 +244,12 @@ def serve_command(
         "joins a cluster (pip install 'pockettts[ray]').",
     ),
     min_replicas: int = typer.Option(
-        1, "--min-replicas", metavar="N", min=1, max=1000, help="With --ray: replicas at least."
+        defaults.RAY_MIN_REPLICAS,
+        "--min-replicas",
+        metavar="N",
+        min=1,
+        max=1000,
+        help="With --ray: replicas at least.",
     ),
     max_replicas: int | None = typer.Option(
         None,
@@ -256,7 +261,7 @@ def serve_command(
         "Ray Serve scales on ongoing requests (target: --max-streams per replica).",
     ),
     upscale_delay: float = typer.Option(
-        30.0,
+        defaults.RAY_UPSCALE_DELAY_S,
         "--upscale-delay",
         metavar="S",
         min=0.5,
@@ -264,7 +269,7 @@ def serve_command(
         help="With --ray: seconds of load above the target before a replica is added.",
     ),
     downscale_delay: float = typer.Option(
-        600.0,
+        defaults.RAY_DOWNSCALE_DELAY_S,
         "--downscale-delay",
         metavar="S",
         min=0.5,
@@ -276,7 +281,7 @@ def serve_command(
 
     require_extra()
     check_log_level(log_level)
-    if ray is None and (min_replicas != 1 or max_replicas is not None):
+    if ray is None and (min_replicas != defaults.RAY_MIN_REPLICAS or max_replicas is not None):
         raise click.UsageError("--min-replicas and --max-replicas go with --ray")
     if max_replicas is not None and max_replicas < min_replicas:
         raise click.BadParameter(

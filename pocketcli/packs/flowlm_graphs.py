@@ -21,6 +21,7 @@ import onnx
 from pocketcli.config import FlowLMConfig, FlowTransformerConfig
 from pocketcli.packs.onnx_graph import GraphBuilder
 from pocketcli.packs.rope import apply_rope, rope_tables
+from pocketcli.packs.state_spec import HEAD_SCORES
 
 Weights = dict[str, np.ndarray]
 
@@ -82,7 +83,7 @@ def output_heads(g: GraphBuilder, w: Weights, cfg: FlowLMConfig, last: str) -> t
 # first, then the cache) as one more output, ``head_scores [B, heads, T + C]``: a few copies
 # of one row per head, fetched only when a stream asks for words. The host softmaxes the
 # text positions (``pocketcli.words``). Packs built with it run every FlowLM call there.
-HEAD_SCORES = "head_scores"
+# The output's name lives in state_spec, which the runtime reads without importing onnx.
 
 
 def head_taps(g: GraphBuilder, scores: str, layer: int, cfg: FlowLMConfig) -> list[str]:

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from pocketcli.config_bounds import whole
 from pocketcli.errors import ConfigError
 
+# The batched step's output of the word heads' attention logits (issue 35; built in
+# flowlm_graphs, read by the ONNX runtime: here so that speaking never imports onnx).
+HEAD_SCORES = "head_scores"
+
 # A state of the largest published Mimi decoder holds 128,000 numbers (8 heads x 250
 # positions x 64); a state past these is not a model's (README, "Bounds").
 MAX_STATE_DIMS = 8

@@ -19,7 +19,6 @@ from safetensors.numpy import load_file
 
 from pocketcli.config import ModelConfig
 from pocketcli.cores import bound_threads, threads_override
-from pocketcli.packs.flowlm_graphs import HEAD_SCORES
 from pocketcli.packs.manifest import (
     BATCH_GRAPHS,
     ENCODER_GRAPH,
@@ -28,6 +27,7 @@ from pocketcli.packs.manifest import (
     PackError,
     PackManifest,
 )
+from pocketcli.packs.state_spec import HEAD_SCORES
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.graph_roles import Role, check_role, check_trailing_dims, role
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message

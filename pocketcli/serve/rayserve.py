@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pocketcli import defaults
 from pocketcli.batch.argv import RAY_LOCAL
 from pocketcli.errors import FieldHint, UserError
 from pocketcli.frontends.voices import ClonedVoice
@@ -45,19 +46,15 @@ CONNECT_SECONDS = 5.0  # reaching a cluster's address before Ray is asked to joi
 STOP_SLACK_SECONDS = 10.0  # past the drain, for Ray to remove the application
 
 
-UPSCALE_DELAY_S = 30.0  # Ray Serve's defaults
-DOWNSCALE_DELAY_S = 600.0
-
-
 @dataclass(frozen=True)
 class Scaling:
     """How many replicas, and when Ray Serve adds or removes one."""
 
-    min_replicas: int = 1
-    max_replicas: int = 1
+    min_replicas: int = defaults.RAY_MIN_REPLICAS
+    max_replicas: int = defaults.RAY_MIN_REPLICAS
     cpus_per_replica: float = 1.0
-    upscale_delay_s: float = UPSCALE_DELAY_S
-    downscale_delay_s: float = DOWNSCALE_DELAY_S
+    upscale_delay_s: float = defaults.RAY_UPSCALE_DELAY_S
+    downscale_delay_s: float = defaults.RAY_DOWNSCALE_DELAY_S
 
     def deployment_options(self, settings: ServeSettings) -> dict[str, Any]:
         limits = settings.limits

@@ -23,6 +23,7 @@ from pocketcli.frontends import logs
 from pocketcli.normalize import parse_markup
 from pocketcli.normalize.pipeline import normalize_text
 from pocketcli.options import ModelRequest, SpeakOptions
+from pocketcli.serve.rayserve import Scaling
 from pocketcli.serve.settings import Limits, ServeSettings
 
 
@@ -48,6 +49,9 @@ SERVE = {
     "idle_timeout": LIMITS.idle_seconds,
     "max_connections": LIMITS.max_connections,
     "shutdown_timeout": ServeSettings().shutdown_seconds,
+    "min_replicas": Scaling().min_replicas,
+    "upscale_delay": Scaling().upscale_delay_s,
+    "downscale_delay": Scaling().downscale_delay_s,
 }
 
 
