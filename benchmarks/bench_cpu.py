@@ -117,7 +117,9 @@ def child(args) -> None:
     from pocketcli import PocketTTS
 
     tts = PocketTTS.open(runtime="onnx", model_dir=args.pack, precision=args.precision)
-    voice = tts.voices.load(args.voice)
+    # Checkouts before the small public class (issue 31) load voices on the model itself.
+    voices = getattr(tts, "voices", None)
+    voice = voices.load(args.voice) if voices is not None else tts.load_voice(args.voice)
     _speak(tts, voice, args.n, 1000)  # warm-up: sessions, allocator, scheduler thread
     before, threads_before = _cpu(), _thread_times()
     r = _speak(tts, voice, args.n, 0)

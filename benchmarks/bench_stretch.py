@@ -7,15 +7,19 @@ For each candidate, on real speech (the clips of ``/work/shared/data/speech``, o
 imports; both with octave errors folded away, see ``f0_shift``), the spectral centroid's
 shift, CPU-ms per 80 ms frame of input, and whether it stretches frame by frame with
 state (and the latency that adds). Candidates that do not import are listed as missing.
-Then the engine's CPU-ms per frame on the tiny pack, so the stretcher's cost per frame
-is seen beside the engine's in one run.
+Then the engine's CPU-ms per model frame through the library at 1.0 (no stretcher) and
+at each speed on ``--model-dir`` (the tiny pack unless a full-size one is given), so the
+stretcher's cost per frame is seen beside the engine's in one run.
 
-    python benchmarks/bench_stretch.py [--clips DIR] [--no-pyin]
+    python benchmarks/bench_stretch.py [--clips DIR] [--no-pyin] [--model-dir PACK]
+    python benchmarks/bench_stretch.py --engine-only --model-dir PACK
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -168,24 +172,44 @@ def measure(
     }
 
 
-def engine_ms_per_frame() -> float:
-    """The engine's CPU-ms per 80 ms frame on the committed tiny pack (no stretch)."""
+def engine_ms_per_frame(
+    model_dir: Path, speeds: tuple[float, ...], precision: str | None = None
+) -> dict[float, float]:
+    """CPU-ms per 80 ms frame the model makes (process time, all threads), through the
+    library at each speed on ``model_dir``: the stretcher's cost beside the engine's, the
+    speeds alternating over three rounds (median). 1.0 runs no stretcher."""
     from pocketcli.api import PocketTTS
     from pocketcli.options import SpeakOptions
 
-    tts = PocketTTS.open(model_dir=ROOT / "tests/fixtures/tiny/pack", threads=1)
-    text = "The quick brown fox jumps over the lazy dog, twice over."
+    tts = PocketTTS.open(model_dir=model_dir, **({"precision": precision} if precision else {}))
+    text = "The quick brown fox jumps over the lazy dog, and then it runs far away."
     tts.synthesize(text, options=SpeakOptions(seed=1))  # warm
-    t0 = time.process_time()
-    audio = tts.synthesize(text, options=SpeakOptions(seed=1, output_chain=False))
-    return 1000 * (time.process_time() - t0) / (len(audio) / FRAME)
+    runs: dict[float, list[float]] = {speed: [] for speed in speeds}
+    for _ in range(3):
+        for speed in speeds:
+            opts = SpeakOptions(seed=1, output_chain=False, speed=speed)
+            t0 = time.process_time()
+            audio = tts.synthesize(text, options=opts)
+            frames = len(audio) * speed / FRAME  # the model's frames (audio is over speed)
+            runs[speed].append(1000 * (time.process_time() - t0) / frames)
+    return {speed: statistics.median(values) for speed, values in runs.items()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", type=Path, default=SHARED if SHARED.is_dir() else FIXTURES)
     ap.add_argument("--no-pyin", action="store_true", help="skip librosa's pyin")
+    ap.add_argument(
+        "--model-dir",
+        type=Path,
+        default=ROOT / "tests/fixtures/tiny/pack",
+        help="pack for the engine's figures (default: the tiny test pack; give a full-size one)",
+    )
+    ap.add_argument("--precision", help="of --model-dir's graphs (default: the pack's)")
+    ap.add_argument("--engine-only", action="store_true", help="only the engine's figures")
     args = ap.parse_args()
+    if args.engine_only:
+        return print_engine(args.model_dir, args.precision)
     clips = load_clips(args.clips)
     pyin = None if args.no_pyin else pyin_f0()
     print(f"{len(clips)} clips from {args.clips}, {sum(map(len, clips.values())) / RATE:.1f} s")
@@ -208,7 +232,15 @@ def main() -> None:
                 f"{100 * m['f0p']:6.2f} {100 * m['cen']:6.2f} {m['ms']:7.3f}"
             )
         print(f"{'':48} streaming: {note}")
-    print(f"engine (tiny pack, 1 thread): {engine_ms_per_frame():.2f} CPU-ms per frame")
+    print_engine(args.model_dir, args.precision)
+
+
+def print_engine(model_dir: Path, precision: str | None) -> None:
+    figures = engine_ms_per_frame(model_dir, (1.0, *SPEEDS), precision)
+    print(f"engine on {model_dir} (load {os.getloadavg()[0]:.1f}), CPU-ms per model frame:")
+    for speed, ms in figures.items():
+        extra = ms - figures[1.0]
+        print(f"  speed {speed:4.1f}: {ms:6.2f}  (stretcher {extra:+.2f})")
 
 
 if __name__ == "__main__":

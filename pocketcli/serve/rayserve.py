@@ -227,6 +227,16 @@ def check_reachable(address: str) -> None:
         ) from None
 
 
+# Ray Serve gives its HTTP proxy 5 s to start before it kills and restarts it; on a loaded
+# machine a proxy takes longer (Python, uvicorn and FastAPI imported under a busy CPU) and
+# `serve.run` failed with "The actor never ran - it was cancelled before it started
+# running". A local Ray's processes inherit these; a cluster's are its own to set.
+PATIENT_SERVE = {
+    "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
+    "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30",
+}
+
+
 def join(address: str, local_cpus: int) -> bool:
     """Starts a local Ray (``local``: True, stop it after) or joins the cluster at ``address``."""
     import ray
@@ -235,6 +245,8 @@ def join(address: str, local_cpus: int) -> bool:
 
     check_reachable(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for name, value in PATIENT_SERVE.items():
+        os.environ.setdefault(name, value)
     init = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
     local = address == RAY_LOCAL
     try:

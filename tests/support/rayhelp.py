@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from pocketcli.serve.rayserve import PATIENT_SERVE
 from tests.support.cli import SCRIPT
 from tests.support.paths import ROOT
 from tests.support.servehelp import wait_ready
@@ -39,7 +40,7 @@ def local_cluster(cpus: int) -> Iterator[str]:
     import ray
 
     extra = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    extra |= FAST_METRICS
+    extra |= FAST_METRICS | PATIENT_SERVE  # the proxy's start timed out under busy loops
     extra.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     saved = {name: os.environ.get(name) for name in extra}
     os.environ.update(extra)

@@ -148,6 +148,26 @@ def test_play_to_a_real_device_and_still_write_the_file(
     assert played.read_bytes() == plain.read_bytes()
 
 
+def test_play_at_a_speed_plays_and_writes_the_stretched_speech(
+    null_device, pack_dir, voice_path, tmp_path
+) -> None:
+    """Issue 36: --play takes --speed like -o: the file written beside the playback is
+    the stretched speech (the same bytes as without --play), its metrics count it."""
+    common = ["--model-dir", str(pack_dir), "--voice-file", str(voice_path), "--seed", "3"]
+    played, plain, normal = (tmp_path / f"{n}.wav" for n in ("played", "plain", "normal"))
+    metrics = ["--metrics", str(tmp_path / "metrics.json")]
+    text = "Out loud, and twice as fast as before."
+    r = run("tts", text, "--play", "--speed", "2", "-o", str(played), *metrics, *common,
+            env=null_device)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    figures = json.loads((tmp_path / "metrics.json").read_text())
+    assert figures["audio_duration_s"] == pytest.approx(sf.info(played).frames / 24_000)
+    assert run("tts", text, "--speed", "2", "-o", str(plain), *common).returncode == 0
+    assert played.read_bytes() == plain.read_bytes()
+    assert run("tts", text, "-o", str(normal), *common).returncode == 0
+    assert sf.info(played).frames == pytest.approx(sf.info(normal).frames / 2, rel=0.02)
+
+
 def test_play_alone_writes_no_file_and_a_device_can_be_named(
     null_device, pack_dir, tmp_path
 ) -> None:
