@@ -28,7 +28,7 @@ import numpy as np
 from pocketcli import defaults
 from pocketcli.audio.postprocess import OutputChain, peak_normalize
 from pocketcli.audio.stretch import Stretcher
-from pocketcli.engine.chunk import ChunkTrace, Frame, GenerationSettings
+from pocketcli.engine.chunk import ChunkTrace, Frame, GenerationSettings, HeldWords
 from pocketcli.engine.noise import GaussianNoise, NoiseSource
 from pocketcli.engine.scheduler import Mark, Scheduler, StreamHandle
 from pocketcli.errors import FieldError, OptionsError
@@ -48,7 +48,6 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.session import Session
-    from pocketcli.words import Word
     from pocketcli.words.stream import SessionWords
 
 
@@ -585,18 +584,16 @@ def _stretched(frames: Iterator[Frame], stretcher: Stretcher) -> Iterator[Frame]
     samples its input completes (frames that complete none are left out, their words
     carried by the next), the tail flushed at the end rides on a copy of the last frame."""
     last = None
-    words: tuple[Word, ...] = ()  # of frames that completed no samples: they ride on the next one
+    held = HeldWords()
     try:
         for frame in frames:
             last = frame
-            audio = stretcher.process(frame.audio)
-            words += frame.words
-            if len(audio):
-                yield dataclasses.replace(frame, audio=audio, words=words)
-                words = ()
+            passed = held.pass_on(dataclasses.replace(frame, audio=stretcher.process(frame.audio)))
+            if passed is not None:
+                yield passed
         tail = stretcher.flush()
-        if last is not None and (len(tail) or words):
-            yield dataclasses.replace(last, audio=tail, words=words)
+        if last is not None and (len(tail) or held.words):
+            yield dataclasses.replace(last, audio=tail, words=held.words)
     finally:
         close = getattr(frames, "close", None)
         if close is not None:

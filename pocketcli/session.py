@@ -30,7 +30,6 @@ before it.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 import weakref
@@ -42,7 +41,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from pocketcli.audio.stretch import Stretcher
-from pocketcli.engine.chunk import Frame
+from pocketcli.engine.chunk import Frame, HeldWords
 from pocketcli.engine.noise import NoiseSource, peekable
 from pocketcli.engine.scheduler import Mark, StreamHandle
 from pocketcli.errors import SessionClosed as SessionClosed  # defined there; re-exported
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
     from pocketcli.audio.playback import AudioSink
     from pocketcli.audio.postprocess import OutputChain
     from pocketcli.runtimes.base import Runtime
-    from pocketcli.words import Word
     from pocketcli.words.stream import SessionWords
 
 # Texts enqueued and not yet spoken to their end before ``enqueue`` refuses more.
@@ -184,7 +182,7 @@ class Session:
         self._stretcher = _stretcher(options)
         self._last: Frame | None = None  # the last frame given to the stretcher
         self._held: UtteranceEnd | None = None  # an end waiting behind its text's tail
-        self._words_held: tuple[Word, ...] = ()  # of frames the stretcher held all of
+        self._held_words = HeldWords()  # of frames the stretcher held all of
         # One lookahead for every text: the noise sequence runs on across them.
         noise = peekable(noise or tts.noise(options))
         self._handle = tts.submit(self._texts, voice, options, noise, self._texts.ready)
@@ -288,14 +286,10 @@ class Session:
             held, self._held = self._held, None
             return held
         while (item := self._next_raw()) is not None:
-            if isinstance(item, SessionFrame) and not len(item.audio):
-                # A frame the stretcher held all of is not one: its words ride on the next.
-                self._words_held += item.words
-                continue
-            if isinstance(item, SessionFrame) and self._words_held:
-                item = dataclasses.replace(item, words=self._words_held + item.words)
-                self._words_held = ()
-            return item
+            if isinstance(item, SessionFrame):
+                item = self._held_words.pass_on(item)  # None: the stretcher held all of it
+            if item is not None:
+                return item
         return None
 
     def _next_raw(self) -> SessionFrame | UtteranceEnd | None:

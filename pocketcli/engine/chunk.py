@@ -9,9 +9,10 @@ tick, and ``PauseRun`` gives a pause's silence a frame at a time.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -57,6 +58,27 @@ class Frame:
     @property
     def is_pause(self) -> bool:
         return self.latent is None
+
+
+F = TypeVar("F", bound=Frame)
+
+
+class HeldWords:
+    """The words of frames that carry no audio (a time-stretcher held all of it): they
+    ride on the next frame that does. One per stream, for ``stream`` and sessions alike."""
+
+    def __init__(self) -> None:
+        self.words: tuple[Word, ...] = ()
+
+    def pass_on(self, frame: F) -> F | None:
+        """``frame`` with the held words before its own; None (its words held) if empty."""
+        if not len(frame.audio):
+            self.words += frame.words
+            return None
+        if not self.words:
+            return frame
+        words, self.words = self.words + frame.words, ()
+        return dataclasses.replace(frame, words=words)
 
 
 @dataclass
