@@ -14,10 +14,14 @@ CUE_WORDS = 7
 CUE_SECONDS = 3.5
 
 
+def word_row(word: Word) -> dict[str, str | float]:
+    """One word as every front end sends it: ``{"word", "start", "end"}``, seconds to the ms."""
+    return {"word": word.word, "start": round(word.start, 3), "end": round(word.end, 3)}
+
+
 def words_json(words: Sequence[Word]) -> str:
     """``[{"word", "start", "end"}, ...]``, times in seconds to the millisecond."""
-    rows = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in words]
-    return json.dumps(rows, ensure_ascii=False, indent=1) + "\n"
+    return json.dumps([word_row(w) for w in words], ensure_ascii=False, indent=1) + "\n"
 
 
 def cues(words: Sequence[Word]) -> list[tuple[float, float, str]]:
