@@ -17,15 +17,12 @@ import openai
 import pytest
 
 from pocketcli.api import PocketTTS
-from pocketcli.config import ModelConfig
 from pocketcli.frontends.backend import words_of
 from pocketcli.options import SpeakOptions
-from pocketcli.packs.builder import build_pack
 from pocketcli.words.captions import word_row
-from tests.support.paths import DATA
 from tests.support.protohelp import run_async
 from tests.support.servehelp import LONG_TEXT, VOICE, serving, tiny_loader
-from tests.unit.words.conftest import sharpened_checkpoint, words_config
+from tests.support.wordspack import build_words_pack
 
 TEXT = "Hello there, this is the longest line. It is spoken in several chunks!"
 RATE = 24000
@@ -37,12 +34,7 @@ UNAVAILABLE = (
 
 @pytest.fixture(scope="module")
 def words_pack(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("serve_words_pack")
-    checkpoint = sharpened_checkpoint(root)
-    config = ModelConfig.from_dict(words_config())
-    tokenizer = DATA / "tokenizer-en" / "tokenizer.model"
-    build_pack(checkpoint, config, tokenizer, root / "pack", precisions=("fp32",))
-    return root / "pack"
+    return build_words_pack(tmp_path_factory.mktemp("serve_words_pack"))
 
 
 @pytest.fixture(scope="module")
