@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import numpy as np
 import openai
 import pytest
 
@@ -298,3 +299,19 @@ def test_a_websocket_config_asking_for_words_is_refused_and_the_socket_serves_on
         "data": {"message": UNAVAILABLE + "; it still has no config", "code": "words_unavailable"},
     }
     assert accepted["data"]["event_type"] == "config_accepted"
+
+
+def test_a_word_past_the_audio_sent_still_goes_out_at_the_turns_end() -> None:
+    """A stretched or resampled length may fall a sample or two short of a word's end:
+    the word waits for the audio, and the turn's end sends it all the same."""
+    from pocketcli.frontends.backend import carried
+    from pocketcli.serve.routes.ws import _TurnAudio
+    from pocketcli.words.align import Word
+
+    out = _TurnAudio(RATE, 16000)
+    last = Word("end", 0.0, 0.0801, 0)  # 80 ms of audio, a word to 80.1 ms
+    pcm, due = out.frame(carried(np.zeros(1920, np.float32), [last]))
+    assert due == [] and len(pcm) < 1280 * 2  # the resampler holds some back
+    tail, rest = out.end()
+    assert rest == [last] and (len(pcm) + len(tail)) // 2 == 1280
+    out.close()
