@@ -173,7 +173,7 @@ def test_a_client_that_leaves_mid_stream_still_stops_the_job(words_pack) -> None
 
 def ws_turn(url: str, text: str, **config) -> list[tuple[str, object]]:
     """One turn on a raw aiohttp socket: ("audio", pcm bytes) and ("word", row) in order."""
-    import aiohttp
+    aiohttp = pytest.importorskip("aiohttp")
 
     async def go():
         async with aiohttp.ClientSession() as http:
@@ -233,7 +233,7 @@ def test_websocket_word_frames_come_between_the_audio_in_order(url, tts) -> None
 
 def test_the_livekit_plugin_asking_for_words_hears_the_same_audio(url) -> None:
     """Word frames are frames its protocol passes over: its audio is unchanged."""
-    import aiohttp
+    aiohttp = pytest.importorskip("aiohttp")
 
     from tests.serve.test_websocket import config, protocol, texts
 
@@ -282,7 +282,7 @@ def test_a_model_that_cannot_time_words_refuses_before_any_audio(plain_url, stre
 def test_a_websocket_config_asking_for_words_is_refused_and_the_socket_serves_on(
     plain_url,
 ) -> None:
-    import aiohttp
+    aiohttp = pytest.importorskip("aiohttp")
 
     async def go():
         async with aiohttp.ClientSession() as http:
