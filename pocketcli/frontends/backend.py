@@ -7,7 +7,7 @@ the request handlers never call the library directly.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +23,28 @@ if TYPE_CHECKING:
     from pocketcli.api import PocketTTS
     from pocketcli.options import ModelRequest
     from pocketcli.voices.state import VoiceState
+    from pocketcli.words.align import Word
 
 
 def log_warning(message: str) -> None:
     """A warning of the library's (a voice file's ignored tensors, ...) as one line of the
     server's log, never as a raw Python ``warnings`` line with its source."""
     logs.logger().warning("warning", extra={"warning": message})
+
+
+def carried(audio: np.ndarray, words: Sequence[Word]) -> np.ndarray:
+    """A frame's samples with the words it ends riding on them (``TimedAudio``: an array
+    like any other, and ``.words``), so one item of a job's bounded queue carries both."""
+    if not words:
+        return audio
+    from pocketcli.words import TimedAudio
+
+    return TimedAudio.of(audio, list(words))
+
+
+def words_of(audio: np.ndarray) -> tuple[Word, ...]:
+    """The words a frame's samples carry (``carried``; none for plain samples)."""
+    return getattr(audio, "words", ())
 
 
 @dataclass
@@ -59,12 +75,24 @@ class Backend:
         on_warning: Callable[[str], None] | None = None,
     ) -> Iterator[np.ndarray]:
         """Audio frames as they are generated (with ``options.output_chain``, through
-        the chain's causal filters, as ``pockettts tts -o -`` streams them)."""
+        the chain's causal filters, as ``pockettts tts -o -`` streams them); with
+        ``options.words`` a frame that ends words carries them (``carried``)."""
         # A stream of the model's scheduler: concurrent requests (and sessions) are rows
         # of one batched call per frame.
         with closing(self.tts.stream(text, voice, options, on_warning=on_warning)) as frames:
             for frame in frames:
-                yield frame.audio
+                yield carried(frame.audio, frame.words)
+
+    @property
+    def words_unavailable(self) -> str | None:
+        """Why this model cannot time words (one line), or None when it can."""
+        from pocketcli.words import WordsUnavailable
+
+        try:
+            self.tts._check_words()
+        except WordsUnavailable as exc:
+            return str(exc)
+        return None
 
     def engine_stats(self) -> SchedulerStats:
         """The engine scheduler's figures (ticks by batch size, frames)."""

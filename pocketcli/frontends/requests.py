@@ -47,6 +47,7 @@ class WsConfig(SpeakFields):
     normalize: bool | None = None
     pauses: bool | None = None
     binary: bool = True
+    words: bool = False  # word frames between the audio (a model that can time words)
 
 
 _EXPECTED = {

@@ -223,6 +223,7 @@ class SpokenTurn:
     # -- the admission's worker ---------------------------------------------------
     def _frames(self) -> Iterator[np.ndarray]:
         """The turn's samples, read by the worker once the turn is admitted."""
+        from pocketcli.frontends.backend import carried
         from pocketcli.session import UtteranceEnd
 
         tts = self._backend.tts
@@ -239,7 +240,7 @@ class SpokenTurn:
                         self._in_session -= 1
                         self._feed()
                     continue
-                yield event.audio
+                yield carried(event.audio, event.words)
         finally:
             session.cancel()  # returns once its thread is done: the slot is free after
         if self._refused is not None:
@@ -254,7 +255,8 @@ class SpokenTurn:
 
     # -- audio out --------------------------------------------------------------
     async def audio(self) -> AsyncIterator[np.ndarray]:
-        """The turn's samples (float32, the model's rate) as they are made; raises the
+        """The turn's samples (float32, the model's rate) as they are made, each with the
+        words it ends when the options ask for them (``backend.words_of``); raises the
         generation's error, if any, after the frames made before it (past the turn's
         deadline: a ``TurnError`` "timeout"); a cancelled turn just ends."""
         while True:

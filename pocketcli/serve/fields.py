@@ -9,7 +9,7 @@ import anyio
 from pocketcli.frontends.encoding import FORMATS, available_formats
 from pocketcli.frontends.voices import Resolved, VoiceNotFound, VoiceUnreadable
 from pocketcli.options import SpeakOptions
-from pocketcli.serve.apierrors import ApiError, as_api_error
+from pocketcli.serve.apierrors import ApiError, as_api_error, redact_paths
 from pocketcli.serve.state import Loaded
 
 
@@ -35,6 +35,17 @@ def speak_options(**fields: Any) -> SpeakOptions:
         return SpeakOptions().with_(**fields)
     except Exception as exc:
         raise as_api_error(exc, "option") from None
+
+
+def words(loaded: Loaded, asked: bool) -> bool:
+    """Whether a request asks for word timings: refused (400, ``words_unavailable``) when
+    this model cannot give them, before any audio."""
+    if not asked:
+        return False
+    why = loaded.backend.words_unavailable
+    if why is not None:
+        raise ApiError(400, f"words: {redact_paths(why)}", "words_unavailable", param="words")
+    return True
 
 
 async def voice(loaded: Loaded, name: str | None) -> Resolved:

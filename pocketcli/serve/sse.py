@@ -7,13 +7,21 @@ joined are that file), then one ``speech.audio.done`` with ``usage``
 (``input_tokens``: characters of the input, ``output_tokens``: audio frames
 made, 80 ms each). A failure after the first event is an ``error`` event
 (OpenAI's error object), and the stream then ends as a complete response.
+
+With ``"words": true`` (our extension) each word is a ``speech.word`` event
+(``word``, ``start``, ``end``: seconds from the start of the audio, to the ms),
+sent after the delta that carries the audio ending it (an encoder that holds
+its bytes back, FLAC and MP3, holds the words with them).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from pocketcli.words.align import Word
+from pocketcli.words.captions import word_row
 
 MEDIA_TYPE = "text/event-stream"
 
@@ -26,21 +34,31 @@ class SpeechEvents:
     """Wraps a speech response's audio bytes into OpenAI's speech events."""
 
     media_type = MEDIA_TYPE
+    front = "sse"
 
     def __init__(self, input_chars: int) -> None:
         self.input_chars = input_chars
 
     async def wrap(
         self,
-        audio: AsyncIterator[bytes],
+        pieces: AsyncIterator[tuple[bytes, Sequence[Word]]],
         frames: Callable[[], int],
         failure: Callable[[], str | None],
     ) -> AsyncIterator[bytes]:
+        """The events of ``pieces`` (each frame's bytes, maybe none yet, and the words it
+        ends); ``frames``: how many were made, ``failure``: why they stopped, if they did."""
+        held: list[Word] = []  # ended by audio the encoder has not given out yet
         try:
-            async for chunk in audio:
+            async for chunk, words in pieces:
+                held.extend(words)
+                if not chunk:
+                    continue
                 yield event(
                     {"type": "speech.audio.delta", "audio": base64.b64encode(chunk).decode()}
                 )
+                for word in held:
+                    yield event({"type": "speech.word", **word_row(word)})
+                held.clear()
         except Exception:  # the audio stream stopped on an error: say so, end cleanly
             message = failure() or "the speech stopped"
             yield event(

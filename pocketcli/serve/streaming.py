@@ -13,9 +13,9 @@ import contextlib
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from fastapi import Request
@@ -23,15 +23,33 @@ from fastapi.responses import StreamingResponse
 
 from pocketcli.frontends import logs
 from pocketcli.frontends.admission import END, ERROR, Busy, Cancelled, ModelJob, ShuttingDown
+from pocketcli.frontends.backend import words_of
 from pocketcli.frontends.encoding import StreamEncoder
 from pocketcli.frontends.voices import Resolved
 from pocketcli.options import SpeakOptions
 from pocketcli.serve.apierrors import ApiError, as_api_error
 from pocketcli.serve.limits import ARRIVED
-from pocketcli.serve.sse import SpeechEvents
 from pocketcli.serve.state import Loaded, ServerState
 
+if TYPE_CHECKING:
+    from pocketcli.words.align import Word
+
 NOTICE_HEADER = "X-PocketTTS-Notice"
+
+
+class BodyShape(Protocol):
+    """A speech's answer other than its bytes as they are made: OpenAI's events
+    (``sse.SpeechEvents``), or the bytes and words as one JSON body (``TimedBody``)."""
+
+    media_type: str
+    front: str  # the admission's count it goes to: http, sse
+
+    def wrap(
+        self,
+        pieces: AsyncIterator[tuple[bytes, Sequence[Word]]],
+        frames: Callable[[], int],
+        failure: Callable[[], str | None],
+    ) -> AsyncIterator[bytes]: ...
 
 
 async def run_first(request: Request, job: ModelJob, loaded: Loaded) -> tuple[str, Any]:
@@ -86,7 +104,9 @@ class ParsedSpeech:
     fmt: str
     notices: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
-    events: SpeechEvents | None = None  # stream_format "sse": the audio as OpenAI's events
+    # The answer's shape other than bytes: OpenAI's events (stream_format "sse"), or the
+    # audio and its words as one JSON body ("words" without streaming).
+    shape: BodyShape | None = None
 
 
 def check_text(text: str, max_chars: int) -> None:
@@ -109,7 +129,7 @@ def speech_job(loaded: Loaded, speech: ParsedSpeech, warnings: list[str]) -> Mod
             speech.text, speech.voice.state, speech.options, on_warning=warnings.append
         ),
         time.monotonic() + loaded.settings.limits.request_seconds,
-        front="http" if speech.events is None else "sse",
+        front="http" if speech.shape is None else speech.shape.front,
     )
 
 
@@ -152,7 +172,7 @@ async def speak(request: Request, loaded: Loaded, speech: ParsedSpeech) -> Strea
         headers[NOTICE_HEADER] = header_text("; ".join(notices))
     encoder = StreamEncoder(speech.fmt, loaded.backend.sample_rate)
     arrived = request.scope.get("state", {}).get(ARRIVED, job.accepted)
-    return AudioStream(state, job, first, encoder, record, headers, arrived, speech.events)
+    return AudioStream(state, job, first, encoder, record, headers, arrived, speech.shape)
 
 
 def finish(
@@ -228,26 +248,29 @@ class AudioStream(StreamingResponse):
         record: dict,
         headers: dict[str, str],
         arrived: float,
-        events: SpeechEvents | None = None,
+        shape: BodyShape | None = None,
     ) -> None:
         self.state, self.job, self.encoder, self.record = state, job, encoder, record
         self.arrived = arrived
         self.outcome = "cancelled"  # what it stays if the server stops the stream (shutdown)
         self.samples = 0
         self.error: str | None = None
-        body, media_type = self._body(first), encoder.media_type
-        if events is not None:  # the same bytes, as events
-            body = events.wrap(body, lambda: job.items, lambda: self.error)
-            media_type = events.media_type
+        pieces = self._pieces(first)
+        if shape is None:
+            body, media_type = _bytes_of(pieces), encoder.media_type
+        else:  # the same bytes, as events or in a JSON body, with the words
+            body = shape.wrap(pieces, lambda: job.items, lambda: self.error)
+            media_type = shape.media_type
         super().__init__(body, media_type=media_type, headers=headers)
 
-    async def _body(self, first: tuple[str, Any]) -> AsyncIterator[bytes]:
+    async def _pieces(self, first: tuple[str, Any]) -> AsyncIterator[tuple[bytes, Sequence[Word]]]:
+        """Each frame's encoded bytes (maybe none yet) and the words it ends, as made."""
         kind, value = first
         while True:
             if kind == END:
                 tail = self.encoder.finish()
                 if tail:
-                    yield tail
+                    yield tail, ()
                 self.outcome = "done"
                 return
             if kind == ERROR:
@@ -256,10 +279,9 @@ class AudioStream(StreamingResponse):
                 raise _Aborted()
             self.samples += value.size
             chunk = self.encoder.encode(value)
-            if chunk:
-                if "first_byte_s" not in self.record:
-                    self.record["first_byte_s"] = round(time.monotonic() - self.arrived, 4)
-                yield chunk
+            if chunk and "first_byte_s" not in self.record:
+                self.record["first_byte_s"] = round(time.monotonic() - self.arrived, 4)
+            yield chunk, words_of(value)
             kind, value = await self.job.next()
 
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[override]
@@ -290,6 +312,12 @@ class AudioStream(StreamingResponse):
 
     def finish(self) -> None:
         finish(self.state, self.job, self.record, self.outcome, self.samples, self.error)
+
+
+async def _bytes_of(pieces: AsyncIterator[tuple[bytes, Sequence[Word]]]) -> AsyncIterator[bytes]:
+    async for chunk, _words in pieces:
+        if chunk:
+            yield chunk
 
 
 class _Aborted(Exception):

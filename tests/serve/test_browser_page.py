@@ -81,3 +81,79 @@ def test_page_speaks_and_the_audio_plays(browser) -> None:
         assert spoken and spoken[-1]["outcome"] == "done" and spoken[-1]["endpoint"] == "tts"
         # The element holds the whole utterance the server made.
         assert abs(duration - spoken[-1]["audio_s"]) < 0.05
+
+
+READ_ALONG = "Hello there, this is the longest line. It is spoken in several chunks!"
+# Each span that turns "now" (highlighted), by its place among the words, as it happens.
+WATCH_HIGHLIGHTS = """
+window.lit = [];
+const box = document.getElementById('words');
+new MutationObserver((changes) => {
+  for (const c of changes) {
+    if (c.target.classList.contains('now')) window.lit.push([...box.children].indexOf(c.target));
+  }
+}).observe(box, {attributes: true, subtree: true, attributeFilter: ['class']});
+// A seed for the page's request (the page has no field for it): the same words each run.
+const fetched = window.fetch;
+window.fetch = (url, options) => {
+  if (url === 'tts') options.body.append('seed', '3');
+  return fetched(url, options);
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def words_pack(tmp_path_factory):
+    from tests.support.wordspack import build_words_pack
+
+    return build_words_pack(tmp_path_factory.mktemp("page_words_pack"))
+
+
+def test_the_page_highlights_each_word_as_it_plays(browser, words_pack) -> None:
+    """Read-along: the page asks for words, shows them as spans and highlights the one
+    being heard; the highlights go through the words in order while the audio plays.
+    With POCKETTTS_SCREENSHOT=PATH it also pauses mid-way and saves the page there
+    (README's docs/read-along.png)."""
+    import os
+
+    from selenium.webdriver.common.by import By
+
+    from tests.support.servehelp import tiny_loader
+
+    with serving(tiny_loader(words_pack)) as (url, records):
+        browser.set_window_size(760, 760)
+        browser.get(url + "/")
+        _wait(browser, "return document.getElementById('voice').options[0].text.includes('(')")
+        text = browser.find_element(By.ID, "text")
+        text.clear()
+        text.send_keys(READ_ALONG)
+        browser.execute_script(WATCH_HIGHLIGHTS)
+        browser.find_element(By.ID, "speak").click()
+        _wait(browser, "return document.querySelectorAll('#words span').length > 0")
+        shot = os.environ.get("POCKETTTS_SCREENSHOT")
+        if shot:
+            _wait(browser, "return window.lit.length >= 5")
+            browser.execute_script("document.getElementById('audio').pause()")
+            browser.execute_async_script(  # the controls drawn at the paused time
+                "const done = arguments[0];"
+                "requestAnimationFrame(() => requestAnimationFrame(() => done()));"
+            )
+            browser.save_screenshot(shot)
+            browser.execute_script("document.getElementById('audio').play()")
+        _wait(browser, "return document.getElementById('audio').ended")
+        words = browser.execute_script(
+            "return [...document.querySelectorAll('#words span')].map((s) => s.textContent)"
+        )
+        lit = browser.execute_script("return window.lit")
+        now = browser.execute_script("return document.querySelectorAll('#words .now').length")
+    spoken = [r for r in records.records if r["event"] == "speech"]
+    assert spoken[-1]["outcome"] == "done" and spoken[-1]["endpoint"] == "tts"
+    # The spans are the text's own words (a word passed over is left out), in order.
+    given = [w.strip(",.!") for w in READ_ALONG.split()]
+    assert len(words) >= 6 and all(w in given for w in words)
+    assert [given.index(w) for w in words] == sorted(given.index(w) for w in words)
+    # Highlighted one after another, forward only, most of them seen (a word is 80 ms
+    # or more; a busy machine may skip a frame or two), none left lit at the end.
+    assert lit == sorted(set(lit)), lit
+    assert lit[0] <= 1 and lit[-1] >= len(words) - 2 and len(lit) >= len(words) * 0.6, lit
+    assert now == 0

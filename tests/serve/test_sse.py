@@ -93,8 +93,8 @@ def test_a_failure_after_the_first_event_is_an_error_event_and_a_clean_end() -> 
 
     from pocketcli.serve.sse import SpeechEvents
 
-    async def audio():
-        yield b"\x01\x00"
+    async def audio():  # each frame's bytes and the words it ends
+        yield b"\x01\x00", ()
         raise RuntimeError("the stream's own abort")
 
     async def go() -> list[bytes]:

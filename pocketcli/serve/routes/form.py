@@ -1,4 +1,5 @@
-"""pocket-tts serve's form endpoint, ``POST /tts`` (text, voice_url or voice_wav)."""
+"""pocket-tts serve's form endpoint, ``POST /tts`` (text, voice_url or voice_wav; ``words``:
+the audio and its word timings as one JSON body, ``timedbody``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pocketcli.serve.routes.speech import FORMAT_ENUM, NON_BLANK
 from pocketcli.serve.routes.voices import clone_upload
 from pocketcli.serve.state import Ready
 from pocketcli.serve.streaming import ParsedSpeech, speak
+from pocketcli.serve.timedbody import TimedBody
 
 router = APIRouter()
 
@@ -31,19 +33,23 @@ async def tts_form(
         float | None, Form(json_schema_extra={"minimum": 0, "maximum": 10})
     ] = None,
     response_format: Annotated[str, Form(json_schema_extra=FORMAT_ENUM)] = "wav",
+    words: Annotated[bool, Form(description="JSON: the audio (base64) and its words")] = False,
 ) -> StreamingResponse:
     if not text.strip():
         raise ApiError(400, "Text cannot be empty", "empty_text", param="text")
     if voice_url is not None and voice_wav is not None:
         raise ApiError(400, "Cannot provide both voice_url and voice_wav", "voice_conflict")
     fmt = fields.response_format(response_format, "wav")
-    options = fields.speak_options(seed=seed, temperature=temperature)
+    timed = fields.words(loaded, words)
+    options = fields.speak_options(seed=seed, temperature=temperature, words=timed)
     if voice_wav is not None:
         clone = await clone_upload(request, loaded, voice_wav)
         voice = Resolved(clone.state, clone.voice_id, "cloned")
     else:
         voice = await fields.voice(loaded, voice_url)
-    disposition = {"Content-Disposition": f"attachment; filename=generated_speech.{fmt}"}
-    return await speak(
-        request, loaded, ParsedSpeech("tts", text, voice, options, fmt, [], disposition)
-    )
+    if timed:  # the audio and its words as one JSON body
+        said = ParsedSpeech("tts", text, voice, options, fmt, shape=TimedBody(fmt))
+    else:
+        disposition = {"Content-Disposition": f"attachment; filename=generated_speech.{fmt}"}
+        said = ParsedSpeech("tts", text, voice, options, fmt, [], disposition)
+    return await speak(request, loaded, said)

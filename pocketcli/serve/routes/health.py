@@ -44,6 +44,7 @@ async def readyz(request: Request) -> JSONResponse:
             "voice": state.backend.default_voice_name,
             "sample_rate": state.backend.sample_rate,
             "formats": list(available_formats()),
+            "words": state.backend.words_unavailable is None,  # "words": true is served
         }
     )
 

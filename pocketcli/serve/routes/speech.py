@@ -17,6 +17,7 @@ from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.sse import SpeechEvents
 from pocketcli.serve.state import Ready
 from pocketcli.serve.streaming import ParsedSpeech, speak
+from pocketcli.serve.timedbody import TimedBody
 
 # Ids OpenAI clients send, all served by the one loaded model.
 MODEL_IDS = ("pockettts", "pocket-tts", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -32,7 +33,7 @@ class VoiceRef(BaseModel):
 
 
 class SpeechRequest(BaseModel):
-    """OpenAI's ``POST /v1/audio/speech`` body, plus ``seed`` and ``temperature``."""
+    """OpenAI's ``POST /v1/audio/speech`` body, plus ``seed``, ``temperature`` and ``words``."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -47,6 +48,11 @@ class SpeechRequest(BaseModel):
     stream_format: str | None = Field(None, json_schema_extra={"enum": ["audio", "sse"]})
     seed: int | None = Field(None, json_schema_extra=SEED_BOUNDS)
     temperature: float | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 10})
+    words: bool = Field(
+        False,
+        description="Word timings: speech.word events with stream_format sse, else a JSON"
+        " body with the audio (base64) and the words",
+    )
 
 
 def _model(model_id: str) -> dict[str, Any]:
@@ -102,10 +108,15 @@ def speech_fields(body: SpeechRequest) -> tuple[str, list[str]]:
 @router.post("/v1/audio/speech", response_class=StreamingResponse)
 async def speech(body: SpeechRequest, request: Request, loaded: Ready) -> StreamingResponse:
     fmt, notices = speech_fields(body)
-    options = fields.speak_options(seed=body.seed, temperature=body.temperature, speed=body.speed)
+    words = fields.words(loaded, body.words)
+    options = fields.speak_options(
+        seed=body.seed, temperature=body.temperature, speed=body.speed, words=words
+    )
     voice_name = body.voice.id if isinstance(body.voice, VoiceRef) else body.voice
     voice = await fields.voice(loaded, voice_name)
     said = ParsedSpeech("speech", body.input, voice, options, fmt, notices)
     if stream_format(body) == "sse":
-        said.events = SpeechEvents(len(body.input))
+        said.shape = SpeechEvents(len(body.input))
+    elif words:  # not streamed: the audio and its words in one JSON body
+        said.shape = TimedBody(fmt)
     return await speak(request, loaded, said)

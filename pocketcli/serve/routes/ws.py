@@ -8,7 +8,9 @@ beside ``type`` is refused naming the envelope, never taken with them unread):
   default the model's), ``normalize``, ``pauses``, ``format`` ("pcm"),
   ``binary`` (PCM as binary frames, else base64 ``audio`` frames), ``voice``
   (a voice of this server), ``language`` (the model's own), and
-  ``seed``/``temperature``/``speed`` as in the speech API, each checked by type
+  ``seed``/``temperature``/``speed`` as in the speech API, and ``words``
+  (word timings: a model that cannot give them refuses the config, code
+  ``words_unavailable``), each checked by type
   (``frontends.requests.WsConfig``). The answer is the event
   ``config_accepted`` with the next turn's request id; a config that fails
   leaves the socket's config and turn as they were, and its error says so.
@@ -21,7 +23,10 @@ beside ``type`` is refused naming the envelope, never taken with them unread):
 - ``ping`` is answered with ``pong``.
 
 Audio is 16-bit little-endian mono PCM, one frame (80 ms) per message, at the
-rate the config asked for (resampled when it is not the model's). Errors are
+rate the config asked for (resampled when it is not the model's). With
+``words`` each word is a frame ``{"type": "word", "data": {"word", "start",
+"end"}}`` (seconds from the start of the turn's audio, to the ms) after the
+audio frame that ends it. Errors are
 ``{"type": "error", "data": {"message", "code"}}`` (text HTTP refuses:
 its message, code ``invalid_text``) and the socket keeps
 serving, except for a frame that cannot be read, and a turn the admission
@@ -54,6 +59,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from pocketcli.frontends import logs
 from pocketcli.frontends.admission import Busy, ShuttingDown
+from pocketcli.frontends.backend import words_of
 from pocketcli.frontends.encoding import StreamEncoder
 from pocketcli.frontends.requests import FieldProblem, WsConfig, checked
 from pocketcli.frontends.turns import SpokenTurn, TurnError, describe_failure, language_problem
@@ -61,6 +67,8 @@ from pocketcli.serve import fields
 from pocketcli.serve.apierrors import ApiError
 from pocketcli.serve.limits import key_matches
 from pocketcli.serve.state import Loaded, ready, state_of
+from pocketcli.words.align import Word
+from pocketcli.words.captions import word_row
 
 router = APIRouter()
 
@@ -272,12 +280,17 @@ class _Socket:
         problem = language_problem(backend.language, given.language)
         if problem is not None:
             raise TurnError(problem, "unsupported_language")
+        try:
+            words = fields.words(self.loaded, given.words)
+        except ApiError as exc:
+            raise TurnError(exc.message, exc.code) from None
         voice = await fields.voice(self.loaded, given.voice)
         options = fields.speak_options(
             seed=given.seed,
             temperature=given.temperature,
             normalize=given.normalize,
             speed=given.speed,
+            words=words,
         )
         return {
             "rate": given.sample_rate or backend.sample_rate,
@@ -329,28 +342,18 @@ class _Socket:
             self._ready.clear()
 
     async def _speak(self, turn: SpokenTurn, request_id: str) -> None:
-        """The turn's audio as it is made, then ``final`` (not after a cancel)."""
+        """The turn's audio as it is made (and its words), then ``final`` (not after a
+        cancel)."""
         assert self.config is not None
-        rate, binary = self.config["rate"], self.config["binary"]
-        backend = self.loaded.backend
-        encoder = StreamEncoder("pcm", rate)
-        resampler = None
-        if rate != backend.sample_rate:
-            import soxr
-
-            resampler = soxr.ResampleStream(backend.sample_rate, rate, 1, dtype="float32")
+        binary = self.config["binary"]
+        out = _TurnAudio(self.loaded.backend.sample_rate, self.config["rate"])
         outcome = "cancelled"  # what it stays if the socket or the server goes away
         try:
             async for audio in turn.audio():
-                if resampler is not None:
-                    audio = resampler.resample_chunk(np.asarray(audio, np.float32))
-                await self._send_audio(encoder.encode(audio), binary)
+                await self._send_out(*out.frame(audio), binary)
             if turn.cancelled:
                 return
-            if resampler is not None:
-                tail = resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-                await self._send_audio(encoder.encode(tail), binary)
-            await self._send_audio(encoder.finish(), binary)
+            await self._send_out(*out.end(), binary)
             await self.send_event("final", request_id)
             outcome = "done"
         except (WebSocketDisconnect, RuntimeError, asyncio.CancelledError):
@@ -363,8 +366,13 @@ class _Socket:
             outcome = "error"
             await self.error(*describe_failure(exc))
         finally:
-            encoder.close()
+            out.close()
             _record(turn, request_id, outcome)
+
+    async def _send_out(self, pcm: bytes, words: list[Word], binary: bool) -> None:
+        await self._send_audio(pcm, binary)
+        for word in words:
+            await self.send_json({"type": "word", "data": word_row(word)})
 
     async def _send_audio(self, pcm: bytes, binary: bool) -> None:
         if not pcm:
@@ -416,6 +424,51 @@ class _Socket:
             speaker.cancel()
             with contextlib.suppress(BaseException):
                 await speaker
+
+
+class _TurnAudio:
+    """A turn's samples as the socket sends them: resampled to the config's rate, 16-bit
+    PCM, and the words each frame ends held until the audio up to their end is sent (a
+    resampler holds a few ms back; the last of them at the audio's end)."""
+
+    def __init__(self, model_rate: int, rate: int) -> None:
+        self.rate = rate
+        self.encoder = StreamEncoder("pcm", rate)
+        self.resampler = None
+        if rate != model_rate:
+            import soxr
+
+            self.resampler = soxr.ResampleStream(model_rate, rate, 1, dtype="float32")
+        self.sent = 0  # samples at ``rate``
+        self.waiting: deque[Word] = deque()
+
+    def frame(self, audio: np.ndarray) -> tuple[bytes, list[Word]]:
+        """A frame's PCM and the words whose audio it completes."""
+        self.waiting.extend(words_of(audio))
+        if self.resampler is not None:
+            audio = self.resampler.resample_chunk(np.asarray(audio, np.float32))
+        return self._out(self.encoder.encode(audio))
+
+    def end(self) -> tuple[bytes, list[Word]]:
+        """The audio's tail and every word still waiting."""
+        pcm = b""
+        if self.resampler is not None:
+            tail = self.resampler.resample_chunk(np.zeros(0, np.float32), last=True)
+            pcm = self.encoder.encode(tail)
+        pcm += self.encoder.finish()
+        pcm, words = self._out(pcm)
+        return pcm, words + list(self.waiting)
+
+    def _out(self, pcm: bytes) -> tuple[bytes, list[Word]]:
+        self.sent += len(pcm) // 2
+        heard = self.sent / self.rate
+        due: list[Word] = []
+        while self.waiting and self.waiting[0].end <= heard + 1e-9:
+            due.append(self.waiting.popleft())
+        return pcm, due
+
+    def close(self) -> None:
+        self.encoder.close()
 
 
 def _record(turn: SpokenTurn, request_id: str, outcome: str) -> None:
