@@ -10,7 +10,8 @@ and leave at frame boundaries. A tick is three steps (``_turn``):
    chunk's text prefill rides on its first frame; the prefills entering a tick
    hold at most one full chunk's tokens between them, or are one prefill);
 2. run the model on them (``rows.RowCalls``: the runtime adapted once, batched,
-   one row at a time, or sampling in its graph);
+   one row at a time, or sampling in its graph): the joining streams first, their
+   first frames handed to Mimi at once, then the streams under way;
 3. take the outputs (``_take_outputs``): kept latents go to Mimi
    (``engine.mimi``, on its own thread, decoding while the next tick's FlowLM
    runs), a pause gives its silence, as many frames as its reader may still take.
