@@ -81,7 +81,9 @@ class RowCalls:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
 
-    def run(self, rows: Sequence[RowWork]) -> None:
+    def run(self, rows: Sequence[RowWork], together: bool = False) -> None:
+        """Fills each row's EOS logit and kept latent (``together``: the tick has rows
+        beyond these; only the batched adapter minds)."""
         for row in rows:
             z, eos = self._step(row.run)
             if row.keep(eos):
@@ -108,8 +110,8 @@ class BatchedCalls(RowCalls):
         self.batched = batched
         self.batch = batched.start_batch()
 
-    def run(self, rows: Sequence[RowWork]) -> None:
-        if len(rows) < 2:
+    def run(self, rows: Sequence[RowWork], together: bool = False) -> None:
+        if len(rows) < 2 and not together:
             super().run(rows)
             return
         z = self._steps(rows)
@@ -153,7 +155,7 @@ class SampledCalls(RowCalls):
         super().__init__(runtime)
         self.sampler = sampler
 
-    def run(self, rows: Sequence[RowWork]) -> None:
+    def run(self, rows: Sequence[RowWork], together: bool = False) -> None:
         for row in rows:
             noise = row.peek_noise()
             if noise is None:

@@ -10,7 +10,8 @@ and leave at frame boundaries. A tick is three steps (``_turn``):
    chunk's text prefill rides on its first frame; the prefills entering a tick
    hold at most one full chunk's tokens between them, or are one prefill);
 2. run the model on them (``rows.RowCalls``: the runtime adapted once, batched,
-   one row at a time, or sampling in its graph);
+   one row at a time, or sampling in its graph): the joining streams first, their
+   first frames handed to Mimi at once, then the streams under way;
 3. take the outputs (``_take_outputs``): kept latents go to Mimi
    (``engine.mimi``, on its own thread, decoding while the next tick's FlowLM
    runs), a pause gives its silence, as many frames as its reader may still take.
@@ -370,17 +371,27 @@ class Scheduler:
 
     def _turn(self) -> bool:
         """One tick: choose the rows, run the model on them, take the outputs (False
-        once the scheduler is closed)."""
+        once the scheduler is closed). Streams joining this tick run first and their
+        first frames go to Mimi at once: a join's first audio is decoded while the
+        streams under way step, not after them."""
         chosen = self._schedule()
         if chosen is None:
             return False
         speaking = [row for row in chosen if row.run is not None]
-        # Only first frames this tick (no stream under way): the next tick waits for
-        # their audio, so the decode has the cores to itself.
-        starting = bool(speaking) and all(row.run.first for row in speaking if row.run)
-        works = self._run(speaking)
-        self._take_outputs(works, [row for row in chosen if row.pause is not None])
-        self._mimi.submit(wait=starting)
+        joining = [row for row in speaking if row.run is not None and row.run.first]
+        going = [row for row in speaking if row.run is not None and not row.run.first]
+        together = len(speaking) > 1
+        if joining:
+            self._take_outputs(self._run(joining, together), [])
+            # Only first frames this tick (no stream under way): the next tick waits
+            # for their audio, so the decode has the cores to itself.
+            self._mimi.submit(wait=not going)
+        pausing = [row for row in chosen if row.pause is not None]
+        self._take_outputs(self._run(going, together), pausing)
+        self._mimi.submit()
+        if speaking:
+            self._stats.ticks += 1
+            self._stats.batch_sizes[len(speaking)] += 1
         return True
 
     # -- 1. choose the rows ------------------------------------------------
@@ -461,8 +472,9 @@ class Scheduler:
             row.chunk_index += 1
 
     # -- 2. run the model on them ------------------------------------------
-    def _run(self, rows: list[Row]) -> list[tuple[Row, RowWork]]:
-        """Each row's next frame: its EOS logit, and its latent when the frame is kept."""
+    def _run(self, rows: list[Row], together: bool) -> list[tuple[Row, RowWork]]:
+        """Each row's next frame: its EOS logit, and its latent when the frame is kept.
+        ``together``: the tick has other rows too (the runtime's batched calls)."""
         works = []
         for row in rows:
             assert row.run is not None
@@ -470,13 +482,11 @@ class Scheduler:
         if not works:
             return []
         try:
-            self._calls.run([work for _, work in works])
+            self._calls.run([work for _, work in works], together)
         except Exception as exc:  # one call failed: every row in it fails
             for row in rows:
                 self._fail(row, exc)
             return []
-        self._stats.ticks += 1
-        self._stats.batch_sizes[len(works)] += 1
         return works
 
     # -- 3. take the outputs -----------------------------------------------

@@ -230,13 +230,15 @@ def test_pauses_keep_their_place_in_a_stream(fp32, fixture_dir) -> None:
 
 
 class _CallLog:
-    """The runtime, with its FlowLM calls written down: ``(name, text tokens)``. A row
-    ``step`` waits while ``steps`` is clear."""
+    """The runtime, with its FlowLM calls written down: ``(name, text tokens, tick)``
+    (the tick: how many the ``scheduler`` had finished). A row ``step`` waits while
+    ``steps`` is clear."""
 
     def __init__(self, runtime) -> None:
         self._runtime = runtime
         self.config = runtime.config
-        self.calls: list[tuple[str, int]] = []
+        self.scheduler: Scheduler | None = None
+        self.calls: list[tuple[str, int, int]] = []
         self.steps = threading.Event()
         self.steps.set()
 
@@ -249,22 +251,20 @@ class _CallLog:
             if name == "step":
                 assert self.steps.wait(120), "the test never let the step run"
             tokens = args[1].shape[0] if name == "prefill_then_step" else 0
-            self.calls.append((name, tokens))
+            assert self.scheduler is not None
+            self.calls.append((name, tokens, self.scheduler._stats.ticks))
             return attr(*args, **kwargs)
 
         return logged
 
 
-def _prefills_per_tick(calls: list[tuple[str, int]]) -> list[list[int]]:
-    """The text tokens of each tick's prefills (a tick's step of the running streams,
-    batched or alone, comes before its prefills)."""
-    ticks: list[list[int]] = [[]]
-    for name, tokens in calls:
-        if name in ("step_batch", "step"):
-            ticks.append([])
-        else:
-            ticks[-1].append(tokens)
-    return [t for t in ticks if t]
+def _prefills_per_tick(calls: list[tuple[str, int, int]]) -> list[list[int]]:
+    """The text tokens of each tick's prefills, for the ticks that had any."""
+    ticks: dict[int, list[int]] = {}
+    for name, tokens, tick in calls:
+        if name == "prefill_then_step":
+            ticks.setdefault(tick, []).append(tokens)
+    return [ticks[t] for t in sorted(ticks)]
 
 
 LONG = " ".join(["Every stream here speaks a long sentence of many words."] * 3)
@@ -288,7 +288,7 @@ def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
     log = _CallLog(fp32.runtime)
     assert batching(log) is not None
     voice = fp32.voices.load(fixture_dir / "voice.safetensors")
-    scheduler = Scheduler(log)
+    scheduler = log.scheduler = Scheduler(log)
     scripts, handles = [], []
 
     def submit(seed: int, text: str) -> None:
