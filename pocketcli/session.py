@@ -376,10 +376,12 @@ def play_session(
     sinks: list[AudioSink],
     *,
     record: list[np.ndarray] | None = None,
+    on_words: Callable[[tuple], None] | None = None,
 ) -> dict[str, float]:
     """Moves a session's frames to ``sinks`` as they come, until its stream ends.
 
-    ``record`` collects the frames too. Each sink is flushed when
+    ``record`` collects the frames too; ``on_words`` is given each frame's words (a
+    session with ``words``), after its audio went to the sinks. Each sink is flushed when
     the session has spoken everything enqueued so far. Returns the seconds to
     the first frame and in all, and the samples.
     """
@@ -398,6 +400,8 @@ def play_session(
             sink.write(event.audio)
         if record is not None:
             record.append(event.audio)
+        if on_words is not None and event.words:
+            on_words(event.words)
         samples += event.audio.size
     total = time.perf_counter() - start
     return {"first_audio": first or 0.0, "synthesis": total, "audio": float(samples)}
