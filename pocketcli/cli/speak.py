@@ -349,7 +349,15 @@ def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> 
         accept_refused=f.accept_refused,
         quiet=f.quiet,
         on_warning=warn,
+        beside=_beside(f.word_outputs),
     )
+
+
+def _beside(asked: WordOutputs) -> tuple[str, ...]:
+    """The formats of what a batch writes beside each line's WAV."""
+    kinds = ("json",) if asked.words is not None else ()
+    fmt = asked.caption_format()
+    return kinds + ((fmt,) if fmt is not None else ())
 
 
 def _read_batch_input(input_file: Path) -> bytes:
@@ -428,19 +436,24 @@ def _speak_with_words(
     """``synthesize_to_file`` that also keeps the words (``--words -``: printed as they
     are decided), then writes --words and --captions (each whole or not at all, after
     the audio)."""
-    from pocketcli.audio.output import open_audio_writer
     from pocketcli.words.captions import print_words, write_word_files
+    from pocketcli.words.files import speak_to_file
 
-    timed = []
-    rate = tts.sample_rate
-    with open_audio_writer(path, fmt, rate, peak_normalize=options.peak_normalized) as out:
-        for frame in tts.stream(text, voice, options, on_warning=on_warning):
-            out.write(frame.audio, speech=not frame.is_pause)
-            timed.extend(frame.words)
-            if asked.printed and frame.words:
-                _printed(print_words, frame.words)
+    def printed(words) -> None:
+        _printed(print_words, words)
+
+    seconds, timed = speak_to_file(
+        tts,
+        text,
+        path,
+        voice,
+        options,
+        fmt,
+        on_warning=on_warning,
+        on_words=printed if asked.printed else None,
+    )
     write_word_files(timed, asked.files(path))
-    return out.samples / rate
+    return seconds
 
 
 def _printed(printer, words) -> None:
