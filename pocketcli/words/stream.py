@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from pocketcli.text import ChunkPlan
 from pocketcli.words import UnitMaker, WordTimer, chunk_units
+from pocketcli.words.source import SpokenParts
 from pocketcli.words.units import ChunkUnits
 
 # A frame (``engine.chunk.Frame``): a dataclass with chunk_index, audio, attention, words.
@@ -22,12 +23,19 @@ class ScriptWatch:
     ``source``: the user's text when it was spoken as given (its words are the captions'),
     None when each chunk's own text is its source (normalised text)."""
 
-    def __init__(self, items: Iterable[object], tokenizer: object, source: str | None) -> None:
+    def __init__(
+        self,
+        items: Iterable[object],
+        tokenizer: object,
+        source: str | None,
+        parts: SpokenParts | None = None,
+    ) -> None:
         self._items = iter(items)
         self.tokenizer = tokenizer
         self.plans: list[ChunkPlan] = []
         self.maker = UnitMaker(source or "")
         self.given = source is not None
+        self.parts = parts  # a normalised script's pieces: each one's spoken text its source
 
     def __iter__(self) -> Iterator[object]:
         for item in self._items:
@@ -37,7 +45,11 @@ class ScriptWatch:
 
     def units_of(self, chunk_index: int) -> ChunkUnits:
         plan = self.plans[chunk_index]
-        if not self.given:
+        if self.parts is not None:
+            spoken = self.parts.spoken_text(chunk_index, len(self.maker.words))
+            if spoken is not None:
+                self.maker.extend(spoken)
+        elif not self.given:
             self.maker.extend(plan.text)
         return chunk_units(self.maker, plan.text, self.tokenizer, len(plan.token_ids))  # type: ignore[arg-type]
 
