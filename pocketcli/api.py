@@ -424,16 +424,23 @@ class PocketTTS:
         return _joined(pieces, opts)
 
     def _script_for(
-        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None = None,
+        record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]:
-        """``script`` with the text options of ``opts``."""
-        return self.script(
-            text,
-            normalize=opts.normalize,
-            ssml=opts.ssml,
-            max_tokens=opts.max_tokens,
-            frames_after_eos=opts.frames_after_eos,
-            on_warning=on_warning,
+        """``script`` with the text options of ``opts`` (``record``: as ``_script``)."""
+        return list(
+            self._script(
+                text,
+                opts.normalize,
+                opts.ssml,
+                opts.max_tokens,
+                opts.frames_after_eos,
+                on_warning,
+                record,
+            )
         )
 
     def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
@@ -553,9 +560,13 @@ class _SessionModel:
         self.runtime = tts.runtime
 
     def script(
-        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None,
+        record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]:
-        return self._tts._script_for(text, opts, on_warning)
+        return self._tts._script_for(text, opts, on_warning, record)
 
     def submit(
         self,
@@ -579,7 +590,8 @@ class _SessionModel:
 
         self._tts._check_words()
         tts = self._tts
-        return SessionWords(tts._tokenizer, tts.sample_rate, not opts.normalize, opts.speed)
+        given = not opts.normalize
+        return SessionWords(tts._tokenizer, tts.sample_rate, given, opts.speed, tts._spoken_parts)
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from pocketcli.audio.playback import AudioSink
     from pocketcli.audio.postprocess import OutputChain
     from pocketcli.runtimes.base import Runtime
+    from pocketcli.words.source import SpokenParts
     from pocketcli.words.stream import SessionWords
 
 # Texts enqueued and not yet spoken to their end before ``enqueue`` refuses more.
@@ -67,7 +68,11 @@ class SessionModel(Protocol):
     runtime: Runtime
 
     def script(
-        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None,
+        record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]: ...
 
     def submit(
@@ -200,12 +205,13 @@ class Session:
         self._check_open()
         if not text.strip():
             return None  # a stream's blank piece is nothing to say (synthesize("") raises)
-        chunks = self._tts.script(text, self.options, self._on_warning)
+        record = self._words.record() if self._words is not None else None
+        chunks = self._tts.script(text, self.options, self._on_warning, record)
         with self._state:
             self._check_open()
             index = self._enqueued
             if self._words is not None:
-                self._words.add(index, text, chunks)
+                self._words.add(index, text, chunks, record)
             if not self._texts.put(index, chunks):
                 raise SessionFull(
                     f"the session has {MAX_QUEUED_TEXTS} texts waiting to be spoken;"

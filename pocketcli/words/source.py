@@ -134,9 +134,9 @@ class UserWords:
     """A ``WordTimer``'s spoken words as the user's tokens (``feed``/``end`` as the
     timer's): a token's words are held until its last is decided, then said as one."""
 
-    def __init__(self, timer: object, parts: SpokenParts) -> None:
+    def __init__(self, timer: object, parts: SpokenParts | None) -> None:
         self.timer = timer
-        self.parts = parts
+        self.parts = parts  # None: the words as spoken (a session's text not normalised)
         self.held: tuple[tuple[int, int], Word] | None = None
 
     def feed(self, chunk_index: int, audio: object, attention: object) -> list[Word]:
@@ -151,6 +151,8 @@ class UserWords:
         return [held[1]] if held is not None else []
 
     def _regroup(self, words: list[Word]) -> list[Word]:
+        if self.parts is None:
+            return words
         out: list[Word] = []
         for word in words:
             found = self.parts.owner(word.index)

@@ -88,6 +88,14 @@ def test_play_prints_the_words_a_file_run_writes(words_pack, tmp_path, null_devi
     assert len(rows) >= 6
     _in_order(rows)
     assert rows == json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    # normalised text: the user's own words, in a session as in a file run
+    costs = ("It costs $5 and 3 cats.", "--model-dir", words_pack, "--seed", "3", "-q",
+             "--eos-threshold", "1000", "--words", "-")  # fmt: skip
+    played = run("tts", *costs, "--play", env=null_device)
+    filed = run("tts", *costs, "-o", tmp_path / "c.wav")
+    assert played.returncode == 0 and filed.returncode == 0, (played.stderr, filed.stderr)
+    assert [r["word"] for r in _rows(played.stdout)] == ["It", "costs", "$5", "and", "3", "cats"]
+    assert _rows(played.stdout) == _rows(filed.stdout)
     # and a run to a file prints them too, as they are decided
     printed = run("tts", text, "--model-dir", words_pack, "--seed", "3", "-q",
                   "-o", tmp_path / "b.wav", "--words", "-")  # fmt: skip
