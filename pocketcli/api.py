@@ -48,6 +48,7 @@ from pocketcli.voices.state import VoiceState
 
 if TYPE_CHECKING:
     from pocketcli.session import Session
+    from pocketcli.words.source import SpokenParts
     from pocketcli.words.stream import SessionWords
 
 
@@ -191,27 +192,37 @@ class PocketTTS:
         max_tokens: int,
         frames_after_eos: int | None,
         on_warning: Callable[[str], None] | None,
+        record: SpokenParts | None = None,
     ) -> Iterator[ChunkPlan | Pause]:
         """``script`` made lazily, so a long text is never held as one list of plans.
 
         Markup is parsed now (a malformed text fails before any audio); numbers
-        are read and chunks planned as the generator is consumed.
+        are read and chunks planned as the generator is consumed. ``record`` keeps each
+        piece of speech as written and as spoken (words are captioned as written).
         """
         if not normalize:
             return self._plans(text, max_tokens, frames_after_eos)
         parts = parse_markup(text, ssml=ssml, language=self.language, on_warning=on_warning)
-        return self._spoken(parts, max_tokens, frames_after_eos)
+        return self._spoken(parts, max_tokens, frames_after_eos, record)
 
     def _spoken(
-        self, parts: list[Speech | Pause], max_tokens: int, frames_after_eos: int | None
+        self,
+        parts: list[Speech | Pause],
+        max_tokens: int,
+        frames_after_eos: int | None,
+        record: SpokenParts | None = None,
     ) -> Iterator[ChunkPlan | Pause]:
         spoke = False
         for part in parts:
             if isinstance(part, Speech):
                 spoken = normalize_text(part.text, self.language)
                 if spoken.strip():
+                    if record is not None:
+                        record.piece(part.text, spoken)
                     for plan in self._plans(spoken, max_tokens, frames_after_eos):
                         spoke = True
+                        if record is not None:
+                            record.chunk()
                         yield plan
             elif part.seconds > 0:
                 spoke = True
@@ -251,14 +262,28 @@ class PocketTTS:
         """
         voice = self._as_voice(voice)
         opts = _options(options)
+        record = self._spoken_parts() if opts.words and opts.normalize else None
         # Planned lazily: a long text is never held as one list of chunks.
         chunks = self._script(
-            text, opts.normalize, opts.ssml, opts.max_tokens, opts.frames_after_eos, on_warning
+            text,
+            opts.normalize,
+            opts.ssml,
+            opts.max_tokens,
+            opts.frames_after_eos,
+            on_warning,
+            record,
         )
         noise = self._noise_for(opts) if noise is None else noise
         if opts.words:
-            return self._timed_frames(text, chunks, voice, opts, noise, on_chunk)
+            return self._timed_frames(text, chunks, voice, opts, noise, on_chunk, record)
         return self._frames_for(chunks, voice, opts, noise, on_chunk)
+
+    def _spoken_parts(self) -> SpokenParts:
+        """A record of a normalised script, so its words are captioned as the user wrote
+        them (``$5``, spoken "five dollars")."""
+        from pocketcli.words.source import SpokenParts
+
+        return SpokenParts(lambda token: normalize_text(token, self.language))
 
     def _check_words(self) -> None:
         """``WordsUnavailable`` (one line) unless this model and pack can time words."""
@@ -277,19 +302,23 @@ class PocketTTS:
         opts: SpeakOptions,
         noise: NoiseSource,
         on_chunk: Callable[[ChunkTrace], None] | None,
+        record: SpokenParts | None = None,
     ) -> Iterator[Frame]:
         """``_frames_for`` with each frame's words (``Frame.words``), timed on the model's
-        own audio before the output chain."""
+        own audio before the output chain; with ``record`` (a normalised script), the
+        user's own words."""
         from pocketcli.words import WordTimer
+        from pocketcli.words.source import UserWords
         from pocketcli.words.stream import ScriptWatch, timed
 
         self._check_words()
-        watch = ScriptWatch(chunks, self._tokenizer, None if opts.normalize else text)
+        watch = ScriptWatch(chunks, self._tokenizer, None if opts.normalize else text, record)
         # Words are decided on the model's own frames (each with its attention), timed in
         # the stretched audio's seconds, and then the frames are stretched.
         model_frames = opts.with_(output_chain=False, speed=1.0)
         raw = self._frames_for(watch, voice, model_frames, noise, on_chunk)
-        frames = timed(raw, WordTimer(watch.units_of, self.sample_rate, opts.speed))
+        timer = WordTimer(watch.units_of, self.sample_rate, opts.speed)
+        frames = timed(raw, timer if record is None else UserWords(timer, record))
         if opts.speed != 1.0:
             frames = _stretched(frames, Stretcher(opts.speed))
         if not opts.output_chain:
@@ -395,16 +424,23 @@ class PocketTTS:
         return _joined(pieces, opts)
 
     def _script_for(
-        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None = None
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None = None,
+        record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]:
-        """``script`` with the text options of ``opts``."""
-        return self.script(
-            text,
-            normalize=opts.normalize,
-            ssml=opts.ssml,
-            max_tokens=opts.max_tokens,
-            frames_after_eos=opts.frames_after_eos,
-            on_warning=on_warning,
+        """``script`` with the text options of ``opts`` (``record``: as ``_script``)."""
+        return list(
+            self._script(
+                text,
+                opts.normalize,
+                opts.ssml,
+                opts.max_tokens,
+                opts.frames_after_eos,
+                on_warning,
+                record,
+            )
         )
 
     def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
@@ -524,9 +560,13 @@ class _SessionModel:
         self.runtime = tts.runtime
 
     def script(
-        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None,
+        record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]:
-        return self._tts._script_for(text, opts, on_warning)
+        return self._tts._script_for(text, opts, on_warning, record)
 
     def submit(
         self,
@@ -550,7 +590,8 @@ class _SessionModel:
 
         self._tts._check_words()
         tts = self._tts
-        return SessionWords(tts._tokenizer, tts.sample_rate, not opts.normalize, opts.speed)
+        given = not opts.normalize
+        return SessionWords(tts._tokenizer, tts.sample_rate, given, opts.speed, tts._spoken_parts)
 
 
 def _joined(pieces: list[np.ndarray], opts: SpeakOptions) -> np.ndarray:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from pocketcli.audio.playback import AudioSink
     from pocketcli.audio.postprocess import OutputChain
     from pocketcli.runtimes.base import Runtime
+    from pocketcli.words.source import SpokenParts
     from pocketcli.words.stream import SessionWords
 
 # Texts enqueued and not yet spoken to their end before ``enqueue`` refuses more.
@@ -67,7 +68,11 @@ class SessionModel(Protocol):
     runtime: Runtime
 
     def script(
-        self, text: str, opts: SpeakOptions, on_warning: Callable[[str], None] | None
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None,
+        record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]: ...
 
     def submit(
@@ -200,12 +205,13 @@ class Session:
         self._check_open()
         if not text.strip():
             return None  # a stream's blank piece is nothing to say (synthesize("") raises)
-        chunks = self._tts.script(text, self.options, self._on_warning)
+        record = self._words.record() if self._words is not None else None
+        chunks = self._tts.script(text, self.options, self._on_warning, record)
         with self._state:
             self._check_open()
             index = self._enqueued
             if self._words is not None:
-                self._words.add(index, text, chunks)
+                self._words.add(index, text, chunks, record)
             if not self._texts.put(index, chunks):
                 raise SessionFull(
                     f"the session has {MAX_QUEUED_TEXTS} texts waiting to be spoken;"
@@ -376,10 +382,12 @@ def play_session(
     sinks: list[AudioSink],
     *,
     record: list[np.ndarray] | None = None,
+    on_words: Callable[[tuple], None] | None = None,
 ) -> dict[str, float]:
     """Moves a session's frames to ``sinks`` as they come, until its stream ends.
 
-    ``record`` collects the frames too. Each sink is flushed when
+    ``record`` collects the frames too; ``on_words`` is given each frame's words (a
+    session with ``words``), after its audio went to the sinks. Each sink is flushed when
     the session has spoken everything enqueued so far. Returns the seconds to
     the first frame and in all, and the samples.
     """
@@ -398,6 +406,8 @@ def play_session(
             sink.write(event.audio)
         if record is not None:
             record.append(event.audio)
+        if on_words is not None and event.words:
+            on_words(event.words)
         samples += event.audio.size
     total = time.perf_counter() - start
     return {"first_audio": first or 0.0, "synthesis": total, "audio": float(samples)}

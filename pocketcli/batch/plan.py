@@ -39,10 +39,21 @@ class Job:
     # Where the worker streams the line's WAV (the output folder, so the driver's
     # rename is atomic); None: the worker's temporary folder, and the bytes come back.
     spool: str | None = None
+    # What is written beside the WAV, with its stem: "json" (the timed words), "srt" or
+    # "vtt" (captions); () for none.
+    beside: tuple[str, ...] = ()
 
     @property
     def file(self) -> str:
         return f"{self.name}.wav"
+
+    @property
+    def side_files(self) -> dict[str, str]:
+        """The manifest's fields for what is beside the WAV: "words" and "captions"."""
+        return {
+            ("words" if kind == "json" else "captions"): f"{self.name}.{kind}"
+            for kind in self.beside
+        }
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,7 @@ class BatchSettings:
     voice_id: str  # sha256 of the voice state ("none" without a voice prompt)
     language: str
     voice_name: str
+    beside: tuple[str, ...] = ()  # word files beside each WAV (``Job.beside``)
 
 
 def line_seed(base_seed: int, name: str) -> int:
@@ -120,4 +132,5 @@ def make_job(item: BatchItem, settings: BatchSettings) -> Job:
         text=item.text,
         seed=line_seed(settings.base_seed, item.name),
         key=line_key(settings, item.text),
+        beside=settings.beside,
     )

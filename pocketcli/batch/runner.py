@@ -111,6 +111,22 @@ def _publish_part(target: Path, part: Path) -> tuple[os.stat_result, str]:
     return os.stat(target), digest.hexdigest()
 
 
+def _write_beside(job: Job, result: LineResult, output_dir: Path) -> None:
+    """The line's words and captions beside its WAV (before it: a line is done once its
+    WAV and record are), each as the WAV is written: whole, fsynced, then renamed."""
+    from pocketcli.words.captions import captions, words_json
+
+    for kind in job.beside:
+        body = words_json(result.words) if kind == "json" else captions(result.words, kind)
+        _write_wav_bytes(output_dir / f"{job.name}.{kind}", body.encode("utf-8"))
+
+
+def _beside_present(job: Job, output_dir: Path) -> bool:
+    """Whether what goes beside the line's WAV is there (asked for since, or removed:
+    the line is made again)."""
+    return all((output_dir / name).is_file() for name in job.side_files.values())
+
+
 def _clean_parts(output_dir: Path) -> None:
     """Drops what killed or stopped workers left (we hold the manifest's lock)."""
     for stale in output_dir.glob(".*.wav.*.part"):
@@ -235,7 +251,12 @@ def _run(
             refused.append(item)
             continue
         job = replace(make_job(item, settings), spool=str(output_dir))
-        if not overwrite and manifest.is_done(job.name, job.key, output_dir / job.file):
+        target = output_dir / job.file
+        if (
+            not overwrite
+            and manifest.is_done(job.name, job.key, target)
+            and _beside_present(job, output_dir)
+        ):
             report.skipped += 1
         else:
             todo.append(job)
@@ -281,6 +302,7 @@ def _collect(
         if result.wav is not None or result.path is not None:
             target = output_dir / job.file
             try:
+                _write_beside(job, result, output_dir)
                 if result.path is not None:
                     st, sha256 = _publish_part(target, Path(result.path))
                 else:
@@ -289,9 +311,10 @@ def _collect(
             except UserError as exc:
                 result.error = str(exc)
             except OSError as exc:
-                result.error = f"cannot write {target}: {exc.strerror or exc}"
+                result.error = f"cannot write {exc.filename or target}: {exc.strerror or exc}"
             else:
                 record.update(bytes=st.st_size, mtime_ns=st.st_mtime_ns, sha256=sha256)
+                record.update(job.side_files)
             finally:
                 if result.path is not None:
                     Path(result.path).unlink(missing_ok=True)

@@ -60,6 +60,7 @@ class LineResult:
     worker: str = ""
     warnings: list[str] = field(default_factory=list)
     refused: bool = False  # failed for its text (nothing to say, bad markup): never makeable
+    words: tuple = ()  # its timed words (``pocketcli.words.Word``), when the options ask
 
 
 def describe_error(exc: BaseException) -> str:
@@ -112,15 +113,7 @@ class LineWorker:
         # Matches the runner's clean-up of what a killed run leaves (".*.wav.*.part").
         part = folder / f".line{job.line}.wav.{os.getpid()}.part"
         try:
-            result.duration = self.tts.synthesize_to_file(
-                job.text,
-                part,
-                self.voice,
-                self.options.with_(seed=job.seed),
-                format="wav",
-                on_warning=result.warnings.append,
-                on_chunk=traces.append,
-            )
+            result.duration = self._speak(job, part, result, traces)
             result.path = str(part)
         except Exception as exc:  # one line's failure, whatever it is, never stops the rest
             part.unlink(missing_ok=True)
@@ -133,6 +126,34 @@ class LineWorker:
             result.frames = sum(trace.frames for trace in traces)
             result.chunks = len(traces)
         return result
+
+    def _speak(self, job: Job, part: Path, result: LineResult, traces: list) -> float:
+        """The line's WAV into ``part`` (its words into ``result.words`` when asked)."""
+        options = self.options.with_(seed=job.seed)
+        if not options.words:
+            return self.tts.synthesize_to_file(
+                job.text,
+                part,
+                self.voice,
+                options,
+                format="wav",
+                on_warning=result.warnings.append,
+                on_chunk=traces.append,
+            )
+        from pocketcli.words.files import speak_to_file
+
+        seconds, words = speak_to_file(
+            self.tts,
+            job.text,
+            part,
+            self.voice,
+            options,
+            "wav",
+            on_warning=result.warnings.append,
+            on_chunk=traces.append,
+        )
+        result.words = tuple(words)
+        return seconds
 
     def make_bytes(self, job: Job) -> LineResult:
         """``make`` in this node's temporary folder, the file handed back as bytes

@@ -52,9 +52,11 @@ def run_batch_command(
     quiet: bool,
     accept_refused: bool = False,
     on_warning=None,
+    beside: tuple[str, ...] = (),
 ) -> int:
     """Runs the batch; returns the exit status (1 if any line failed; lines refused for
-    their text do not count with ``accept_refused``)."""
+    their text do not count with ``accept_refused``). ``beside``: the word files written
+    beside each line's WAV ("json", "srt", "vtt"; ``options.words`` asks for them)."""
     from pocketcli.cli.model_options import choose_voice, load_model
 
     try:
@@ -73,6 +75,8 @@ def run_batch_command(
         import_ray()  # without the extra: say what to install before loading anything
     items = parse_batch(data)
     tts = load_model(choice, quiet=quiet)
+    if options.words:
+        tts._check_words()  # a model that cannot time words: one line, before any line
     chosen = choose_voice(
         tts,
         voices.voice,
@@ -89,6 +93,7 @@ def run_batch_command(
         voice_id=voice_id(chosen.state),
         language=tts.language,
         voice_name=chosen.name,
+        beside=beside,
     )
     cores = available_cores()
     precision = str(choice.precision or "")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the rest is imported when a live flag is given (usage error
     import numpy as np
 
     from pocketcli.audio.playback import AudioSink
+    from pocketcli.cli.word_flags import WordOutputs
     from pocketcli.options import SpeakOptions
     from pocketcli.session import Session
 
@@ -90,10 +91,13 @@ def run_live(
     on_warning: Callable[[str], None] | None,
     timing: Any,
     fmt: Any = None,
+    word_outputs: WordOutputs | None = None,
 ) -> None:
     """Speaks ``words`` (or standard input, with ``follow``); fills ``timing``'s
     ``synthesis`` and ``audio`` seconds (a ``tts.Timing``). ``fmt``: the output
-    format (an ``audio.output.OutputFormat``; None: from the file name, else WAV)."""
+    format (an ``audio.output.OutputFormat``; None: from the file name, else WAV).
+    ``word_outputs`` (the session times words): printed as decided (``--words -``) and
+    written to their files once the session ends."""
     from pocketcli.audio.playback import PortAudioSink
     from pocketcli.session import play_session
 
@@ -115,9 +119,11 @@ def run_live(
             sinks.append(
                 _FileSink(Path(request.output), fmt, tts.sample_rate, options.peak_normalized)
             )
-        figures = play_session(session, sinks)
+        heard = _Heard(word_outputs)
+        figures = play_session(session, sinks, on_words=heard.take if heard.wanted else None)
         for sink in sinks:
             sink.close()
+        heard.write(request.output)
     except BaseException as exc:
         session.cancel()
         for sink in sinks:
@@ -149,6 +155,37 @@ def _enqueue_checked(session: Session, text: str) -> None:
         session.enqueue(text)
     except (MarkupError, EmptyTextError) as exc:
         raise click.UsageError(str(exc)) from None
+
+
+class _Heard:
+    """A live run's words: each printed as it is decided (``--words -``), all of them
+    written to ``--words``/``--captions`` files (or beside ``-o FILE``) at the end."""
+
+    def __init__(self, asked: WordOutputs | None) -> None:
+        self.asked = asked
+        self.words: list[Any] = []
+
+    @property
+    def wanted(self) -> bool:
+        return self.asked is not None and self.asked.asked
+
+    def take(self, words: tuple) -> None:
+        from pocketcli.words.captions import print_words
+
+        self.words.extend(words)
+        if self.asked is not None and self.asked.printed:
+            try:
+                print_words(words, sys.stdout)
+            except OSError as exc:  # the reader of the words went away
+                raise stdout_failure(exc) from None
+
+    def write(self, output: str | None) -> None:
+        if self.asked is None:
+            return
+        from pocketcli.words.captions import write_word_files
+
+        audio = None if output is None or output == "-" else Path(output)
+        write_word_files(self.words, self.asked.files(audio))
 
 
 class _FileSink:

@@ -123,8 +123,10 @@ def run(argv: list[str] | None = None) -> None:
         completion_init()  # registers bash/zsh/fish for the completion protocol
     debug = os.environ.get("POCKETTTS_DEBUG") == "1"
     from pocketcli.batch.argv import bare_ray_means_local
+    from pocketcli.cli.word_flags import bare_word_flags
 
-    argv = help_as_flag(bare_ray_means_local(sys.argv[1:] if argv is None else argv))
+    argv = sys.argv[1:] if argv is None else argv
+    argv = help_as_flag(bare_word_flags(bare_ray_means_local(argv)))
     stop_quietly_for(argv)
     try:
         result = app(

@@ -29,6 +29,7 @@ from pocketcli.cli.model_options import (
 )
 from pocketcli.cli.stdio import stdout_failure
 from pocketcli.cli.text_input import read_input_file, read_text
+from pocketcli.cli.word_flags import WordOutputs
 
 if TYPE_CHECKING:
     from pocketcli.api import ChosenVoice, PocketTTS
@@ -76,8 +77,8 @@ class TtsFlags:
     play: bool = False
     device: str | None = None
     follow: bool = False
-    words_file: Path | None = None  # --words: the timed words as JSON
-    captions_file: Path | None = None  # --captions: .srt or .vtt
+    words_file: str | None = None  # --words: FILE, json (beside the audio) or - (printed)
+    captions_file: str | None = None  # --captions: FILE (.srt, .vtt), or srt/vtt beside
     # Habits of the tools people come from (``cli/habits.py``).
     quantize: bool = False  # Kyutai's pocket-tts
     piper_model: str | None = None  # piper's -m
@@ -86,6 +87,10 @@ class TtsFlags:
     @property
     def text_given(self) -> bool:
         return self.text_arg is not None or self.text is not None
+
+    @property
+    def word_outputs(self) -> WordOutputs:
+        return WordOutputs(self.words_file, self.captions_file)
 
 
 @dataclass
@@ -132,7 +137,7 @@ def run_tts(f: TtsFlags, model: ModelFlags) -> None:
     else:
         assert words is not None
         speak_once(
-            tts, words, chosen.state, output, options, timing, out_format, warn, _word_files(f)
+            tts, words, chosen.state, output, options, timing, out_format, warn, f.word_outputs
         )
         shown = output
     total = time.perf_counter() - started
@@ -165,18 +170,28 @@ def check_flags(f: TtsFlags) -> None:
 
 
 def _check_words_flags(f: TtsFlags) -> None:
-    if f.words_file is None and f.captions_file is None:
+    asked = f.word_outputs
+    if not asked.asked:
         return
-    from pocketcli.words.captions import caption_kind
-
-    if f.captions_file is not None and caption_kind(f.captions_file) is None:
+    if f.captions_file is not None and asked.caption_format() is None:
         raise click.BadParameter(
-            f"{f.captions_file}: captions are .srt or .vtt files", param_hint="--captions"
+            f"{f.captions_file}: captions are .srt or .vtt files (or srt or vtt, beside the audio)",
+            param_hint="--captions",
         )
-    if f.input_file is not None or f.follow or f.play or f.output == STDOUT:
+    if f.output == STDOUT:
         raise click.UsageError(
-            "--words and --captions go with one text written to a file (-o FILE): not yet"
-            " with --input-file, --follow, --play or -o -"
+            "--words and --captions do not go with -o - (standard output carries the audio):"
+            " write the audio to a file"
+        )
+    if f.input_file is not None and (asked.printed or asked.named()):
+        raise click.UsageError(
+            "--input-file writes each line's words beside its audio: give --words and"
+            " --captions no FILE (or a format: --captions srt)"
+        )
+    if asked.beside and f.input_file is None and f.output is None and (f.play or f.follow):
+        raise click.UsageError(
+            "--words or --captions with no FILE go beside the audio file: give -o FILE,"
+            " or name their files"
         )
 
 
@@ -209,14 +224,15 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.writable_file(f.save_voice, "--save-voice file")
     checks.writable_file(f.metrics, "metrics file", create_folders=True)  # as FluidAudio
     checks.writable_dir(f.output_dir, "output folder")
-    checks.writable_file(f.words_file, "--words file")
-    checks.writable_file(f.captions_file, "--captions file")
     written = None if f.input_file is not None else (output if live_output is None else live_output)
+    files = _word_files(f, written)
+    for kind, path in files.items():
+        checks.writable_file(path, f"--{kind} file")
     if written is not None:
         checks.writable_file(written, "output file")
     clash = checks.first_clash(
         [("-o", written), ("--metrics", f.metrics), ("--save-voice", f.save_voice),
-         ("--words", f.words_file), ("--captions", f.captions_file)],
+         ("--words", files.get("words")), ("--captions", files.get("captions"))],
         [("--voice-file", f.voice_file), ("--clone-voice", f.clone_voice),
          ("--input-file", f.input_file)],
     )  # fmt: skip
@@ -244,7 +260,7 @@ def speak_options(f: TtsFlags) -> SpeakOptions:
         output_chain=not f.no_deess,
         peak_normalize=True,  # FluidAudio's WAV writer peak-normalises, --no-deess or not
         noise_clamp=f.noise_clamp,
-        words=f.words_file is not None or f.captions_file is not None,
+        words=f.word_outputs.asked,
         speed=f.speed,
     )
 
@@ -333,7 +349,15 @@ def run_batch_mode(f: TtsFlags, choice: ModelRequest, options: SpeakOptions) -> 
         accept_refused=f.accept_refused,
         quiet=f.quiet,
         on_warning=warn,
+        beside=_beside(f.word_outputs),
     )
+
+
+def _beside(asked: WordOutputs) -> tuple[str, ...]:
+    """The formats of what a batch writes beside each line's WAV."""
+    kinds = ("json",) if asked.words is not None else ()
+    fmt = asked.caption_format()
+    return kinds + ((fmt,) if fmt is not None else ())
 
 
 def _read_batch_input(input_file: Path) -> bytes:
@@ -363,6 +387,7 @@ def run_live_mode(
         on_warning=warn,
         timing=timing,
         fmt=fmt,
+        word_outputs=f.word_outputs,
     )
 
 
@@ -375,17 +400,18 @@ def speak_once(
     timing: Timing,
     fmt: OutputFormat | None,
     on_warning,
-    word_files: dict[str, Path] | None = None,
+    word_outputs: WordOutputs | None = None,
 ) -> None:
     """One text to a file (the library's ``synthesize_to_file``) or to stdout; with
-    ``word_files`` (--words, --captions) the timed words too."""
+    ``word_outputs`` (--words, --captions) the timed words too."""
     t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
     if output == STDOUT:
         samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
         timing.audio = samples / tts.sample_rate
     elif options.words:
+        asked = word_outputs or WordOutputs()
         timing.audio = _speak_with_words(
-            tts, words, voice, Path(output), options, fmt, on_warning, word_files or {}
+            tts, words, voice, Path(output), options, fmt, on_warning, asked
         )
     else:
         path = Path(output)  # its folder exists: checked first (a typo creates no tree)
@@ -395,32 +421,47 @@ def speak_once(
     timing.synthesis = time.perf_counter() - t0
 
 
-def _word_files(f: TtsFlags) -> dict[str, Path]:
-    """Where --words ("words") and --captions ("captions") go."""
-    given = (("words", f.words_file), ("captions", f.captions_file))
-    return {kind: path for kind, path in given if path is not None}
+def _word_files(f: TtsFlags, audio: str | None) -> dict[str, Path]:
+    """Where --words ("words") and --captions ("captions") go beside the audio file
+    ``audio`` (None or "-": none) or where they name."""
+    beside = None if audio is None or audio == STDOUT else Path(audio)
+    if f.input_file is not None:
+        return {}  # beside each line's audio: the batch writes them
+    return f.word_outputs.files(beside)
 
 
 def _speak_with_words(
-    tts, text: str, voice, path: Path, options, fmt, on_warning, files: dict[str, Path]
+    tts, text: str, voice, path: Path, options, fmt, on_warning, asked: WordOutputs
 ) -> float:
-    """``synthesize_to_file`` that also keeps the words, then writes --words and --captions
-    (each whole or not at all, after the audio)."""
-    from pocketcli.atomic import atomic_path
-    from pocketcli.audio.output import open_audio_writer
-    from pocketcli.words.captions import caption_kind, captions, words_json
+    """``synthesize_to_file`` that also keeps the words (``--words -``: printed as they
+    are decided), then writes --words and --captions (each whole or not at all, after
+    the audio)."""
+    from pocketcli.words.captions import print_words, write_word_files
+    from pocketcli.words.files import speak_to_file
 
-    timed = []
-    rate = tts.sample_rate
-    with open_audio_writer(path, fmt, rate, peak_normalize=options.peak_normalized) as out:
-        for frame in tts.stream(text, voice, options, on_warning=on_warning):
-            out.write(frame.audio, speech=not frame.is_pause)
-            timed.extend(frame.words)
-    for kind, target in files.items():
-        body = words_json(timed) if kind == "words" else captions(timed, caption_kind(target))
-        with atomic_path(target) as tmp:
-            tmp.write_text(body, encoding="utf-8")
-    return out.samples / rate
+    def printed(words) -> None:
+        _printed(print_words, words)
+
+    seconds, timed = speak_to_file(
+        tts,
+        text,
+        path,
+        voice,
+        options,
+        fmt,
+        on_warning=on_warning,
+        on_words=printed if asked.printed else None,
+    )
+    write_word_files(timed, asked.files(path))
+    return seconds
+
+
+def _printed(printer, words) -> None:
+    """``--words -``: words on stdout as they are decided; a reader gone ends the run."""
+    try:
+        printer(words, sys.stdout)
+    except OSError as exc:
+        raise stdout_failure(exc) from None
 
 
 def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fmt) -> int:

@@ -44,6 +44,10 @@ Examples:
   tail -f chat.log | pockettts tts --follow --play       (each line as it comes)
 
   pockettts tts "It costs $5. [pause:1s] Thanks!"       (read as "five dollars", 1 s pause)
+
+  pockettts tts "Hi." -o hi.wav --words --captions srt  (hi.json, hi.srt beside it)
+
+  pockettts tts "Read along." --play --words -      (each word on stdout as it is decided)
 """
 
 
@@ -180,17 +184,20 @@ def tts_command(
     follow: bool = typer.Option(
         False, "--follow", help="Speak standard input line by line (or sentence) as it arrives."
     ),
-    words_file: Path | None = typer.Option(
+    words_file: str | None = typer.Option(
         None,
         "--words",
-        metavar="FILE",
-        help="Also write each word's start and end (seconds) as a JSON list.",
+        metavar="[FILE|-]",
+        help="Also write each word's start and end (seconds) as a JSON list; no FILE: beside"
+        " the audio (a.wav -> a.json, and each line's in a batch); '-': print each word"
+        " on stdout as it is decided (JSON Lines, with --play and --follow too).",
     ),
-    captions_file: Path | None = typer.Option(
+    captions_file: str | None = typer.Option(
         None,
         "--captions",
-        metavar="FILE",
-        help="Also write captions of a few words a cue: .srt or .vtt, by extension.",
+        metavar="[FILE|srt|vtt]",
+        help="Also write captions of a few words a cue: .srt or .vtt, by extension; no FILE:"
+        " beside the audio (a.wav -> a.vtt; srt or vtt picks), each line's in a batch.",
     ),
 ) -> None:
     """Declarations only: the work is ``cli.speak.run_tts``."""

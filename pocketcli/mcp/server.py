@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ import anyio.to_thread
 import numpy as np
 from mcp.server.mcpserver import Audio, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, TextContent
 
 from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
@@ -142,12 +145,19 @@ class _Tools:
         except UserError as exc:  # MarkupError, EmptyTextError
             raise ToolError(str(exc)) from None
 
-    def admitted(self, text: str, voice: VoiceState | None, options: SpeakOptions) -> ModelJob:
-        """The stream of ``text``, submitted to the admission every front end shares
-        (``synthesize`` and ``speak`` alike): busy or stopping is a one-line ToolError."""
+    def admitted(
+        self,
+        text: str,
+        voice: VoiceState | None,
+        options: SpeakOptions,
+        frames: Callable[[], Iterator[np.ndarray]] | None = None,
+    ) -> ModelJob:
+        """The stream of ``text`` (or what ``frames`` makes), submitted to the admission
+        every front end shares (``synthesize`` and ``speak`` alike): busy or stopping is a
+        one-line ToolError."""
         limits = self.settings.admission
         job = ModelJob(
-            lambda: self.backend.frames(text, voice, options),
+            frames or (lambda: self.backend.frames(text, voice, options)),
             time.monotonic() + limits.request_seconds,
             front="mcp",
         )
@@ -159,11 +169,20 @@ class _Tools:
             raise ToolError("the server is stopping") from None
         return job
 
-    async def spoken(self, text: str, voice: VoiceState | None, speed: float) -> np.ndarray:
+    async def spoken(
+        self, text: str, voice: VoiceState | None, speed: float, words: list | None = None
+    ) -> np.ndarray:
         """The whole speech of ``text``, made as an admitted stream (busy: a ToolError);
-        a call that is cancelled (its client gone) stops its stream."""
+        a call that is cancelled (its client gone) stops its stream. ``words``: a list
+        that gets the speech's timed words (the model cannot time them: a ToolError)."""
         limits = self.settings.admission
-        job = self.admitted(text, voice, _options(speed))
+        if words is None:
+            job = self.admitted(text, voice, _options(speed))
+        else:
+            options = _options(speed).with_(words=True)
+            job = self.admitted(
+                text, voice, options, lambda: self._timed(text, voice, options, words)
+            )
         parts: list[np.ndarray] = []
         try:
             while (got := await job.next())[0] != END:
@@ -175,6 +194,15 @@ class _Tools:
             job.cancel("cancelled")
             raise
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+    def _timed(
+        self, text: str, voice: VoiceState | None, options: SpeakOptions, words: list
+    ) -> Iterator[np.ndarray]:
+        """The stream's audio frames; each frame's words go to ``words`` as they come."""
+        with closing(self.backend.tts.stream(text, voice, options)) as frames:
+            for frame in frames:
+                words.extend(frame.words)
+                yield frame.audio
 
 
 def _deadline_message(seconds: float) -> str:
@@ -279,15 +307,19 @@ def _synthesize_tool(server: MCPServer, tools: _Tools) -> None:
         language: str | None = None,
         path: str | None = None,
         speed: float = 1.0,
-    ) -> list[Any]:
+        words: bool = False,
+    ) -> Any:
         """Make speech and return it as WAV audio (24 kHz, 16-bit mono). path: also write it
         to this file (its suffix picks the format: .wav, .flac, .mp3, .ogg), which must be
         inside the folder the user allowed with --output-dir. speed: speaking rate, 0.25
-        to 4 (1.3: 30% faster), pitch kept."""
+        to 4 (1.3: 30% faster), pitch kept. words=true: also each word's start and end in
+        seconds, as {"words": [{"word", "start", "end"}, ...]} (JSON text and structured
+        content)."""
         resolved = await anyio.to_thread.run_sync(tools.resolve, voice, language, text)
         output_dir = tools.settings.output_dir
         target = _allowed_path(path, output_dir) if path is not None else None
-        audio = await tools.spoken(text, resolved.state, speed)
+        timed: list | None = [] if words else None
+        audio = await tools.spoken(text, resolved.state, speed, timed)
         from pocketcli.audio.output import to_pcm16, wav_header
 
         rate = tools.backend.sample_rate
@@ -296,7 +328,26 @@ def _synthesize_tool(server: MCPServer, tools: _Tools) -> None:
         if target is not None:
             await anyio.to_thread.run_sync(_write, target, audio, rate)
             note += f", written to {target}"
-        return [Audio(data=wav, format="wav"), note]
+        if timed is None:
+            return [Audio(data=wav, format="wav"), note]
+        return _with_words(Audio(data=wav, format="wav"), note, timed)
+
+
+def _with_words(audio: Audio, note: str, words: list) -> CallToolResult:
+    """The audio, the note and the words: as JSON text beside them and as structured
+    content (``{"words": [{"word", "start", "end"}, ...]}``, ``word_row``'s shape)."""
+    import json
+
+    from pocketcli.words.captions import word_row
+
+    listed = {"words": [word_row(w) for w in words]}
+    text = json.dumps(listed, ensure_ascii=False)
+    content = [
+        audio.to_audio_content(),
+        TextContent(type="text", text=f"{note}, {len(words)} words timed"),
+        TextContent(type="text", text=text),
+    ]
+    return CallToolResult(content=content, structured_content=listed)
 
 
 def _write(target: Path, audio: Any, rate: int) -> None:

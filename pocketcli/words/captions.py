@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from pocketcli.words.align import Word
 
@@ -60,3 +61,24 @@ def captions(words: Sequence[Word], kind: str) -> str:
 def caption_kind(path: str | Path) -> str | None:
     """ "srt" or "vtt" by the file's extension (None: neither)."""
     return CAPTION_KINDS.get(Path(path).suffix.lower())
+
+
+def write_word_files(words: Sequence[Word], files: dict[str, Path]) -> None:
+    """``files["words"]`` (a JSON list) and ``files["captions"]`` (.srt or .vtt), each
+    whole or not at all (written beside, then renamed over the name)."""
+    from pocketcli.atomic import atomic_path
+
+    for kind, target in files.items():
+        if kind == "words":
+            body = words_json(words)
+        else:
+            body = captions(words, caption_kind(target) or "vtt")
+        with atomic_path(target) as tmp:
+            tmp.write_text(body, encoding="utf-8")
+
+
+def print_words(words: Sequence[Word], stream: TextIO) -> None:
+    """``--words -``: one JSON object a line (``word_row``), flushed as they come."""
+    for word in words:
+        stream.write(json.dumps(word_row(word), ensure_ascii=False) + "\n")
+    stream.flush()
