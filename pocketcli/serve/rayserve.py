@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pocketcli import defaults
 from pocketcli.batch.argv import RAY_LOCAL
+from pocketcli.batch.cluster import check_reachable
 from pocketcli.errors import FieldHint, UserError
 from pocketcli.frontends.voices import ClonedVoice
 from pocketcli.serve.settings import ServeSettings
@@ -42,7 +43,6 @@ APP_NAME = "pockettts"
 NAMESPACE = "pockettts"
 REPLICA_HEADER = b"x-pockettts-replica"  # which replica answered (ids as Ray names them)
 SHELF_SECONDS = 30.0  # a call to the shelf of cloned voices
-CONNECT_SECONDS = 5.0  # reaching a cluster's address before Ray is asked to join it
 STOP_SLACK_SECONDS = 10.0  # past the drain, for Ray to remove the application
 
 
@@ -207,24 +207,6 @@ def require_ray_serve() -> None:
         import ray.serve  # noqa: F401
     except ImportError:
         raise FieldHint("{ray} needs Ray Serve: pip install 'pockettts[ray]'", "ray") from None
-
-
-def check_reachable(address: str) -> None:
-    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) that accepts no connection: one line at once,
-    where Ray would retry for a minute."""
-    if address in (RAY_LOCAL, "auto"):
-        return
-    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        return  # Ray says what is wrong with it
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS):
-            pass
-    except OSError as exc:
-        raise UserError(
-            f"cannot join the Ray cluster at {address}: {exc.strerror or exc}"
-        ) from None
 
 
 # Ray Serve gives its HTTP proxy 5 s to start before it kills and restarts it; on a loaded
