@@ -63,7 +63,11 @@ class Scaling:
             "max_ongoing_requests": limits.max_streams + limits.max_queue,
             "max_queued_requests": max(limits.max_queue, 1),
             "ray_actor_options": {"num_cpus": self.cpus_per_replica},
-            "graceful_shutdown_timeout_s": settings.shutdown_seconds,
+            # A replica Ray stops (scaling down, or the application deleted) is sent no more
+            # requests and is given until every stream it has ends: none outlives
+            # --request-timeout, then --shutdown-timeout for the engine to close. The command
+            # itself waits only --shutdown-timeout for that (``run``).
+            "graceful_shutdown_timeout_s": limits.request_seconds + settings.shutdown_seconds,
             "graceful_shutdown_wait_loop_s": 0.5,
             "health_check_period_s": 2.0,
             "health_check_timeout_s": 30.0,
@@ -95,11 +99,21 @@ class ReplicaSpec:
 
 
 class VoiceShelf:
-    """The body of the actor that keeps cloned voices for every replica (LRU by id)."""
+    """The body of the actor the command owns: it keeps cloned voices for every replica (LRU
+    by id), and why a replica could not load the model (Ray itself only says that the
+    deployment failed)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.voices: OrderedDict[str, ClonedVoice] = OrderedDict()
+        self.load_failures: list[str] = []
+
+    def load_failed(self, why: str) -> None:
+        if len(self.load_failures) < 8:  # Ray retries a replica a few times: the first tell
+            self.load_failures.append(why)
+
+    def first_load_failure(self) -> str | None:
+        return self.load_failures[0] if self.load_failures else None
 
     def get(self, voice_id: str) -> ClonedVoice | None:
         voice = self.voices.get(voice_id)
@@ -152,12 +166,22 @@ class Replica:
 
         from ray import serve
 
+        from pocketcli.batch.worker import describe_error
         from pocketcli.frontends import logs
         from pocketcli.frontends.backend import load_backend
         from pocketcli.serve.app import create_app
 
         logs.configure(spec.log_level)  # JSON lines on the replica's stderr (Ray's worker log)
-        backend = await asyncio.to_thread(load_backend, spec.request, spec.voice, spec.voice_file)
+        try:
+            backend = await asyncio.to_thread(
+                load_backend, spec.request, spec.voice, spec.voice_file
+            )
+        except Exception as exc:  # the command says why, in one line
+            why = f"a replica on {socket.gethostname()} cannot load the model: "
+            why += describe_error(exc)
+            with contextlib.suppress(Exception):
+                await spec.shelf.load_failed.remote(why)
+            raise RuntimeError(why) from None
         app = create_app(lambda: backend, spec.settings)
         self.state = app.state.pockettts
         self.state.shelf = RayShelf(spec.shelf)
@@ -174,14 +198,15 @@ class Replica:
 
 
 def _with_replica_header(app: Any, replica: bytes) -> Any:
-    """Each HTTP answer says which replica made it (``X-PocketTTS-Replica``)."""
+    """Each HTTP answer and websocket handshake says which replica made it
+    (``X-PocketTTS-Replica``)."""
 
     async def asgi(scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return await app(scope, receive, send)
 
         async def send_marked(message: dict) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] in ("http.response.start", "websocket.accept"):
                 headers = list(message.get("headers", []))
                 message = {**message, "headers": [*headers, (REPLICA_HEADER, replica)]}
             await send(message)
@@ -370,7 +395,20 @@ def _deploy(job: RayServe, shelf: Any, port: int, log_level: str) -> None:
         # returns once every replica has loaded the model (or raises: one failed)
         serve.run(application(spec, job.scaling), name=APP_NAME, route_prefix="/")
     except Exception as exc:
+        why = _load_failure(shelf)
+        if why is not None:
+            raise UserError(why) from None
         raise UserError(f"the Ray Serve application did not start: {_first_line(exc)}") from None
+
+
+def _load_failure(shelf: Any) -> str | None:
+    """What the first replica that could not load the model said, if one did."""
+    import ray
+
+    try:
+        return ray.get(shelf.first_load_failure.remote(), timeout=SHELF_SECONDS)
+    except Exception:  # the cluster is gone too: Ray's own words then
+        return None
 
 
 def _first_line(exc: BaseException) -> str:
