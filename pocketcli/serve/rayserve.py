@@ -226,6 +226,62 @@ def application(spec_args: dict[str, Any], scaling: Scaling) -> Any:
     return deployment.bind(ReplicaSpec(**spec_args))
 
 
+# A Ray Serve config file (``serve run FILE``, ``serve deploy``, KubeRay's RayService) names
+# ``import_path: pocketcli.serve.rayserve:build`` and these ``args`` (``serve``'s flags, with
+# underscores), each as the flag takes it.
+BUILD_LIMITS = {  # arg -> Limits field, and the type it is read as
+    "max_streams": ("max_streams", int),
+    "max_queue": ("max_queue", int),
+    "max_chars": ("max_chars", int),
+    "request_timeout": ("request_seconds", float),
+}
+BUILD_MODEL = ("language", "model_dir", "precision")
+BUILD_OTHER = ("voice", "voice_file", "api_key", "shutdown_timeout", "min_replicas", "max_replicas")
+SHARED_SHELF = "voices"  # a config's application: its cloned voices' actor (detached)
+
+
+def build(args: dict[str, Any]) -> Any:
+    """The application of ``serve --ray`` from a Ray Serve config's ``args`` (no command owns
+    it: the cluster runs it, and its cloned voices live in the detached actor ``voices`` of
+    namespace ``pockettts`` until the cluster stops or it is killed)."""
+    import ray
+
+    unknown = sorted(set(args) - set(BUILD_LIMITS) - set(BUILD_MODEL) - set(BUILD_OTHER))
+    if unknown:
+        known = ", ".join([*BUILD_MODEL, *BUILD_LIMITS, *BUILD_OTHER])
+        raise ValueError(f"pockettts: unknown args {', '.join(unknown)} (known: {known})")
+    try:
+        limits = {
+            field: kind(args[arg]) for arg, (field, kind) in BUILD_LIMITS.items() if arg in args
+        }
+        shutdown = float(args.get("shutdown_timeout", ServeSettings.shutdown_seconds))
+        low = int(args.get("min_replicas", defaults.RAY_MIN_REPLICAS))
+        high = int(args.get("max_replicas", low))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"pockettts: args: {exc}") from None
+    from pocketcli.options import ModelRequest
+    from pocketcli.serve.settings import Limits
+
+    settings = ServeSettings(
+        limits=Limits(**limits), api_key=args.get("api_key") or None, shutdown_seconds=shutdown
+    )
+    request = ModelRequest(**{name: args[name] for name in BUILD_MODEL if name in args})
+    shelf = (
+        ray.remote(num_cpus=0)(VoiceShelf)
+        .options(name=SHARED_SHELF, namespace=NAMESPACE, lifetime="detached", get_if_exists=True)
+        .remote(settings.limits.max_cloned_voices)
+    )
+    voice_file = args.get("voice_file")
+    spec = {
+        "request": request.normalized(),
+        "voice": args.get("voice"),
+        "voice_file": Path(voice_file) if voice_file else None,
+        "settings": settings,
+        "shelf": shelf,
+    }
+    return application(spec, Scaling(low, max(low, high)))
+
+
 def require_ray_serve() -> None:
     """One line naming the extra when Ray Serve cannot be imported (a bare ``ray`` lacks it)."""
     try:

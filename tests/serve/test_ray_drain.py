@@ -186,3 +186,23 @@ def test_a_replica_scaled_down_finishes_its_stream_and_takes_no_new_requests(clu
         while replica_states() != {"RUNNING": 1}:  # and the drained replica is gone
             assert time.monotonic() < deadline, replica_states()
             time.sleep(0.25)
+
+
+def test_a_config_files_builder_deploys_the_application_with_its_args(cluster) -> None:
+    """What a Ray Serve config (KubeRay's RayService: docs/kuberay-rayservice.yaml) runs."""
+    from ray import serve
+
+    from pocketcli.serve import rayserve
+
+    args = {"model_dir": str(PACK), "voice_file": str(VOICE), "max_streams": 2}
+    serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
+    serve.run(rayserve.build({**args, "min_replicas": 2}), name="pockettts", route_prefix="/")
+    try:
+        assert replica_states() == {"RUNNING": 2}  # each loaded the model
+        shelf = ray.get_actor(rayserve.SHARED_SHELF, namespace=rayserve.NAMESPACE)
+        assert ray.get(shelf.ids.remote(), timeout=60) == []
+    finally:
+        serve.delete("pockettts")
+        ray.kill(ray.get_actor(rayserve.SHARED_SHELF, namespace=rayserve.NAMESPACE))
+    with pytest.raises(ValueError, match="unknown args max_stream "):
+        rayserve.build({"max_stream": 2})
