@@ -446,6 +446,7 @@ def _deploy(job: RayServe, shelf: Any, port: int, log_level: str) -> None:
         "shelf": shelf,
         "log_level": log_level,
     }
+    _check_proxy_address(job.host, port)
     try:
         serve.start(http_options=http, logging_config={"log_level": "ERROR"})
         # returns once every replica has loaded the model (or raises: one failed)
@@ -465,6 +466,27 @@ def _load_failure(shelf: Any) -> str | None:
         return ray.get(shelf.first_load_failure.remote(), timeout=SHELF_SECONDS)
     except Exception:  # the cluster is gone too: Ray's own words then
         return None
+
+
+def _check_proxy_address(host: str, port: int) -> None:
+    """One line where Ray Serve already runs on the cluster with its proxies on another
+    address (an earlier command's): Ray keeps the first and would ignore ours, and this
+    command would say it listens where nothing does."""
+    from ray.serve.context import _get_global_client
+
+    try:
+        client = _get_global_client(raise_if_no_controller_running=False)
+    except Exception:  # Ray's own error comes with serve.start then
+        return
+    if client is None:
+        return
+    running = client.http_config
+    if (running.host, running.port) != (host, port):
+        raise UserError(
+            f"Ray Serve already runs on this cluster with its proxies on "
+            f"{running.host}:{running.port}: give --host {running.host} --port "
+            f"{running.port}, or stop Ray Serve there first (serve shutdown)"
+        )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -31,6 +31,11 @@ FIRST = "The first part of the turn. The"
 REST = " rest comes later. " + LONG_TEXT
 
 
+# Ray Serve's proxies keep the address the first command gave them: every command here
+# asks for the same one.
+PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def cluster():
     with local_cluster(2) as address:
@@ -126,11 +131,10 @@ def one_process_turn(seed: int) -> bytes:
 
 def test_a_replica_that_cannot_load_the_model_is_one_line_naming_why(cluster, tmp_path) -> None:
     # The command finds ./pack where it runs; the replicas run elsewhere (as on another
-    # node) and find none there. First in the module: Serve is not yet running on the
-    # cluster (a later command's --port would be ignored with a warning of Ray's).
+    # node) and find none there.
     shutil.copytree(PACK, tmp_path / "pack")
     r = run(
-        "serve", "--ray", cluster, "--port", str(free_port()), "--model-dir", "pack",
+        "serve", "--ray", cluster, "--port", str(PORT), "--model-dir", "pack",
         "--voice-file", str(VOICE), cwd=tmp_path, timeout=400,
     )  # fmt: skip
     lines = r.stderr.decode().strip().splitlines()
@@ -177,7 +181,7 @@ def test_a_replica_scaled_down_finishes_its_stream_and_takes_no_new_requests(clu
         finally:
             await first.close()
 
-    server = RayServer(cluster, *args, *limits, *scaling, *delays)
+    server = RayServer(cluster, *args, *limits, *scaling, *delays, port=PORT)
     with server:
         spoken, kept, answered_by = run_async(steps(server.url), deadline=3 * SCALE_SECONDS)
         assert answered_by == kept  # the new request went to the replica that stays
@@ -195,7 +199,7 @@ def test_a_config_files_builder_deploys_the_application_with_its_args(cluster) -
     from pocketcli.serve import rayserve
 
     args = {"model_dir": str(PACK), "voice_file": str(VOICE), "max_streams": 2}
-    serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
+    serve.start(http_options={"host": "127.0.0.1", "port": PORT})
     serve.run(rayserve.build({**args, "min_replicas": 2}), name="pockettts", route_prefix="/")
     try:
         assert replica_states() == {"RUNNING": 2}  # each loaded the model
@@ -206,3 +210,17 @@ def test_a_config_files_builder_deploys_the_application_with_its_args(cluster) -
         ray.kill(ray.get_actor(rayserve.SHARED_SHELF, namespace=rayserve.NAMESPACE))
     with pytest.raises(ValueError, match="unknown args max_stream "):
         rayserve.build({"max_stream": 2})
+
+
+def test_a_command_asking_for_another_address_than_serves_proxies_is_one_line(cluster) -> None:
+    from ray import serve
+
+    serve.start(http_options={"host": "127.0.0.1", "port": PORT})  # Serve runs there now
+    other = free_port()
+    r = run(
+        "serve", "--ray", cluster, "--port", str(other), "--model-dir", str(PACK), timeout=400
+    )  # fmt: skip
+    lines = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 1, r.stderr
+    assert len(lines) == 1 and f"proxies on 127.0.0.1:{PORT}" in lines[0], lines
+    assert f"--port {PORT}" in lines[0], lines
