@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
 import time
 
 import httpx
@@ -217,9 +218,12 @@ def test_a_command_asking_for_another_address_than_serves_proxies_is_one_line(cl
 
     serve.start(http_options={"host": "127.0.0.1", "port": PORT})  # Serve runs there now
     other = free_port()
-    r = run(
-        "serve", "--ray", cluster, "--port", str(other), "--model-dir", str(PACK), timeout=400
-    )  # fmt: skip
+    try:  # refused before anything is deployed; past it, the command would serve on
+        r = run(
+            "serve", "--ray", cluster, "--port", str(other), "--model-dir", str(PACK), timeout=120
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"serve --ray --port {other} went on where Serve listens on {PORT}")
     lines = r.stderr.decode().strip().splitlines()
     assert r.returncode == 1, r.stderr
     assert len(lines) == 1 and f"proxies on 127.0.0.1:{PORT}" in lines[0], lines
