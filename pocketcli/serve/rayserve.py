@@ -408,23 +408,31 @@ def _check_cluster(scaling: Scaling) -> None:
 
 
 def _stop(local: bool, deployed: bool, seconds: float) -> None:
-    """Deletes the application (each replica drains its streams first), within ``seconds``:
-    a cluster already gone (a signal to the whole process group reaches a local Ray's own
-    processes too) must not hold the command for Ray's minute of retries."""
+    """Deletes the application and waits up to ``seconds`` for its replicas to drain their
+    streams (Ray gives them longer: ``Scaling.deployment_options``), then stops a local Ray
+    (cutting what is left); a cluster's replicas go on draining. A cluster already gone (a
+    signal to the whole process group reaches a local Ray's own processes too) must not
+    hold the command for Ray's minute of retries: the waiting is a thread's, given up on."""
     import ray
     from ray import serve
+
+    given_up = threading.Event()
 
     def stop() -> None:
         if deployed:
             with contextlib.suppress(Exception):
-                serve.delete(APP_NAME)  # drains (graceful_shutdown_timeout_s)
-        if local:
+                serve.delete(APP_NAME, _blocking=False)
+                while not given_up.is_set() and APP_NAME in serve.status().applications:
+                    given_up.wait(0.5)
+        if local and not given_up.is_set():
             with contextlib.suppress(Exception):
                 serve.shutdown()
 
     thread = threading.Thread(target=stop, name="pockettts-ray-stop", daemon=True)
     thread.start()
     thread.join(seconds)
+    given_up.set()  # a thread still inside Ray at exit would start another Ray to reconnect
+    thread.join(STOP_SLACK_SECONDS)
     if not thread.is_alive():
         ray.shutdown()
 
