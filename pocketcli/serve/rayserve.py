@@ -490,10 +490,12 @@ def _check_proxy_address(host: str, port: int) -> None:
         return
     running = client.http_config
     if (running.host, running.port) != (host, port):
-        raise UserError(
+        raise FieldHint(
             f"Ray Serve already runs on this cluster with its proxies on "
-            f"{running.host}:{running.port}: give --host {running.host} --port "
-            f"{running.port}, or stop Ray Serve there first (serve shutdown)"
+            f"{running.host}:{running.port}: give {{host}} {running.host} {{port}} "
+            f"{running.port}, or stop Ray Serve there first (serve shutdown)",
+            "host",
+            "port",
         )
 
 
