@@ -168,14 +168,15 @@ def build_full(precision: str) -> tuple[Path, Path]:
 
 
 def start_pockettts(
-    pack: Path, voice: Path, precision: str, max_streams: int, max_queue: int
+    pack: Path, voice: Path, precision: str, max_streams: int, max_queue: int, *extra: str
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`pockettts serve --port 0` on 127.0.0.1 as a child, once /readyz answers 200."""
+    """`pockettts serve --port 0` (``extra``: more flags, such as ``--ray``) on 127.0.0.1 as a
+    child, once /readyz answers 200."""
     script = shutil.which("pockettts") or str(Path(sys.executable).with_name("pockettts"))
     command = [
         script, "serve", "--host", "127.0.0.1", "--port", "0", "--model-dir", str(pack),
         "--voice-file", str(voice), "--precision", precision, "--max-queue", str(max_queue),
-        "--max-streams", str(max_streams), "--log-level", "info",
+        "--max-streams", str(max_streams), "--log-level", "info", *extra,
     ]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -295,14 +296,15 @@ class Spoken:
     audio: float
 
 
-def speak_form(http: httpx.Client, url: str, text: str) -> Spoken:
+def speak_form(http: httpx.Client, url: str, text: str, seed: int | None = None) -> Spoken:
     """POST /tts (the form both servers share); the WAV header is parsed as it arrives."""
+    form = {"text": text} if seed is None else {"text": text, "seed": str(seed)}
     started = time.perf_counter()
     head = b""
     data_at = rate = width = 0
     first = None
     size = 0
-    with http.stream("POST", f"{url}/tts", data={"text": text}) as r:
+    with http.stream("POST", f"{url}/tts", data=form) as r:
         if r.status_code != 200:
             r.read()
             raise RuntimeError(f"HTTP {r.status_code}")
@@ -357,16 +359,18 @@ class Compared:
 
 
 def compared_phase(
-    name: str, url: str, pid: int, clients: int, requests: int, timeout: float
+    name: str, url: str, pid: int, clients: int, requests: int, timeout: float, seeded: bool = False
 ) -> Compared:
-    """``clients`` threads, each speaking ``requests`` texts back to back."""
+    """``clients`` threads, each speaking ``requests`` texts back to back (``seeded``: client
+    i's n-th request has seed ``i * requests + n``, the same work on every server)."""
     phase = Compared(name, clients, load=os.getloadavg()[0])
 
     def client(index: int) -> None:
         with httpx.Client(timeout=timeout) as http:
             for n in range(requests):
+                seed = index * requests + n if seeded else None
                 try:
-                    spoken = speak_form(http, url, TEXTS[(index + n) % len(TEXTS)])
+                    spoken = speak_form(http, url, TEXTS[(index + n) % len(TEXTS)], seed)
                 except (httpx.HTTPError, RuntimeError) as exc:
                     kind = str(exc) if isinstance(exc, RuntimeError) else type(exc).__name__
                     with _lock:
@@ -443,6 +447,155 @@ def compare_reference(args: argparse.Namespace, counts: list[int]) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# -- --compare-ray: pockettts serve against the same server on Ray Serve --------------------
+RAY_IDLE_SECONDS = 5.0  # each server measured idle, for what it costs doing nothing
+
+
+def process_tree() -> dict[int, tuple[int, float, str]]:
+    """Every process now: pid -> (parent pid, CPU seconds with reaped children, command)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        cpu = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
+        table[int(entry.name)] = (int(fields[1]), cpu, command)
+    return table
+
+
+def descendants(pid: int, table: dict[int, tuple[int, float, str]]) -> list[int]:
+    """``pid`` and every process below it (a local Ray's GCS, raylet and workers too)."""
+    children: dict[int, list[int]] = {}
+    for child, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds the server has used so far: its process and all below it (live ones with
+    their reaped children's time)."""
+    table = process_tree()
+    return sum(table[p][1] for p in descendants(pid, table) if p in table)
+
+
+def memory_kb(pid: int, field_name: str) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    found = re.search(rf"^{field_name}:\s+(\d+) kB", text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def server_memory(pid: int) -> dict[str, object]:
+    """RSS of each process holding a model (the server, or each Ray Serve replica) and the
+    proportional set size of the whole tree (shared pages counted once)."""
+    table = process_tree()
+    tree = descendants(pid, table)
+    models = [p for p in tree if "ServeReplica" in table.get(p, (0, 0, ""))[2]] or [pid]
+    return {
+        "model_processes": len(models),
+        "model_rss_mb": [round(memory_kb(p, "Rss") / 1024) for p in models],
+        "tree_pss_mb": round(sum(memory_kb(p, "Pss") for p in tree) / 1024),
+        "tree_processes": len(tree),
+    }
+
+
+def ray_phase_row(
+    name: str, url: str, pid: int, clients: int, args: argparse.Namespace
+) -> dict[str, object]:
+    """One phase, with the server's CPU seconds per second of audio made."""
+    before = tree_cpu(pid)
+    phase = compared_phase(name, url, pid, clients, args.requests, args.request_timeout, True)
+    cpu = tree_cpu(pid) - before
+    row = phase.row()
+    audio = sum(s.audio for s in phase.spoken)
+    row["cpu_s_per_audio_s"] = cpu / audio if audio else float("nan")
+    row["cpu_s"] = cpu
+    return row
+
+
+def compare_ray(args: argparse.Namespace, counts: list[int]) -> None:
+    """`pockettts serve`, and `serve --ray` with one replica and with two (each a local Ray of
+    its own), the same seeded requests, phases alternating."""
+    pack, voice = args.model_dir or TINY / "pack", args.voice_file or TINY / "voice.safetensors"
+    if args.full:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from random_pack import cached_random_pack
+
+        pack, voice = cached_random_pack(args.work, args.precision)
+    work = Path(tempfile.mkdtemp(prefix="pockettts-compare-ray-"))
+    pack = eos_disabled_pack(pack, work / "pack")  # every request runs to its frame budget
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    flags = {"serve": (), "ray x1": ("--ray",), "ray x2": ("--ray", "--min-replicas", "2")}
+    servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    try:
+        for name, extra in flags.items():
+            servers[name] = start_pockettts(
+                pack, voice, args.precision, args.max_streams, args.max_queue, *extra
+            )
+        for name, (proc, url) in servers.items():  # warm-up (each replica), not counted
+            compared_phase(name, url, proc.pid, 2, 1, args.request_timeout)
+        idle = {}
+        for name, (proc, _) in servers.items():
+            before = tree_cpu(proc.pid)
+            time.sleep(RAY_IDLE_SECONDS)
+            idle[name] = (tree_cpu(proc.pid) - before) / RAY_IDLE_SECONDS
+            print(f"{name:>7} idle: {idle[name]:.3f} CPU-s per s", flush=True)
+        rows = ray_phases(servers, counts, args)
+        memory = {name: server_memory(proc.pid) for name, (proc, _) in servers.items()}
+        for name, figures in memory.items():
+            print(f"{name:>7} memory: {figures}")
+        alive = {name: proc.poll() is None for name, (proc, _) in servers.items()}
+        print(f"servers still running: {alive}")
+        if args.json:
+            report = {"precision": args.precision, "phases": rows, "idle_cpu_per_s": idle}
+            args.json.write_text(
+                json.dumps({**report, "memory": memory, "alive": alive}, indent=2) + "\n"
+            )
+    finally:
+        for proc, _ in servers.values():
+            stop_server(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def ray_phases(
+    servers: dict[str, tuple[subprocess.Popen[bytes], str]],
+    counts: list[int],
+    args: argparse.Namespace,
+) -> list[dict[str, object]]:
+    print(
+        f"{'clients':>7} {'server':>7} {'first p50':>10} {'first p95':>10} {'slowest x rt':>12}"
+        f" {'agg RTFx':>8} {'CPU-s/audio-s':>13} {'errors':>6} {'load':>5}"
+    )
+    rows = []
+    names = list(servers)
+    for i, clients in enumerate(counts):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            proc, url = servers[name]
+            row = ray_phase_row(name, url, proc.pid, clients, args)
+            rows.append(row)
+            print(
+                f"{clients:>7} {name:>7} {row['first_audio_p50_ms']:>8.0f}ms "
+                f"{row['first_audio_p95_ms']:>8.0f}ms {row['slowest_request_x_real_time']:>12.2f}"
+                f" {row['aggregate_rtfx']:>8.2f} {row['cpu_s_per_audio_s']:>13.3f}"
+                f" {row['errors']:>6} {row['load_average_1m']:>5.1f}",
+                flush=True,
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -460,6 +613,15 @@ def main() -> None:
         "--compare-reference",
         action="store_true",
         help="pockettts serve against pocket-tts serve, EOS off, phases alternating",
+    )
+    parser.add_argument(
+        "--compare-ray",
+        action="store_true",
+        help="pockettts serve against serve --ray with one replica and with two, seeded requests,"
+        " phases alternating; with --full, the pack cached in --work",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=Path(tempfile.gettempdir()) / "pockettts-bench", help="--full"
     )
     parser.add_argument("--requests", type=int, default=2, help="per client and phase (compare)")
     parser.add_argument("--request-timeout", type=float, default=120.0, help="seconds (compare)")
@@ -484,6 +646,9 @@ def main() -> None:
         )
     if args.compare_reference:
         compare_reference(args, counts)
+        return
+    if args.compare_ray:
+        compare_ray(args, counts)
         return
     if args.full:
         pack, voice = build_full(args.precision)

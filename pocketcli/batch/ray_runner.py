@@ -23,6 +23,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 
+from pocketcli.batch.cluster import check_reachable
 from pocketcli.batch.plan import Job
 from pocketcli.batch.queue import JobQueue
 from pocketcli.batch.worker import LineResult, LineWorker, ModelSpec, describe_error
@@ -92,6 +93,8 @@ class RayExecutor:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         init = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         self._started_here = address == "local"
+        if not self._started_here:
+            check_reachable(address)  # one line at once, where Ray retries for minutes
         try:
             if self._started_here:
                 # room for every worker asked for, even past this machine's cores

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pocketcli import defaults
 from pocketcli.batch.argv import RAY_LOCAL
+from pocketcli.batch.cluster import check_reachable
 from pocketcli.errors import FieldHint, UserError
 from pocketcli.frontends.voices import ClonedVoice
 from pocketcli.serve.settings import ServeSettings
@@ -42,7 +43,6 @@ APP_NAME = "pockettts"
 NAMESPACE = "pockettts"
 REPLICA_HEADER = b"x-pockettts-replica"  # which replica answered (ids as Ray names them)
 SHELF_SECONDS = 30.0  # a call to the shelf of cloned voices
-CONNECT_SECONDS = 5.0  # reaching a cluster's address before Ray is asked to join it
 STOP_SLACK_SECONDS = 10.0  # past the drain, for Ray to remove the application
 
 
@@ -63,7 +63,11 @@ class Scaling:
             "max_ongoing_requests": limits.max_streams + limits.max_queue,
             "max_queued_requests": max(limits.max_queue, 1),
             "ray_actor_options": {"num_cpus": self.cpus_per_replica},
-            "graceful_shutdown_timeout_s": settings.shutdown_seconds,
+            # A replica Ray stops (scaling down, or the application deleted) is sent no more
+            # requests and is given until every stream it has ends: none outlives
+            # --request-timeout, then --shutdown-timeout for the engine to close. The command
+            # itself waits only --shutdown-timeout for that (``run``).
+            "graceful_shutdown_timeout_s": limits.request_seconds + settings.shutdown_seconds,
             "graceful_shutdown_wait_loop_s": 0.5,
             "health_check_period_s": 2.0,
             "health_check_timeout_s": 30.0,
@@ -95,11 +99,21 @@ class ReplicaSpec:
 
 
 class VoiceShelf:
-    """The body of the actor that keeps cloned voices for every replica (LRU by id)."""
+    """The body of the actor the command owns: it keeps cloned voices for every replica (LRU
+    by id), and why a replica could not load the model (Ray itself only says that the
+    deployment failed)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.voices: OrderedDict[str, ClonedVoice] = OrderedDict()
+        self.load_failures: list[str] = []
+
+    def load_failed(self, why: str) -> None:
+        if len(self.load_failures) < 8:  # Ray retries a replica a few times: the first tell
+            self.load_failures.append(why)
+
+    def first_load_failure(self) -> str | None:
+        return self.load_failures[0] if self.load_failures else None
 
     def get(self, voice_id: str) -> ClonedVoice | None:
         voice = self.voices.get(voice_id)
@@ -152,12 +166,22 @@ class Replica:
 
         from ray import serve
 
+        from pocketcli.batch.worker import describe_error
         from pocketcli.frontends import logs
         from pocketcli.frontends.backend import load_backend
         from pocketcli.serve.app import create_app
 
         logs.configure(spec.log_level)  # JSON lines on the replica's stderr (Ray's worker log)
-        backend = await asyncio.to_thread(load_backend, spec.request, spec.voice, spec.voice_file)
+        try:
+            backend = await asyncio.to_thread(
+                load_backend, spec.request, spec.voice, spec.voice_file
+            )
+        except Exception as exc:  # the command says why, in one line
+            why = f"a replica on {socket.gethostname()} cannot load the model: "
+            why += describe_error(exc)
+            with contextlib.suppress(Exception):
+                await spec.shelf.load_failed.remote(why)
+            raise RuntimeError(why) from None
         app = create_app(lambda: backend, spec.settings)
         self.state = app.state.pockettts
         self.state.shelf = RayShelf(spec.shelf)
@@ -174,14 +198,15 @@ class Replica:
 
 
 def _with_replica_header(app: Any, replica: bytes) -> Any:
-    """Each HTTP answer says which replica made it (``X-PocketTTS-Replica``)."""
+    """Each HTTP answer and websocket handshake says which replica made it
+    (``X-PocketTTS-Replica``)."""
 
     async def asgi(scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return await app(scope, receive, send)
 
         async def send_marked(message: dict) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] in ("http.response.start", "websocket.accept"):
                 headers = list(message.get("headers", []))
                 message = {**message, "headers": [*headers, (REPLICA_HEADER, replica)]}
             await send(message)
@@ -201,30 +226,68 @@ def application(spec_args: dict[str, Any], scaling: Scaling) -> Any:
     return deployment.bind(ReplicaSpec(**spec_args))
 
 
+# A Ray Serve config file (``serve run FILE``, ``serve deploy``, KubeRay's RayService) names
+# ``import_path: pocketcli.serve.rayserve:build`` and these ``args`` (``serve``'s flags, with
+# underscores), each as the flag takes it.
+BUILD_LIMITS = {  # arg -> Limits field, and the type it is read as
+    "max_streams": ("max_streams", int),
+    "max_queue": ("max_queue", int),
+    "max_chars": ("max_chars", int),
+    "request_timeout": ("request_seconds", float),
+}
+BUILD_MODEL = ("language", "model_dir", "precision")
+BUILD_OTHER = ("voice", "voice_file", "api_key", "shutdown_timeout", "min_replicas", "max_replicas")
+SHARED_SHELF = "voices"  # a config's application: its cloned voices' actor (detached)
+
+
+def build(args: dict[str, Any]) -> Any:
+    """The application of ``serve --ray`` from a Ray Serve config's ``args`` (no command owns
+    it: the cluster runs it, and its cloned voices live in the detached actor ``voices`` of
+    namespace ``pockettts`` until the cluster stops or it is killed)."""
+    import ray
+
+    unknown = sorted(set(args) - set(BUILD_LIMITS) - set(BUILD_MODEL) - set(BUILD_OTHER))
+    if unknown:
+        known = ", ".join([*BUILD_MODEL, *BUILD_LIMITS, *BUILD_OTHER])
+        raise ValueError(f"pockettts: unknown args {', '.join(unknown)} (known: {known})")
+    try:
+        limits = {
+            field: kind(args[arg]) for arg, (field, kind) in BUILD_LIMITS.items() if arg in args
+        }
+        shutdown = float(args.get("shutdown_timeout", ServeSettings.shutdown_seconds))
+        low = int(args.get("min_replicas", defaults.RAY_MIN_REPLICAS))
+        high = int(args.get("max_replicas", low))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"pockettts: args: {exc}") from None
+    from pocketcli.options import ModelRequest
+    from pocketcli.serve.settings import Limits
+
+    settings = ServeSettings(
+        limits=Limits(**limits), api_key=args.get("api_key") or None, shutdown_seconds=shutdown
+    )
+    request = ModelRequest(**{name: args[name] for name in BUILD_MODEL if name in args})
+    shelf = (
+        ray.remote(num_cpus=0)(VoiceShelf)
+        .options(name=SHARED_SHELF, namespace=NAMESPACE, lifetime="detached", get_if_exists=True)
+        .remote(settings.limits.max_cloned_voices)
+    )
+    voice_file = args.get("voice_file")
+    spec = {
+        "request": request.normalized(),
+        "voice": args.get("voice"),
+        "voice_file": Path(voice_file) if voice_file else None,
+        "settings": settings,
+        "shelf": shelf,
+    }
+    return application(spec, Scaling(low, max(low, high)))
+
+
 def require_ray_serve() -> None:
     """One line naming the extra when Ray Serve cannot be imported (a bare ``ray`` lacks it)."""
     try:
         import ray.serve  # noqa: F401
     except ImportError:
         raise FieldHint("{ray} needs Ray Serve: pip install 'pockettts[ray]'", "ray") from None
-
-
-def check_reachable(address: str) -> None:
-    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) that accepts no connection: one line at once,
-    where Ray would retry for a minute."""
-    if address in (RAY_LOCAL, "auto"):
-        return
-    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        return  # Ray says what is wrong with it
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS):
-            pass
-    except OSError as exc:
-        raise UserError(
-            f"cannot join the Ray cluster at {address}: {exc.strerror or exc}"
-        ) from None
 
 
 # Ray Serve gives its HTTP proxy 5 s to start before it kills and restarts it; on a loaded
@@ -345,23 +408,31 @@ def _check_cluster(scaling: Scaling) -> None:
 
 
 def _stop(local: bool, deployed: bool, seconds: float) -> None:
-    """Deletes the application (each replica drains its streams first), within ``seconds``:
-    a cluster already gone (a signal to the whole process group reaches a local Ray's own
-    processes too) must not hold the command for Ray's minute of retries."""
+    """Deletes the application and waits up to ``seconds`` for its replicas to drain their
+    streams (Ray gives them longer: ``Scaling.deployment_options``), then stops a local Ray
+    (cutting what is left); a cluster's replicas go on draining. A cluster already gone (a
+    signal to the whole process group reaches a local Ray's own processes too) must not
+    hold the command for Ray's minute of retries: the waiting is a thread's, given up on."""
     import ray
     from ray import serve
+
+    given_up = threading.Event()
 
     def stop() -> None:
         if deployed:
             with contextlib.suppress(Exception):
-                serve.delete(APP_NAME)  # drains (graceful_shutdown_timeout_s)
-        if local:
+                serve.delete(APP_NAME, _blocking=False)
+                while not given_up.is_set() and APP_NAME in serve.status().applications:
+                    given_up.wait(0.5)
+        if local and not given_up.is_set():
             with contextlib.suppress(Exception):
                 serve.shutdown()
 
     thread = threading.Thread(target=stop, name="pockettts-ray-stop", daemon=True)
     thread.start()
     thread.join(seconds)
+    given_up.set()  # a thread still inside Ray at exit would start another Ray to reconnect
+    thread.join(STOP_SLACK_SECONDS)
     if not thread.is_alive():
         ray.shutdown()
 
@@ -383,12 +454,49 @@ def _deploy(job: RayServe, shelf: Any, port: int, log_level: str) -> None:
         "shelf": shelf,
         "log_level": log_level,
     }
+    _check_proxy_address(job.host, port)
     try:
         serve.start(http_options=http, logging_config={"log_level": "ERROR"})
         # returns once every replica has loaded the model (or raises: one failed)
         serve.run(application(spec, job.scaling), name=APP_NAME, route_prefix="/")
     except Exception as exc:
+        why = _load_failure(shelf)
+        if why is not None:
+            raise UserError(why) from None
         raise UserError(f"the Ray Serve application did not start: {_first_line(exc)}") from None
+
+
+def _load_failure(shelf: Any) -> str | None:
+    """What the first replica that could not load the model said, if one did."""
+    import ray
+
+    try:
+        return ray.get(shelf.first_load_failure.remote(), timeout=SHELF_SECONDS)
+    except Exception:  # the cluster is gone too: Ray's own words then
+        return None
+
+
+def _check_proxy_address(host: str, port: int) -> None:
+    """One line where Ray Serve already runs on the cluster with its proxies on another
+    address (an earlier command's): Ray keeps the first and would ignore ours, and this
+    command would say it listens where nothing does."""
+    from ray.serve.context import _get_global_client
+
+    try:
+        client = _get_global_client(raise_if_no_controller_running=False)
+    except Exception:  # Ray's own error comes with serve.start then
+        return
+    if client is None:
+        return
+    running = client.http_config
+    if (running.host, running.port) != (host, port):
+        raise FieldHint(
+            f"Ray Serve already runs on this cluster with its proxies on "
+            f"{running.host}:{running.port}: give {{host}} {running.host} {{port}} "
+            f"{running.port}, or stop Ray Serve there first (serve shutdown)",
+            "host",
+            "port",
+        )
 
 
 def _first_line(exc: BaseException) -> str:

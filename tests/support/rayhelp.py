@@ -71,8 +71,8 @@ def local_cluster(cpus: int) -> Iterator[str]:
 class RayServer:
     """`pockettts serve --ray ADDRESS` as a child process, its stderr kept."""
 
-    def __init__(self, address: str, *args: str) -> None:
-        self.port = free_port()
+    def __init__(self, address: str, *args: str, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = [SCRIPT, "serve", "--ray", address, "--port", str(self.port), *args]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

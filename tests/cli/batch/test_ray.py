@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess
 
 import pytest
 
 from tests.cli.batch.test_run import _long_lines, _start, _wait_for_records, batch, records, wavs
+from tests.support.cli import run
 
 pytest.importorskip("ray")
 
@@ -50,3 +53,23 @@ def test_a_killed_ray_actor_costs_only_its_lines_in_flight(pack_dir, tmp_path) -
     fresh = tmp_path / "fresh"
     assert batch(pack_dir, lines, fresh, "--seed", "3", "-q").returncode == 0
     assert wavs(fresh) == wavs(out)
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_1_at_once(pack_dir, tmp_path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on once it is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"a|First.\n")
+    address = f"127.0.0.1:{port}"
+    try:  # Ray alone retries for about fourteen minutes
+        r = run(
+            "tts", "--input-file", lines, "--output-dir", tmp_path / "out",
+            "--model-dir", pack_dir, "--ray", address, timeout=60,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"--ray {address} still waiting after 60 s")
+    said = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 1, r.stderr
+    assert len(said) == 1 and said[0].startswith("pockettts: error: "), said
+    assert address in said[0] and "Traceback" not in said[0], said
