@@ -26,6 +26,7 @@ import json
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,10 @@ sys.path.insert(0, str(ROOT))
 from pocketcli.config import ModelConfig  # noqa: E402
 from pocketcli.packs.builder import build_pack, write_batch_graphs  # noqa: E402
 from pocketcli.packs.checkpoint import read_checkpoint  # noqa: E402
-from pocketcli.packs.manifest import PackManifest  # noqa: E402
+from pocketcli.packs.graph_files import save_graph  # noqa: E402
+from pocketcli.packs.manifest import MIMI_BATCH_GRAPH, PackManifest  # noqa: E402
+from pocketcli.packs.mimi_graphs import build_mimi_decoder  # noqa: E402
+from pocketcli.packs.quantize import quantise_int8  # noqa: E402
 from tests.support.reference import (  # noqa: E402
     TOKENIZER_MODEL,
     build_reference,
@@ -73,11 +77,22 @@ def main() -> None:
             " builder writes them now (nothing else moves)"
         ),
     )
+    parser.add_argument(
+        "--mimi-decoder",
+        action="store_true",
+        help=(
+            "only (re)write the Mimi decoder graphs (every precision, batched too) and their"
+            " states in the existing pack, as the builder writes them now"
+        ),
+    )
     parser.add_argument("--loud-out", type=Path, default=ROOT / "tests" / "fixtures" / "loud")
     parser.add_argument("--only", choices=("tiny", "loud"), help="build one fixture only")
     args = parser.parse_args()
     if args.batch_graphs:
         add_batch_graphs(args.out / "pack", args.out / "model.safetensors")
+        return
+    if args.mimi_decoder:
+        rewrite_mimi_decoder(args.out / "pack", args.out / "model.safetensors")
         return
     if args.only != "loud":
         _tiny_fixture(args.out)
@@ -155,6 +170,28 @@ def add_batch_graphs(pack: Path, checkpoint: Path) -> None:
     replace_manifest = type(manifest)(**{**manifest.__dict__, "graphs": graphs})
     replace_manifest.write(pack)
     print(f"wrote {changed or 'nothing new'} in {pack}")
+
+
+def rewrite_mimi_decoder(pack: Path, checkpoint: Path) -> None:
+    """Writes the pack's Mimi decoder graphs (one-stream fp32 and int8, batched fp32) and
+    its ``mimi_states`` as the builder writes them now; nothing else moves."""
+    manifest = PackManifest.read(pack)
+    weights = read_checkpoint(checkpoint)
+    names = {f for g in manifest.graphs.values() for f in g.values()}
+    names = {f for f in names if f.startswith("mimi_decoder")}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        model, states = build_mimi_decoder(weights, manifest.config.mimi)
+        save_graph(model, work / "mimi_decoder.onnx")
+        quantise_int8(work / "mimi_decoder.onnx", work / "mimi_decoder.int8.onnx")
+        batch, _ = build_mimi_decoder(weights, manifest.config.mimi, batched=True)
+        save_graph(batch, work / f"{MIMI_BATCH_GRAPH}.onnx")
+        for file in sorted(names):
+            for part in (file, f"{file}.data"):
+                if (work / part).exists():
+                    shutil.copyfile(work / part, pack / part)
+    replace(manifest, mimi_states=tuple(states)).write(pack)
+    print(f"wrote {sorted(names)} in {pack}")
 
 
 def _clone_fixture(ref, out: Path) -> dict:

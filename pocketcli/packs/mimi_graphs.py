@@ -3,9 +3,11 @@
 Activations are time-major (``[T, C]``) from the latents to the audio, so
 every convolution is a MatMul over its taps and no transposes sit between
 layers. Every piece of streaming memory is an explicit state tensor: the
-left context of each causal convolution (``[context, C]``), the overlap
-("partial") of each transposed convolution (``[1, stride, C]``), and a window
-of ``context`` keys/values per transformer layer with the running position.
+left context of each causal convolution (``[context, C]``), the last input row
+of each SEANet transposed convolution (``[1, C_in]``; packs built before
+2026-12-03 carry its overlap ``[1, stride, C_out]`` instead, as the depthwise
+upsampler still does), and a window of ``context`` keys/values per transformer
+layer with the running position.
 A call takes ``state.<name>`` inputs and returns ``state_out.<name>``;
 feeding the outputs back in makes any split of the latents into calls give
 the same audio.
@@ -34,12 +36,15 @@ class _StatefulGraph:
 
     ``batched``: activations and states carry a leading batch axis; ``t`` is then
     the time axis 1 (else 0) and ``rows`` the leading dims a reshape keeps.
+    ``overlap``: the upsamplers carry their overlap (packs built before 2026-12-03,
+    and the kevinahm export, whose format has that state) instead of their last input row.
     """
 
-    def __init__(self, g: GraphBuilder, batched: bool = False) -> None:
+    def __init__(self, g: GraphBuilder, batched: bool = False, overlap: bool = False) -> None:
         self.g = g
         self.states: list[StateSpec] = []
         self.batched = batched
+        self.overlap = overlap
         self.t = 1 if batched else 0
         self.rows: list[int] = [0] if batched else []
         self._lead: list[int | str] = ["batch"] if batched else []
@@ -124,6 +129,8 @@ def _streaming_conv_transpose(
             f" {groups} groups is not supported"
         )
     weight = np.pad(weight, ((0, 0), (0, 0), (0, 2 * stride - k)))
+    if groups == 1 and not sg.overlap:
+        return _conv_transpose_rows(sg, x, weight, bias, name, stride)
     partial = sg.state(name, (1, stride, c_out))
     # The kernel's product with each input row, [T, 2s * C_out]: halves A then B.
     if groups == 1:
@@ -146,6 +153,32 @@ def _streaming_conv_transpose(
     carried = g.concat([partial, second], axis=t)  # [T + 1, s, C_out]
     y = g.op("Add", [first, g.slice(carried, 0, -1, axis=t)])
     sg.update(name, g.slice(carried, -1, _END, axis=t))
+    return g.reshape(y, [*sg.rows, -1, c_out])  # [T * s, C_out]
+
+
+def _conv_transpose_rows(
+    sg: _StatefulGraph, x: str, weight: np.ndarray, bias: np.ndarray | None, name: str, stride: int
+) -> str:
+    """A transposed conv (kernel ``[C_in, C_out, 2 * stride]``) as one MatMul over input row
+    pairs: output block t is ``A x_t + B x_{t-1}``, so ``[x_{t-1}, x_t] [T, 2 C_in]`` times
+    ``[B; A]`` gives the ``stride`` output rows of each block side by side (a free reshape
+    to ``[T * stride, C_out]``). The state is the last input row ``[1, C_in]``. Every copy
+    is of the input, which is ``2 * stride * C_out / C_in`` times smaller than the product
+    the overlap form splits, shifts and adds (4x in the last upsampler).
+    """
+    g, t = sg.g, sg.t
+    c_in, c_out = weight.shape[0], weight.shape[1]
+    prev = sg.state(name, (1, c_in))
+    rows = g.concat([prev, x], axis=t)  # [T + 1, C_in]
+    sg.update(name, g.slice(rows, -1, _END, axis=t))
+    pairs = g.concat([g.slice(rows, 0, -1, axis=t), x], axis=t + 1)  # [T, 2 C_in]
+    halves = weight.transpose(2, 0, 1)  # [2s, C_in, C_out]
+    matrix = np.concatenate(
+        [halves[stride:].transpose(1, 0, 2), halves[:stride].transpose(1, 0, 2)]
+    )  # [2 C_in, s, C_out]: B then A
+    y = g.op("MatMul", [pairs, g.weight(f"{name}.weight", matrix.reshape(2 * c_in, -1))])
+    if bias is not None:
+        y = g.op("Add", [y, g.weight(f"{name}.bias", np.tile(bias, stride).astype(np.float32))])
     return g.reshape(y, [*sg.rows, -1, c_out])  # [T * s, C_out]
 
 
@@ -233,13 +266,15 @@ def _windowed_transformer(
 
 
 def build_mimi_decoder(
-    w: Weights, cfg: MimiConfig, batched: bool = False
+    w: Weights, cfg: MimiConfig, batched: bool = False, overlap_states: bool = False
 ) -> tuple[onnx.ModelProto, list[StateSpec]]:
     """Normalised latents ``[1, K, latent_dim]`` -> audio ``[1, K * samples_per_frame]``;
     ``batched``: ``[B, K, latent_dim]`` -> ``[B, K * samples_per_frame]`` (the states
-    have the same names and row shapes, stacked along a leading batch axis)."""
+    have the same names and row shapes, stacked along a leading batch axis).
+    ``overlap_states``: the SEANet upsamplers in their form before 2026-12-03 (state:
+    the overlap ``[1, stride, C_out]``), the same audio within float rounding."""
     g = GraphBuilder("mimi_decoder_batch" if batched else "mimi_decoder")
-    sg = _StatefulGraph(g, batched)
+    sg = _StatefulGraph(g, batched, overlap_states)
     rows = "batch" if batched else 1
     latents = g.input("latents", np.float32, [rows, "frames", cfg.quantizer_dimension])
     x = g.op(

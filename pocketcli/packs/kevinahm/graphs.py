@@ -190,7 +190,8 @@ def _our_state_modules(cfg: MimiConfig, manifest: tuple[StateEntry, ...]) -> dic
 def build_kevinahm_mimi_decoder(w: Weights, config: ModelConfig) -> onnx.ModelProto:
     """``latent [1, K, latent]`` + 56 states -> ``audio_frame [1, 1, K * 1920]`` + states."""
     cfg = config.mimi
-    model, our_states = build_mimi_decoder(w, cfg)
+    # Their format carries each upsampler's overlap: our decoder in the form that has it.
+    model, our_states = build_mimi_decoder(w, cfg, overlap_states=True)
     manifest = mimi_manifest(cfg)
     by_path = {e.path: e for e in manifest}
     modules = _our_state_modules(cfg, manifest)
