@@ -101,12 +101,10 @@ def head_taps(g: GraphBuilder, scores: str, layer: int, cfg: FlowLMConfig) -> li
     return taps
 
 
-def head_scores_output(g: GraphBuilder, taps: list[str], scale: str | None) -> None:
-    """Declares ``head_scores`` (heads in ``timestamp_heads`` order) when there are taps
-    (``scale``: what the taps are multiplied by, None when they come scaled)."""
+def head_scores_output(g: GraphBuilder, taps: list[str], scale: str) -> None:
+    """Declares ``head_scores`` (heads in ``timestamp_heads`` order) when there are taps."""
     if taps:
-        joined = taps[0] if len(taps) == 1 else g.concat(taps, axis=1)
-        joined = joined if scale is None else g.op("Mul", [joined, scale])
+        joined = g.op("Mul", [taps[0] if len(taps) == 1 else g.concat(taps, axis=1), scale])
         g.output(joined, HEAD_SCORES, np.float32, ["batch", len(taps), "keys"])
 
 
@@ -193,7 +191,9 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     return g.model()
 
 
-def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
+def build_flowlm_step_batch(
+    w: Weights, cfg: FlowLMConfig, fused: bool | None = None
+) -> onnx.ModelProto:
     """``T`` new positions for each of ``B`` independent sequences: every FlowLM call of
     a pack that has it (the scheduler's batched frames, and a text or voice prefill as
     one row), so the one-sequence ``flowlm_step`` need not be loaded beside it.
@@ -219,7 +219,8 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     emb = g.input("embeddings", np.float32, ["batch", "n_embeddings", d])
     latents = g.input("latents", np.float32, ["batch", "n_latents", cfg.latent_dim])
     positions = g.input("positions", np.int64, ["batch"])
-    fused = head_dim % GQA_HEAD_DIM_MULTIPLE == 0
+    if fused is None:  # the plain form only where the fused op cannot run
+        fused = head_dim % GQA_HEAD_DIM_MULTIPLE == 0
     key_shape = ["capacity", head_dim] if fused else [head_dim, "capacity"]
     caches = [
         (
@@ -236,7 +237,7 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     )  # [B, T, d]
 
     taps: list[str] = []
-    scale: str | None = None  # the fused op's scores come scaled
+    scale = g.const(1.0 / np.sqrt(head_dim))
     if fused:
         setup = _fused_setup(g, t, x, positions)
         for i, caches_i in enumerate(caches):
@@ -245,7 +246,6 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
         shared = _batch_attention_setup(g, t, x, positions, caches[0][0])
         for i, (key_cache, value_cache) in enumerate(caches):
             x = _batch_layer(g, w, t, i, x, key_cache, value_cache, shared, (cfg, taps))
-        scale = shared.scale
 
     last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [-1, d])
     z, eos = output_heads(g, w, cfg, last)
@@ -276,6 +276,7 @@ class _FusedAttention:
     sin: str
     seqlens: str  # int32 [B]: each row's last position (filled positions after the call, - 1)
     total: str  # int32 []: the longest row's length after the call
+    total_1d: str  # the same, int64 [1]
     q_shape: str  # [B, T, heads * Dh]
     kv_shape: str  # [B, T, kv_heads * Dh]
 
@@ -294,6 +295,7 @@ def _fused_setup(
         sin=sin,
         seqlens=g.op("Cast", [last], to=onnx.TensorProto.INT32),
         total=g.op("Cast", [total], to=onnx.TensorProto.INT32),
+        total_1d=g.unsqueeze(total, [0]),
         q_shape=g.concat([rows, n_new, g.const([t.num_heads * t.head_dim], np.int64)], axis=0),
         kv_shape=g.concat([rows, n_new, g.const([t.kv_heads * t.head_dim], np.int64)], axis=0),
     )
@@ -312,25 +314,22 @@ def _fused_layer(
     """Layer ``i`` of the fused batched step: its caches ``[B, Hkv, C, Dh]`` go in as the
     op's past and come out as ``present_key_i``/``present_value_i``, the same shape, with
     each row's new positions written at ``positions[b]`` (the runtime binds one buffer to
-    both). Word-timing heads of this layer: the op's scaled scores, ``[B, heads, T, keys]``
-    with keys in position order (what a row has not filled is not defined)."""
+    both). Word-timing heads of this layer: ``_fused_taps``."""
     t = cfg.transformer
     q, k, v = attention_inputs(g, w, t, i, x, s.cos, s.sin)
-    heads = [head for layer, head in cfg.timestamp_heads or () if layer == i]
+    q = g.op("Reshape", [q, s.q_shape])
     outs = [g.fresh("attn"), PRESENT_KEY.format(i), PRESENT_VALUE.format(i)]
-    outs += [g.fresh("scores")] if heads else []
     g.nodes.append(
         onnx.helper.make_node(
             "GroupQueryAttention",
-            [g.op("Reshape", [q, s.q_shape]), g.op("Reshape", [k, s.kv_shape])]
-            + [g.op("Reshape", [v, s.kv_shape]), *caches, s.seqlens, s.total],
+            [q, g.op("Reshape", [k, s.kv_shape]), g.op("Reshape", [v, s.kv_shape])]
+            + [*caches, s.seqlens, s.total],
             outs,
             name=outs[0],
             domain=MS_DOMAIN,
             num_heads=t.num_heads,
             kv_num_heads=t.kv_heads,
             scale=float(1.0 / np.sqrt(t.head_dim)),
-            **({"qk_output": 1} if heads else {}),
         )
     )
     for name in outs[1:3]:  # straight from the op: an Identity would copy the whole cache
@@ -339,11 +338,31 @@ def _fused_layer(
                 name, onnx.TensorProto.FLOAT, ["batch", t.kv_heads, "capacity", t.head_dim]
             )
         )
-    for head in heads:
-        x_ = g.op("Gather", [outs[3], g.const([head], np.int64)], axis=1)
-        x_ = g.op("Gather", [x_, g.const([-1], np.int64)], axis=2)  # the last row
-        taps.append(g.reshape(x_, [0, 1, -1]))
+    taps += _fused_taps(g, cfg, i, q, outs[1], s.total_1d)
     return attention_output_and_ffn(g, w, i, x, outs[0])
+
+
+def _fused_taps(
+    g: GraphBuilder, cfg: FlowLMConfig, layer: int, q: str, keys: str, total: str
+) -> list[str]:
+    """For each of layer ``layer``'s word-timing heads, the raw scores (before the scale)
+    of each row's last query ``q [B, T, heads * Dh]`` over the keys of its KV head in the
+    cache after the call (``keys [B, Hkv, C, Dh]``), in position order: ``[B, 1, total]``
+    (past a row's own length: not defined). Computed beside the fused op, from its one
+    head: the op's own ``qk_output`` writes every head's scores and slowed every call
+    (2 of 6 full-size layers: 1.1 CPU-ms a step at 8 rows, 0.15 at one, asked or not)."""
+    t = cfg.transformer
+    group, dim = t.num_heads // t.kv_heads, t.head_dim
+    taps = []
+    for layer_of, head in cfg.timestamp_heads or ():
+        if layer_of != layer:
+            continue
+        last = g.op("Gather", [q, g.const([-1], np.int64)], axis=1)  # [B, 1, heads * Dh]
+        q_head = g.reshape(g.slice(last, head * dim, (head + 1) * dim, axis=2), [0, 1, dim, 1])
+        k_head = g.op("Gather", [keys, g.const([head // group], np.int64)], axis=1)
+        scores = g.reshape(g.op("MatMul", [k_head, q_head]), [0, 1, -1])  # [B, 1, C]
+        taps.append(g.op("Slice", [scores, g.const([0], np.int64), total, g.const([2], np.int64)]))
+    return taps
 
 
 @dataclass(frozen=True)
