@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 
 from pocketcli import PocketTTS
-from pocketcli.config import ModelConfig, read_yaml
-from pocketcli.packs.builder import build_pack
-from tests.support.paths import DATA, TINY
+from tests.support.tiny_now import build_tiny_pack
 
 # Who steps together at each call: c and d join later; b sits out twice and comes back;
 # a leaves; rows of different lengths share every call. Long enough to cross a stack's
@@ -24,15 +22,7 @@ CALLS = ["ab", "abc", "abcd", "acd", "cd", "dcb", "bcd", "bd", "db", "bcd"] * 8
 
 @pytest.fixture(scope="module")
 def fused_pack(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("fused") / "pack"
-    build_pack(
-        TINY / "model.safetensors",
-        ModelConfig.from_dict(read_yaml(TINY / "config.yaml")),
-        DATA / "tokenizer-en" / "tokenizer.model",
-        out,
-        precisions=("fp32", "int8"),
-    )
-    return out
+    return build_tiny_pack(tmp_path_factory.mktemp("fused") / "pack")
 
 
 def _run(tts: PocketTTS, voice, batched: bool) -> dict[str, list[np.ndarray]]:
