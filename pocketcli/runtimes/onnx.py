@@ -483,6 +483,8 @@ class OnnxRuntime:
                 (f"key_cache_{i}", PRESENT_KEY.format(i), keys[i]),
                 (f"value_cache_{i}", PRESENT_VALUE.format(i), values[i]),
             ):
+                if not buffer.flags.c_contiguous:  # ORT would bind a copy: writes lost
+                    raise RuntimeError(f"{past} is not one contiguous buffer")
                 bound = ort.OrtValue.ortvalue_from_numpy(buffer)
                 io.bind_ortvalue_input(past, bound)
                 io.bind_ortvalue_output(present, bound)
