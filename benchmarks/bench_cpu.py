@@ -37,7 +37,8 @@ architecture with random weights built by ``random_pack.py`` into ``--work``.
 ``--capacities 128,192,256``: instead, the batched FlowLM step alone (this checkout's
 runtime, in this process) at 1 and 8 rows with caches of those capacities, positions
 at 120, CPU-ms per step, capacities alternating: what a row's unused cache positions
-cost (every step reads the whole capacity of every row).
+cost (a plain step, of packs built before issue 34's fused step, reads the whole capacity
+of every row; a fused one reads each row's filled positions, so its figures stay flat).
 """
 
 from __future__ import annotations
@@ -241,6 +242,16 @@ def measure(tree: Path, pack: Path, voice: Path, n: int, precision: str) -> dict
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _step_once(runtime, step, feeds: dict, keys: list, values: list) -> None:
+    names = [n for n in runtime._batch_outputs if n != "head_scores"]
+    if runtime._fused:
+        runtime._run_in_place(step, feeds, keys, values, names)
+        return
+    caches = {f"key_cache_{i}": k for i, k in enumerate(keys)}
+    caches.update({f"value_cache_{i}": v for i, v in enumerate(values)})
+    step.run(names, {**feeds, **caches})
+
+
 def step_capacities(args, pack: Path) -> None:
     """CPU-ms per batched FlowLM step at each capacity (see the module docstring)."""
     import numpy as np
@@ -263,16 +274,17 @@ def step_capacities(args, pack: Path) -> None:
             }
             if any(i.name == "embeddings" for i in step.get_inputs()):
                 feeds["embeddings"] = np.zeros((rows, 0, t.d_model), np.float32)
-            for i in range(t.num_layers):
-                feeds[f"key_cache_{i}"] = rng.random((rows, heads, dim, c), np.float32)
-                feeds[f"value_cache_{i}"] = rng.random((rows, heads, c, dim), np.float32)
-            cases[c] = feeds
+            # A fused step (issue 34) reads keys [rows, heads, c, dim], bound in place.
+            key_shape = (rows, heads, c, dim) if runtime._fused else (rows, heads, dim, c)
+            keys = [rng.random(key_shape, np.float32) for _ in range(t.num_layers)]
+            values = [rng.random((rows, heads, c, dim), np.float32) for _ in range(t.num_layers)]
+            cases[c] = (feeds, keys, values)
         spent: dict[int, list[float]] = {c: [] for c in capacities}
         for rnd in range(2 * args.rounds + 2):
             for c in capacities if rnd % 2 == 0 else capacities[::-1]:
                 before = _cpu()
                 for _ in range(10):
-                    step.run(None, cases[c])
+                    _step_once(runtime, step, *cases[c])
                 spent[c].append(100 * (_cpu() - before))
         medians = ", ".join(f"{c}: {statistics.median(v):.2f}" for c, v in spent.items())
         print(f"{rows} rows, CPU-ms per step by capacity: {medians}; load {os.getloadavg()[0]:.1f}")

@@ -21,7 +21,7 @@ import onnx
 from pocketcli.config import FlowLMConfig, FlowTransformerConfig
 from pocketcli.packs.onnx_graph import GraphBuilder
 from pocketcli.packs.rope import apply_rope, rope_tables
-from pocketcli.packs.state_spec import HEAD_SCORES
+from pocketcli.packs.state_spec import HEAD_SCORES, PRESENT_KEY, PRESENT_VALUE
 
 Weights = dict[str, np.ndarray]
 
@@ -191,18 +191,26 @@ def build_flowlm_step(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     return g.model()
 
 
-def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
+def build_flowlm_step_batch(
+    w: Weights, cfg: FlowLMConfig, fused: bool | None = None
+) -> onnx.ModelProto:
     """``T`` new positions for each of ``B`` independent sequences: every FlowLM call of
     a pack that has it (the scheduler's batched frames, and a text or voice prefill as
     one row), so the one-sequence ``flowlm_step`` need not be loaded beside it.
 
     Row ``b`` appends ``[embeddings, input_linear(latents)]`` (NaN latent = BOS) at
     its own ``positions[b]``: its queries see its own cache row below ``positions[b]``
-    (the rest of the shared capacity is masked out) and its new positions causally, so
-    no row sees another's values. Caches per layer: keys ``[B, Hkv, Dh, C]``, values
-    ``[B, Hkv, C, Dh]``; outputs ``z [B, cond]`` and ``eos_logit [B, 1]`` of each row's
-    last position, and each row's new keys ``[B, Hkv, Dh, T]`` and values
-    ``[B, Hkv, T, Dh]``.
+    and its new positions causally, so no row sees another's values. Outputs ``z [B,
+    cond]`` and ``eos_logit [B, 1]`` of each row's last position, and per layer either:
+
+    - fused (head size a multiple of 8; built since 2026-12-03): ``GroupQueryAttention``
+      over each row's filled positions only; caches keys and values ``[B, Hkv, C, Dh]``,
+      returned as ``present_key_i``/``present_value_i`` with the new positions written
+      in (the runtime binds each to its input's buffer, so nothing is copied);
+    - plain (packs built before, other head sizes): attention over the whole capacity,
+      the rest masked out; caches keys ``[B, Hkv, Dh, C]``, values ``[B, Hkv, C, Dh]``;
+      outputs each row's new keys ``[B, Hkv, Dh, T]`` and values ``[B, Hkv, T, Dh]``,
+      which the runtime writes into place.
     """
     t = cfg.transformer
     d, kv_heads, head_dim = t.d_model, t.kv_heads, t.head_dim
@@ -211,9 +219,12 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
     emb = g.input("embeddings", np.float32, ["batch", "n_embeddings", d])
     latents = g.input("latents", np.float32, ["batch", "n_latents", cfg.latent_dim])
     positions = g.input("positions", np.int64, ["batch"])
+    if fused is None:  # the plain form only where the fused op cannot run
+        fused = head_dim % GQA_HEAD_DIM_MULTIPLE == 0
+    key_shape = ["capacity", head_dim] if fused else [head_dim, "capacity"]
     caches = [
         (
-            g.input(f"key_cache_{i}", np.float32, ["batch", kv_heads, head_dim, "capacity"]),
+            g.input(f"key_cache_{i}", np.float32, ["batch", kv_heads, *key_shape]),
             g.input(f"value_cache_{i}", np.float32, ["batch", kv_heads, "capacity", head_dim]),
         )
         for i in range(t.num_layers)
@@ -225,17 +236,133 @@ def build_flowlm_step_batch(w: Weights, cfg: FlowLMConfig) -> onnx.ModelProto:
         [emb, g.linear(latents, w["flow_lm.input_linear.weight"], None, "input_linear")], axis=1
     )  # [B, T, d]
 
-    shared = _batch_attention_setup(g, t, x, positions, caches[0][0])
     taps: list[str] = []
-    for i, (key_cache, value_cache) in enumerate(caches):
-        x = _batch_layer(g, w, t, i, x, key_cache, value_cache, shared, (cfg, taps))
+    scale = g.const(1.0 / np.sqrt(head_dim))
+    if fused:
+        setup = _fused_setup(g, t, x, positions)
+        for i, caches_i in enumerate(caches):
+            x = _fused_layer(g, w, cfg, i, x, caches_i, setup, taps)
+    else:
+        shared = _batch_attention_setup(g, t, x, positions, caches[0][0])
+        for i, (key_cache, value_cache) in enumerate(caches):
+            x = _batch_layer(g, w, t, i, x, key_cache, value_cache, shared, (cfg, taps))
 
     last = g.reshape(g.slice(x, -1, np.iinfo(np.int64).max, axis=1), [-1, d])
     z, eos = output_heads(g, w, cfg, last)
     g.output(z, "z", np.float32, ["batch", cfg.cond_dim])
     g.output(eos, "eos_logit", np.float32, ["batch", 1])
-    head_scores_output(g, taps, shared.scale)
-    return g.model()
+    head_scores_output(g, taps, scale)
+    model = g.model()
+    if fused:
+        model.opset_import.append(onnx.helper.make_opsetid(MS_DOMAIN, 1))
+    return model
+
+
+# ONNX Runtime's fused attention with a KV cache (contrib ``GroupQueryAttention``, CPU
+# kernel in the standard wheel): each row attends over its own filled positions only
+# (``seqlens_k``), not the whole capacity, and with the cache bound as both its past and
+# its present input and output (I/O binding), the op writes the new keys and values into
+# the cache itself. The kernel needs a head size that is a multiple of 8 (every published
+# config: 64); other configs get the plain form.
+MS_DOMAIN = "com.microsoft"
+GQA_HEAD_DIM_MULTIPLE = 8
+
+
+@dataclass(frozen=True)
+class _FusedAttention:
+    """What every layer of the fused batched step shares."""
+
+    cos: str
+    sin: str
+    seqlens: str  # int32 [B]: each row's last position (filled positions after the call, - 1)
+    total: str  # int32 []: the longest row's length after the call
+    total_1d: str  # the same, int64 [1]
+    q_shape: str  # [B, T, heads * Dh]
+    kv_shape: str  # [B, T, kv_heads * Dh]
+
+
+def _fused_setup(
+    g: GraphBuilder, t: FlowTransformerConfig, x: str, positions: str
+) -> _FusedAttention:
+    rows, n_new = g.shape_dim(x, 0), g.shape_dim(x, 1)
+    new_index = g.op("Range", [g.const(0, np.int64), g.squeeze(n_new, [0]), g.const(1, np.int64)])
+    at = g.op("Add", [g.unsqueeze(positions, [1]), g.unsqueeze(new_index, [0])])  # [B, T]
+    cos, sin = rope_tables(g, g.reshape(at, [-1]), t.head_dim, t.max_period)
+    last = g.op("Add", [positions, g.op("Sub", [n_new, g.const([1], np.int64)])])
+    total = g.op("Add", [g.op("ReduceMax", [positions], keepdims=0), g.squeeze(n_new, [0])])
+    return _FusedAttention(
+        cos=cos,
+        sin=sin,
+        seqlens=g.op("Cast", [last], to=onnx.TensorProto.INT32),
+        total=g.op("Cast", [total], to=onnx.TensorProto.INT32),
+        total_1d=g.unsqueeze(total, [0]),
+        q_shape=g.concat([rows, n_new, g.const([t.num_heads * t.head_dim], np.int64)], axis=0),
+        kv_shape=g.concat([rows, n_new, g.const([t.kv_heads * t.head_dim], np.int64)], axis=0),
+    )
+
+
+def _fused_layer(
+    g: GraphBuilder,
+    w: Weights,
+    cfg: FlowLMConfig,
+    i: int,
+    x: str,
+    caches: tuple[str, str],
+    s: _FusedAttention,
+    taps: list[str],
+) -> str:
+    """Layer ``i`` of the fused batched step: its caches ``[B, Hkv, C, Dh]`` go in as the
+    op's past and come out as ``present_key_i``/``present_value_i``, the same shape, with
+    each row's new positions written at ``positions[b]`` (the runtime binds one buffer to
+    both). Word-timing heads of this layer: ``_fused_taps``."""
+    t = cfg.transformer
+    q, k, v = attention_inputs(g, w, t, i, x, s.cos, s.sin)
+    q = g.op("Reshape", [q, s.q_shape])
+    outs = [g.fresh("attn"), PRESENT_KEY.format(i), PRESENT_VALUE.format(i)]
+    g.nodes.append(
+        onnx.helper.make_node(
+            "GroupQueryAttention",
+            [q, g.op("Reshape", [k, s.kv_shape]), g.op("Reshape", [v, s.kv_shape])]
+            + [*caches, s.seqlens, s.total],
+            outs,
+            name=outs[0],
+            domain=MS_DOMAIN,
+            num_heads=t.num_heads,
+            kv_num_heads=t.kv_heads,
+            scale=float(1.0 / np.sqrt(t.head_dim)),
+        )
+    )
+    for name in outs[1:3]:  # straight from the op: an Identity would copy the whole cache
+        g.outputs.append(
+            onnx.helper.make_tensor_value_info(
+                name, onnx.TensorProto.FLOAT, ["batch", t.kv_heads, "capacity", t.head_dim]
+            )
+        )
+    taps += _fused_taps(g, cfg, i, q, outs[1], s.total_1d)
+    return attention_output_and_ffn(g, w, i, x, outs[0])
+
+
+def _fused_taps(
+    g: GraphBuilder, cfg: FlowLMConfig, layer: int, q: str, keys: str, total: str
+) -> list[str]:
+    """For each of layer ``layer``'s word-timing heads, the raw scores (before the scale)
+    of each row's last query ``q [B, T, heads * Dh]`` over the keys of its KV head in the
+    cache after the call (``keys [B, Hkv, C, Dh]``), in position order: ``[B, 1, total]``
+    (past a row's own length: not defined). Computed beside the fused op, from its one
+    head: the op's own ``qk_output`` writes every head's scores and slowed every call
+    (2 of 6 full-size layers: 1.1 CPU-ms a step at 8 rows, 0.15 at one, asked or not)."""
+    t = cfg.transformer
+    group, dim = t.num_heads // t.kv_heads, t.head_dim
+    taps = []
+    for layer_of, head in cfg.timestamp_heads or ():
+        if layer_of != layer:
+            continue
+        last = g.op("Gather", [q, g.const([-1], np.int64)], axis=1)  # [B, 1, heads * Dh]
+        q_head = g.reshape(g.slice(last, head * dim, (head + 1) * dim, axis=2), [0, 1, dim, 1])
+        k_head = g.op("Gather", [keys, g.const([head // group], np.int64)], axis=1)
+        scores = g.reshape(g.op("MatMul", [k_head, q_head]), [0, 1, -1])  # [B, 1, C]
+        taps.append(g.op("Slice", [scores, g.const([0], np.int64), total, g.const([2], np.int64)]))
+    return taps
 
 
 @dataclass(frozen=True)

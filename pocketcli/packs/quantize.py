@@ -25,6 +25,7 @@ from pocketcli.packs.graph_files import save_graph
 from pocketcli.packs.rope import ROPE_SWAP
 
 INT4_BLOCK_SIZE = 32
+MS = "com.microsoft"  # ONNX Runtime's contrib ops
 # Weights whose MatMul stays float. The Mimi decoder's last conv writes the samples
 # themselves: rounding its input to 8 bits is audible hiss (measured on the full-size
 # decoder: SNR against fp32 17 dB with it quantised, 27 dB without), and it is only
@@ -136,17 +137,21 @@ def quantise_rows_int8(src: Path, dst: Path) -> None:
 
         s  = max(max(|x|, axis=-1) / 127, eps)
         xu = uint8(clip(round(x / s) + 128, 0, 255))   (QuantizeLinear(x / s, 1, 128))
-        y  = float(MatMulInteger(xu, Wq, 128)) * s * ws
+        y  = MatMulIntegerToFloat(xu, Wq, 1, ws, 128) * s   (float(integer sums) * ws * s)
 
     with ``Wq`` each weight column rounded to +-63 by its own scale ``ws``: without VNNI
     (AVX2) ONNX Runtime's u8 x s8 kernel adds pairs of products in int16, which
     saturates with +-127 weights (255 x 63 x 2 fits; 255 x 127 x 2 does not): sums
     then drift from the exact integer ones (0.2 off on a 1024 x 4096 product). MatMuls
-    reading one tensor share its quantisation. Plain ONNX ops at the graph's own opset,
-    so any runtime that runs ``quantise_int8``'s graphs runs these.
+    reading one tensor share its quantisation. ONNX ops at the graph's own opset, but
+    the product: ONNX Runtime's contrib ``MatMulIntegerToFloat`` (its CPU kernel), one
+    node for ``MatMulInteger``, ``Cast`` and the weight scale's ``Mul`` (graphs built
+    before 2026-12-03 have those three; the same rows, rounded in another order).
     """
     model = onnx.load(str(src))
     _rows_int8(model.graph, set(_float_nodes(src)))
+    if not any(o.domain == MS for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(MS, 1))
     save_graph(model, dst)
 
 
@@ -199,11 +204,15 @@ def _rows_int8(graph: onnx.GraphProto, keep_float: set[str]) -> None:
         p = f"{n.name}.rowq"
         wq_name = const(f"{w.name}.rowq_int8", wq)
         ws_name = const(f"{w.name}.rowq_scale", ws)
+        # A node costs ONNX Runtime a kernel launch and a pass over its output; one
+        # product node instead of three: full-size batched step 10.97 -> 9.91 CPU-ms at
+        # one row, 20.0 -> 18.4 at eight (benchmarks/README.md, issue 34).
+        product = [xu, wq_name, const("rowq.one", _ONE), ws_name, const("rowq.zp128", _U8_128)]
         nodes += [
-            node("MatMulInteger", [xu, wq_name, const("rowq.zp128", _U8_128)], f"{p}.int"),
-            node("Cast", [f"{p}.int"], f"{p}.float", to=onnx.TensorProto.FLOAT),
-            node("Mul", [f"{p}.float", scale], f"{p}.rows"),
-            node("Mul", [f"{p}.rows", ws_name], n.output[0]),
+            helper.make_node(
+                "MatMulIntegerToFloat", product, [f"{p}.cols"], name=f"{p}.cols", domain=MS
+            ),
+            node("Mul", [f"{p}.cols", scale], n.output[0]),
         ]
         readers[w.name] -= 1
         if readers[w.name] == 0:

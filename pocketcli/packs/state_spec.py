@@ -11,6 +11,10 @@ from pocketcli.errors import ConfigError
 # The batched step's output of the word heads' attention logits (issue 35; built in
 # flowlm_graphs, read by the ONNX runtime: here so that speaking never imports onnx).
 HEAD_SCORES = "head_scores"
+# The fused batched step's caches after a call (issue 34): the runtime binds each to the
+# buffer it fed as ``key_cache_i``/``value_cache_i``, so the graph writes in place.
+PRESENT_KEY = "present_key_{}"
+PRESENT_VALUE = "present_value_{}"
 
 # A state of the largest published Mimi decoder holds 128,000 numbers (8 heads x 250
 # positions x 64); a state past these is not a model's (README, "Bounds").

@@ -27,7 +27,7 @@ from pocketcli.packs.manifest import (
     PackError,
     PackManifest,
 )
-from pocketcli.packs.state_spec import HEAD_SCORES
+from pocketcli.packs.state_spec import HEAD_SCORES, PRESENT_KEY, PRESENT_VALUE
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.graph_roles import Role, check_role, check_trailing_dims, role
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
@@ -93,7 +93,7 @@ class OnnxBatch:
 
     @property
     def capacity(self) -> int:
-        return self.keys[0].shape[3] if self.keys else 0
+        return self.values[0].shape[2] if self.values else 0
 
     @property
     def size(self) -> int:
@@ -113,7 +113,8 @@ class OnnxBatch:
 
 @dataclass
 class OnnxSequence:
-    """One chunk's KV cache: per layer keys ``[Hkv, Dh, C]`` and values ``[Hkv, C, Dh]``.
+    """One chunk's KV cache: per layer keys ``[Hkv, Dh, C]`` (``[Hkv, C, Dh]`` for a
+    fused batched step) and values ``[Hkv, C, Dh]``.
 
     ``C`` (the buffers' capacity) grows in steps of ``CACHE_STEP`` positions up to
     ``limit``, the positions the chunk may use: every step reads the whole buffer,
@@ -134,7 +135,7 @@ class OnnxSequence:
 
     @property
     def capacity(self) -> int:
-        return self.keys[0].shape[2]
+        return self.values[0].shape[1]
 
 
 @dataclass
@@ -169,6 +170,12 @@ def default_threads() -> int:
 
 def _takes(session: ort.InferenceSession, name: str) -> bool:
     return any(i.name == name for i in session.get_inputs())
+
+
+def _fused(session: ort.InferenceSession) -> bool:
+    """Whether a batched step is the fused form (``flowlm_graphs``): its caches are keys
+    and values ``[B, Hkv, C, Dh]``, written in place by the graph through I/O binding."""
+    return any(o.name == PRESENT_KEY.format(0) for o in session.get_outputs())
 
 
 def _session(
@@ -284,6 +291,9 @@ class OnnxRuntime:
         self._step_outputs = [o.name for o in self._step.get_outputs()]
         batch_step = self._sessions.get("flowlm_step_batch")
         self._batch_outputs = [o.name for o in batch_step.get_outputs()] if batch_step else []
+        # A fused batched step (it then runs every FlowLM call): keys [Hkv, C, Dh], each
+        # call's new positions written into the buffers by the graph.
+        self._fused = batch_step is not None and _fused(batch_step)
         self._no_embeddings = np.zeros((1, 0, self._d_model), np.float32)
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
@@ -296,17 +306,24 @@ class OnnxRuntime:
         if graph not in self._sessions:
             path = self.pack_dir / self.manifest.graphs[self.precision][graph]
             session = _session(path, 1 if graph in _ONE_THREAD else self._threads)
-            expected, dims = self._role(graph)
+            expected, dims = self._role(graph, session)
             check_role(session, path, expected)
             check_trailing_dims(session, path, dims, MANIFEST_NAME)
             self._sessions[graph] = session
         return self._sessions[graph]
 
-    def _role(self, graph: str) -> tuple[Role, dict[str, tuple[int | None, ...]]]:
+    def _role(
+        self, graph: str, session: ort.InferenceSession
+    ) -> tuple[Role, dict[str, tuple[int | None, ...]]]:
         """What ``graph`` must take, and the last sizes of its inputs pack.json implies."""
         caches: dict[str, tuple[int | None, ...]] = {}
+        fused = graph == "flowlm_step_batch" and _fused(session)
         for i in range(self._layers):
-            caches[f"key_cache_{i}"] = (self._kv_heads, self._head_dim, None)
+            caches[f"key_cache_{i}"] = (
+                (self._kv_heads, None, self._head_dim)
+                if fused
+                else (self._kv_heads, self._head_dim, None)
+            )
             caches[f"value_cache_{i}"] = (self._kv_heads, None, self._head_dim)
         states = {f"state.{s.name}": s.shape for s in self.manifest.mimi_states}
         z = {"z": (self.config.flow_lm.cond_dim,)}
@@ -355,14 +372,25 @@ class OnnxRuntime:
         if voice is not None:
             voice_keys, voice_values = self._voice_in_cache_layout(voice)
             for i in range(self._layers):
-                seq.keys[i][:, :, :used] = voice_keys[i]
+                seq.keys[i][self._keys_at(slice(0, used))] = voice_keys[i]
                 seq.values[i][:, :used] = voice_values[i]
         return seq
+
+    def _key_shape(self, capacity: int) -> tuple[int, int, int]:
+        if self._fused:
+            return (self._kv_heads, capacity, self._head_dim)
+        return (self._kv_heads, self._head_dim, capacity)
+
+    def _keys_at(self, where: slice | np.ndarray, *row: int | np.ndarray) -> tuple:
+        """The index of positions ``where`` in a key buffer (of ``row`` of a stack)."""
+        return (
+            (*row, slice(None), where) if self._fused else (*row, slice(None), slice(None), where)
+        )
 
     def _cache_buffers(
         self, capacity: int, zeros: Callable[[tuple[int, ...]], np.ndarray] = kv_zeros
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        shape_k = (self._kv_heads, self._head_dim, capacity)
+        shape_k = self._key_shape(capacity)
         shape_v = (self._kv_heads, capacity, self._head_dim)
         return (
             [zeros(shape_k) for _ in range(self._layers)],
@@ -373,20 +401,23 @@ class OnnxRuntime:
         """Moves the cache into buffers with room for ``needed`` positions (and a step more)."""
         keys, values = self._cache_buffers(min(seq.limit, needed + CACHE_STEP))
         n = seq.length
+        to_n = self._keys_at(slice(0, n))
         for i in range(self._layers):
-            keys[i][:, :, :n] = seq.keys[i][:, :, :n]
+            keys[i][to_n] = seq.keys[i][to_n]
             values[i][:, :n] = seq.values[i][:, :n]
         seq.keys, seq.values = keys, values
 
     def _voice_in_cache_layout(self, voice: VoiceState) -> tuple[list[np.ndarray], ...]:
-        """The voice's keys ``[Hkv, Dh, T]`` and values ``[Hkv, T, Dh]``, transposed once per
+        """The voice's keys ``[Hkv, Dh, T]`` (fused: ``[Hkv, T, Dh]``) and values
+        ``[Hkv, T, Dh]``, transposed once per
         voice (every chunk starts from the same voice; a strided copy per chunk costs
         more than the contiguous one)."""
         cached = self._voice_layout
         if cached is not None and cached[0] is voice:
             return cached[1], cached[2]
         voice.check_fits(self._layers, self._kv_heads, self._head_dim)
-        keys = [np.ascontiguousarray(k.transpose(1, 2, 0)) for k in voice.keys]
+        order = (1, 0, 2) if self._fused else (1, 2, 0)
+        keys = [np.ascontiguousarray(k.transpose(order)) for k in voice.keys]
         values = [np.ascontiguousarray(v.transpose(1, 0, 2)) for v in voice.values]
         self._voice_layout = (voice, keys, values)
         return keys, values
@@ -407,21 +438,62 @@ class OnnxRuntime:
             "latents": latents,
             "positions" if row else "position": np.array([seq.length], np.int64),
         }
-        for i in range(self._layers):
-            feeds[f"key_cache_{i}"] = seq.keys[i][None] if row else seq.keys[i]
-            feeds[f"value_cache_{i}"] = seq.values[i][None] if row else seq.values[i]
         names = self._outputs_for([seq], self._step_outputs)
-        out = dict(zip(names, self._step.run(names, feeds), strict=True))
         start, end = seq.length, seq.length + n_new
-        if seq.text_span is not None:  # the batched step (watch_text): new keys, then cache
-            _keep_text_scores(
-                seq, out[HEAD_SCORES][0], lambda p: p - start if p >= start else n_new + p
-            )
-        for i in range(self._layers):
-            seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"][lead]
-            seq.values[i][:, start:end] = out[f"new_values_{i}"][lead]
+        if self._fused:  # the graph writes the new positions into the buffers
+            keys, values = [k[None] for k in seq.keys], [v[None] for v in seq.values]
+            out = self._run_in_place(self._step, feeds, keys, values, names)
+        else:
+            for i in range(self._layers):
+                feeds[f"key_cache_{i}"] = seq.keys[i][None] if row else seq.keys[i]
+                feeds[f"value_cache_{i}"] = seq.values[i][None] if row else seq.values[i]
+            out = dict(zip(names, self._step.run(names, feeds), strict=True))
+            for i in range(self._layers):
+                seq.keys[i][:, :, start:end] = out[f"new_keys_{i}"][lead]
+                seq.values[i][:, start:end] = out[f"new_values_{i}"][lead]
+        if seq.text_span is not None:  # the batched step (watch_text)
+            _keep_text_scores(seq, out[HEAD_SCORES][0], self._key_index(start, n_new))
         seq.length = end
         return out["z"][0], float(out["eos_logit"][0, 0])
+
+    def _key_index(self, start: int, n_new: int) -> Callable[[int], int]:
+        """Where position ``p`` is among a call's keys in its ``head_scores`` (the call's
+        ``n_new`` positions from ``start``): fused, in position order; plain, its new
+        keys first, then the cache."""
+        if self._fused:
+            return lambda p: p
+        return lambda p: p - start if p >= start else n_new + p
+
+    def _run_in_place(
+        self,
+        session: ort.InferenceSession,
+        feeds: dict[str, np.ndarray],
+        keys: Sequence[np.ndarray],
+        values: Sequence[np.ndarray],
+        names: Sequence[str],
+    ) -> dict[str, np.ndarray]:
+        """Runs the fused step with each layer's cache buffers bound as both its past
+        input and its present output (so the graph writes into them); returns the other
+        outputs of ``names``."""
+        io = session.io_binding()
+        for name, value in feeds.items():
+            io.bind_cpu_input(name, value)
+        for i in range(self._layers):
+            for past, present, buffer in (
+                (f"key_cache_{i}", PRESENT_KEY.format(i), keys[i]),
+                (f"value_cache_{i}", PRESENT_VALUE.format(i), values[i]),
+            ):
+                if not buffer.flags.c_contiguous:  # ORT would bind a copy: writes lost
+                    raise RuntimeError(f"{past} is not one contiguous buffer")
+                bound = ort.OrtValue.ortvalue_from_numpy(buffer)
+                io.bind_ortvalue_input(past, bound)
+                io.bind_ortvalue_output(present, bound)
+        fetched = [name for name in names if not name.startswith("present_")]
+        for name in fetched:
+            io.bind_output(name)
+        session.run_with_iobinding(io)
+        outs = io.get_outputs()[2 * self._layers :]  # in the order bound
+        return {name: value.numpy() for name, value in zip(fetched, outs, strict=True)}
 
     def _outputs_for(self, seqs: Sequence[OnnxSequence], names: list[str]) -> list[str]:
         """Which of a session's outputs ``names`` to fetch: the word heads' scores only
@@ -497,7 +569,9 @@ class OnnxRuntime:
 
     def voice_state(self, seq: OnnxSequence) -> VoiceState:
         n = seq.length
-        keys = tuple(np.ascontiguousarray(k[:, :, :n].transpose(2, 0, 1)) for k in seq.keys)
+        order = (1, 0, 2) if self._fused else (2, 0, 1)
+        to_n = self._keys_at(slice(0, n))
+        keys = tuple(np.ascontiguousarray(k[to_n].transpose(order)) for k in seq.keys)
         values = tuple(np.ascontiguousarray(v[:, :n].transpose(1, 0, 2)) for v in seq.values)
         return VoiceState(keys, values)
 
@@ -522,7 +596,7 @@ class OnnxRuntime:
 
     def _restack(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence], capacity: int) -> None:
         rows = -(-len(seqs) // batch.row_step) * batch.row_step
-        shape_k = (rows, self._kv_heads, self._head_dim, capacity)
+        shape_k = (rows, *self._key_shape(capacity))
         shape_v = (rows, self._kv_heads, capacity, self._head_dim)
         batch.keys = [kv_zeros(shape_k) for _ in range(self._layers)]
         batch.values = [kv_zeros(shape_v) for _ in range(self._layers)]
@@ -536,10 +610,10 @@ class OnnxRuntime:
         multiplied by exact zeros, which a NaN left by a failed stream would survive."""
         n, end = seq.length, batch.written[row]
         for i in range(self._layers):
-            batch.keys[i][row, :, :, :n] = seq.keys[i][:, :, :n]
+            batch.keys[i][self._keys_at(slice(0, n), row)] = seq.keys[i][self._keys_at(slice(0, n))]
             batch.values[i][row, :, :n] = seq.values[i][:, :n]
             if end > n:
-                batch.keys[i][row, :, :, n:end] = 0.0
+                batch.keys[i][self._keys_at(slice(n, end), row)] = 0.0
                 batch.values[i][row, :, n:end] = 0.0
             seq.keys[i] = batch.keys[i][row]
             seq.values[i] = batch.values[i][row]
@@ -588,20 +662,24 @@ class OnnxRuntime:
         feeds: dict[str, np.ndarray] = {"latents": fed, "positions": positions}
         if self._prefill_batched:  # the graph takes embeddings: none in a frame
             feeds["embeddings"] = np.zeros((k, 0, self._d_model), np.float32)
-        for i in range(self._layers):
-            feeds[f"key_cache_{i}"] = batch.keys[i][:k]
-            feeds[f"value_cache_{i}"] = batch.values[i][:k]
         names = self._outputs_for(seqs, self._batch_outputs)
-        out = dict(zip(names, step.run(names, feeds), strict=True))
-        # The rows fed are the first k, each its new key and value at its own position:
-        # one scatter per layer and tensor for all of them, not one per row.
-        fed_rows = np.arange(k)
-        for i in range(self._layers):
-            batch.keys[i][fed_rows, :, :, positions] = out[f"new_keys_{i}"][:, :, :, 0]
-            batch.values[i][fed_rows, :, positions] = out[f"new_values_{i}"][:, :, 0]
+        if self._fused:  # the graph writes each row's new key and value in place
+            keys, values = [a[:k] for a in batch.keys], [a[:k] for a in batch.values]
+            out = self._run_in_place(step, feeds, keys, values, names)
+        else:
+            for i in range(self._layers):
+                feeds[f"key_cache_{i}"] = batch.keys[i][:k]
+                feeds[f"value_cache_{i}"] = batch.values[i][:k]
+            out = dict(zip(names, step.run(names, feeds), strict=True))
+            # The rows fed are the first k, each its new key and value at its own
+            # position: one scatter per layer and tensor for all of them, not one per row.
+            fed_rows = np.arange(k)
+            for i in range(self._layers):
+                batch.keys[i][fed_rows, :, :, positions] = out[f"new_keys_{i}"][:, :, :, 0]
+                batch.values[i][fed_rows, :, positions] = out[f"new_values_{i}"][:, :, 0]
         for seq, row in zip(seqs, rows, strict=True):
-            if seq.text_span is not None:  # the text is in the cache, after the one new key
-                _keep_text_scores(seq, out[HEAD_SCORES][row], lambda p: 1 + p)
+            if seq.text_span is not None:  # the text is in the cache (before the new key)
+                _keep_text_scores(seq, out[HEAD_SCORES][row], self._key_index(seq.length, 1))
             seq.length = batch.written[row] = seq.length + 1
         return out["z"][rows], out["eos_logit"][rows, 0]
 

@@ -48,9 +48,18 @@ def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice
     b = committed.synthesize(
         "Rebuilt.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
     )
-    assert np.array_equal(a, b)
-    # int8 too: a quantiser change must come with the fixture rebuilt
-    # (scripts/make_fixture_pack.py --batch-graphs for the batched graphs).
+    # The committed pack keeps the batched FlowLM step and per-row int8 of before issue
+    # 34 (plain attention over the whole cache; MatMulInteger, Cast and Mul): packs built
+    # before are served as they were, and tests/unit/runtimes/test_fused_step.py holds
+    # the new step to the old one. Every other graph must be the same bytes: another
+    # builder or quantiser change comes with the fixture rebuilt
+    # (scripts/make_fixture_pack.py, --batch-graphs for the batched graphs).
+    assert np.abs(a - b).max() < 1e-5
+    renewed = {"flowlm_step_batch.onnx", "flowlm_step_batch.int8.onnx"}
+    renewed |= {"flow_head_batch.int8.onnx", "pack.json"}
+    for f in sorted(out.iterdir()):
+        if f.name not in renewed and not f.name.startswith("."):  # (its verified stamp)
+            assert f.read_bytes() == (fixture_dir / "pack" / f.name).read_bytes(), f.name
     ours8 = PocketTTS.open(runtime="onnx", model_dir=out, precision="int8")
     committed8 = PocketTTS.open(runtime="onnx", model_dir=fixture_dir / "pack", precision="int8")
     a = ours8.synthesize(
@@ -59,7 +68,7 @@ def test_rebuilt_pack_speaks_like_the_committed_one(fixture_dir, tmp_path, voice
     b = committed8.synthesize(
         "Rebuilt.", voice, options=SpeakOptions(temperature=0.0, output_chain=False)
     )
-    assert np.array_equal(a, b)
+    assert snr_db(b, a) > 40
 
 
 def test_int8_graphs_use_integer_matmuls(pack_dir) -> None:
