@@ -47,6 +47,9 @@ class _FluidStates:
         self.batched = False
         self.t = 0
         self.rows: list[int] = []
+        # FluidAudio's decoder carries the upsamplers' overlap (``convtr*_partial``), not
+        # their last input row: mimi_graphs' form for packs built before 2026-12-03.
+        self.overlap = True
         self.inputs: dict[str, tuple[int, ...]] = {}
         self.updates: dict[str, str] = {}  # FluidAudio name -> new value tensor
         self._ratio = -1
