@@ -264,15 +264,7 @@ class PocketTTS:
         opts = _options(options)
         record = self._spoken_parts() if opts.words and opts.normalize else None
         # Planned lazily: a long text is never held as one list of chunks.
-        chunks = self._script(
-            text,
-            opts.normalize,
-            opts.ssml,
-            opts.max_tokens,
-            opts.frames_after_eos,
-            on_warning,
-            record,
-        )
+        chunks = self._script_of(text, opts, on_warning, record)
         noise = self._noise_for(opts) if noise is None else noise
         if opts.words:
             return self._timed_frames(text, chunks, voice, opts, noise, on_chunk, record)
@@ -431,16 +423,19 @@ class PocketTTS:
         record: SpokenParts | None = None,
     ) -> list[ChunkPlan | Pause]:
         """``script`` with the text options of ``opts`` (``record``: as ``_script``)."""
-        return list(
-            self._script(
-                text,
-                opts.normalize,
-                opts.ssml,
-                opts.max_tokens,
-                opts.frames_after_eos,
-                on_warning,
-                record,
-            )
+        return list(self._script_of(text, opts, on_warning, record))
+
+    def _script_of(
+        self,
+        text: str,
+        opts: SpeakOptions,
+        on_warning: Callable[[str], None] | None = None,
+        record: SpokenParts | None = None,
+    ) -> Iterator[ChunkPlan | Pause]:
+        """``_script`` with the text options of ``opts``, planned lazily."""
+        o = opts
+        return self._script(
+            text, o.normalize, o.ssml, o.max_tokens, o.frames_after_eos, on_warning, record
         )
 
     def _noise_for(self, opts: SpeakOptions) -> GaussianNoise:
