@@ -28,17 +28,9 @@ _BARE = {"--words": WORDS_FORMAT, "--captions": CAPTION_FORMATS[0]}
 def bare_word_flags(argv: list[str]) -> list[str]:
     """``--words``/``--captions`` with no value mean their format, written beside the audio
     (``--words -`` keeps its value: standard output)."""
-    out: list[str] = []
-    for index, arg in enumerate(argv):
-        out.append(arg)
-        if arg == "--":
-            out.extend(argv[index + 1 :])
-            break
-        if arg in _BARE:
-            following = argv[index + 1] if index + 1 < len(argv) else None
-            if following is None or (following.startswith("-") and following != PRINTED):
-                out.append(_BARE[arg])
-    return out
+    from pocketcli.batch.argv import fill_bare_options
+
+    return fill_bare_options(argv, _BARE, kept=PRINTED)
 
 
 @dataclass(frozen=True)
