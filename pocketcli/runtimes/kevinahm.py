@@ -38,7 +38,7 @@ from pocketcli.packs.manifest import PackError, read_json_file
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.graph_roles import Role, check_role, role
 from pocketcli.runtimes.onnx import _session as onnx_session
-from pocketcli.runtimes.onnx import default_threads
+from pocketcli.runtimes.onnx import decoder_threads, default_threads
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceError, VoiceState
 
@@ -322,6 +322,7 @@ class KevinAhmRuntime:
             )
         self.precision = precision
         self.config = bundle.config()
+        mimi_threads = decoder_threads(threads)
         threads = threads or default_threads()
         self._threads = threads
         paths = {}
@@ -335,7 +336,7 @@ class KevinAhmRuntime:
         self._embed = _session(paths["text_conditioner"], 1)
         self._main = _session(paths["flow_lm_main"], threads)
         self._flow = _session(paths["flow_lm_flow"], 1)
-        self._mimi = _session(paths["mimi_decoder"], threads)
+        self._mimi = _session(paths["mimi_decoder"], mimi_threads)
         _check_states(self._main, paths["flow_lm_main"], bundle.flow_states, 2, 2)
         _check_states(self._mimi, paths["mimi_decoder"], bundle.mimi_states, 1, 1)
         for graph, session in (

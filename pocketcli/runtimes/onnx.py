@@ -1,8 +1,9 @@
 """The ONNX Runtime backend: runs a pockettts pack on any OS.
 
 Each graph is one InferenceSession; the FlowLM and the Mimi decoder run side
-by side (the engine overlaps them) on sessions of two non-spinning threads,
-the text lookup and the flow head on one.
+by side (the engine overlaps them), the FlowLM on two non-spinning threads,
+the Mimi decoder, the text lookup and the flow head on one
+(``default_threads``, ``decoder_threads``).
 """
 
 from __future__ import annotations
@@ -168,6 +169,17 @@ def default_threads() -> int:
     return threads_override() or bound_threads(2)
 
 
+def decoder_threads(threads: int | None = None) -> int:
+    """Intra-op threads of a Mimi decoder session: ``threads`` (or POCKETTTS_THREADS) when
+    chosen, else one. The engine decodes on its own thread while the FlowLM steps on
+    another, so the two cores are already both busy; a second thread inside each Mimi call
+    only adds hand-offs: full-size int8, one stream 4.6-5.3 CPU-ms a frame of Mimi on one
+    thread against 6.0-6.6 on two, and 4.4-4.9 against 5.1-5.8 a stream-frame at 8 streams
+    (benchmarks/README.md, issue 34). The FlowLM keeps two: its text prefill is most of a
+    lone stream's first audio."""
+    return bound_threads(threads) if threads else threads_override() or 1
+
+
 def _takes(session: ort.InferenceSession, name: str) -> bool:
     return any(i.name == name for i in session.get_inputs())
 
@@ -266,6 +278,7 @@ class OnnxRuntime:
         self.precision, self.pack_dir = precision, pack_dir
         self.config: ModelConfig = self.manifest.config
         self._threads = bound_threads(threads) if threads else default_threads()
+        self._decoder_threads = decoder_threads(threads)
         t = self.config.flow_lm.transformer
         self._layers, self._kv_heads, self._head_dim = t.num_layers, t.kv_heads, t.head_dim
         self._d_model, self._latent_dim = t.d_model, self.config.flow_lm.latent_dim
@@ -305,12 +318,17 @@ class OnnxRuntime:
         its inputs and sizes are those pack.json describes."""
         if graph not in self._sessions:
             path = self.pack_dir / self.manifest.graphs[self.precision][graph]
-            session = _session(path, 1 if graph in _ONE_THREAD else self._threads)
+            session = _session(path, self._threads_of(graph))
             expected, dims = self._role(graph, session)
             check_role(session, path, expected)
             check_trailing_dims(session, path, dims, MANIFEST_NAME)
             self._sessions[graph] = session
         return self._sessions[graph]
+
+    def _threads_of(self, graph: str) -> int:
+        if graph in _ONE_THREAD:
+            return 1
+        return self._decoder_threads if graph in MIMI_GRAPHS else self._threads
 
     def _role(
         self, graph: str, session: ort.InferenceSession
@@ -347,7 +365,8 @@ class OnnxRuntime:
 
     @property
     def threads(self) -> int:
-        """Intra-op threads of the FlowLM, Mimi and encoder sessions (for reports)."""
+        """Intra-op threads of the FlowLM and encoder sessions (for reports; the Mimi
+        decoder's: ``decoder_threads``)."""
         return self._threads
 
     @property

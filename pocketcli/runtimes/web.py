@@ -34,7 +34,7 @@ from pocketcli.packs.web_layout import (
     VOICE_FILE,
 )
 from pocketcli.runtimes.onnx import _session as onnx_session
-from pocketcli.runtimes.onnx import default_threads
+from pocketcli.runtimes.onnx import decoder_threads, default_threads
 from pocketcli.voices.cloning import LayoutReason, VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 
@@ -131,6 +131,7 @@ class WebRuntime:
                 f"browser pack {directory} is incomplete: {tokenizer_name} is missing"
             )
         self.tokenizer_kind = "tokenizers" if tokenizer_name.endswith(".json") else "sentencepiece"
+        mimi_threads = decoder_threads(threads)
         threads = threads or default_threads()
         self.threads = threads
         fl = self.config.flow_lm
@@ -139,7 +140,7 @@ class WebRuntime:
         self._layers, self._kv_heads, self._head_dim = t.num_layers, t.kv_heads, t.head_dim
         self._embed = _session(directory / TEXT_EMBED, 1)
         self._flow = _session(directory / FLOW_LM, threads)
-        self._mimi = _session(directory / MIMI_DECODER, threads)
+        self._mimi = _session(directory / MIMI_DECODER, mimi_threads)
         self._bos_emb = _read_floats(directory / BOS_FILE, (1, 1, self._d))
         self._states = states
         self._check_graphs(states)

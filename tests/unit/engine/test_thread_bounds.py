@@ -57,3 +57,41 @@ def test_a_thread_setting_that_is_no_count_is_ignored(monkeypatch) -> None:
         assert threads_override() is None
     monkeypatch.setenv("POCKETTTS_THREADS", "9" * 40)
     assert threads_override() == available_cores()
+
+
+SESSIONS_PROBE = """
+import json, sys
+from pocketcli.api import PocketTTS
+from pocketcli.options import SpeakOptions
+
+kwargs = {} if sys.argv[2] == "env" else {"threads": int(sys.argv[2])}
+tts = PocketTTS.open(model_dir=sys.argv[1], **kwargs)
+tts.synthesize("Hello there.", options=SpeakOptions(seed=1))  # every graph of a turn is loaded
+runtime = tts.runtime
+print(json.dumps({graph: session.get_session_options().intra_op_num_threads
+                  for graph, session in runtime._sessions.items()}))
+"""
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="needs two cores to tell one thread from two")
+@pytest.mark.parametrize(("env", "arg", "mimi"), [("", "env", 1), ("2", "env", 2), ("", "2", 2)])
+def test_the_mimi_decoder_runs_on_one_thread_unless_a_count_is_chosen(
+    pack_dir, env, arg, mimi
+) -> None:
+    """The engine overlaps Mimi with the FlowLM on its own thread: by default the decoder's
+    session has one intra-op thread (a second one costs processor time and gains nothing)
+    and the FlowLM two; a count the user chose applies to both."""
+    environ = {**os.environ, "POCKETTTS_THREADS": env}
+    r = subprocess.run(
+        [sys.executable, "-c", SESSIONS_PROBE, str(pack_dir), arg],
+        capture_output=True,
+        env=environ,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    threads = json.loads(r.stdout)
+    decoders = [g for g in threads if g.startswith("mimi_decoder")]
+    steps = [g for g in threads if g.startswith("flowlm_step")]
+    assert decoders and steps, threads
+    assert {threads[g] for g in decoders} == {mimi}
+    assert {threads[g] for g in steps} == {2}
