@@ -170,7 +170,7 @@ def main() -> None:
                 best = dict.fromkeys(sessions, float("inf"))
                 for _ in range(args.rounds):
                     for name, (session, _) in sessions.items():
-                        ms = _cpu_ms(lambda s=session: s.run(None, {"x": x}), args.calls)
+                        ms = _cpu_ms(lambda s=session, x=x: s.run(None, {"x": x}), args.calls)
                         best[name] = min(best[name], ms)
                 for name, (_, mb) in sessions.items():
                     print(
