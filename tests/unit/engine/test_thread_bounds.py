@@ -29,18 +29,23 @@ print(json.dumps({"default": default_threads(), "runtime": tts.runtime.threads,
 """
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="counts threads in /proc")
-@pytest.mark.parametrize("env, arg", [("200", "env"), ("", "200")])
-def test_threads_above_the_cores_are_lowered_to_the_cores(pack_dir, env, arg) -> None:
+def _probe(script: str, pack_dir, arg: str, env: str) -> dict:
+    """``script``'s JSON line, run with ``pack_dir``, ``arg`` and POCKETTTS_THREADS=``env``."""
     environ = {**os.environ, "POCKETTTS_THREADS": env}
     r = subprocess.run(
-        [sys.executable, "-c", PROBE, str(pack_dir), arg],
+        [sys.executable, "-c", script, str(pack_dir), arg],
         capture_output=True,
         env=environ,
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
-    got = json.loads(r.stdout)
+    return json.loads(r.stdout)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="counts threads in /proc")
+@pytest.mark.parametrize("env, arg", [("200", "env"), ("", "200")])
+def test_threads_above_the_cores_are_lowered_to_the_cores(pack_dir, env, arg) -> None:
+    got = _probe(PROBE, pack_dir, arg, env)
     cores = available_cores()
     assert got["runtime"] == cores
     if env:
@@ -81,15 +86,7 @@ def test_the_mimi_decoder_runs_on_one_thread_unless_a_count_is_chosen(
     """The engine overlaps Mimi with the FlowLM on its own thread: by default the decoder's
     session has one intra-op thread (a second one costs processor time and gains nothing)
     and the FlowLM two; a count the user chose applies to both."""
-    environ = {**os.environ, "POCKETTTS_THREADS": env}
-    r = subprocess.run(
-        [sys.executable, "-c", SESSIONS_PROBE, str(pack_dir), arg],
-        capture_output=True,
-        env=environ,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    threads = json.loads(r.stdout)
+    threads = _probe(SESSIONS_PROBE, pack_dir, arg, env)
     decoders = [g for g in threads if g.startswith("mimi_decoder")]
     steps = [g for g in threads if g.startswith("flowlm_step")]
     assert decoders and steps, threads
