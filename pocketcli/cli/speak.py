@@ -62,7 +62,7 @@ class TtsFlags:
     frames_after_eos: int | None = None
     backend: str = "pocket"
     no_deess: bool = False
-    metrics: Path | None = None
+    metrics: str | None = None  # a file, or "-": printed on standard output
     input_file: Path | None = None
     output_dir: Path | None = None
     overwrite: bool = False
@@ -166,7 +166,28 @@ def check_flags(f: TtsFlags) -> None:
     if f.text_arg is not None and f.text is not None:
         raise click.UsageError("give the text either as TEXT or with --text, not both")
     _check_batch_flags(f)
+    _check_stdout(f)
     _check_words_flags(f)
+
+
+def _check_stdout(f: TtsFlags) -> None:
+    """Standard output carries one thing: the audio (``-o -``), the words (``--words -``)
+    or the metrics (``--metrics -``); a second one is a usage error, before any work."""
+    given = [
+        (flag, what)
+        for flag, what, on_stdout in (
+            ("-o -", "the audio", f.output == STDOUT),
+            ("--words -", "the words", f.word_outputs.printed),
+            ("--metrics -", "the metrics", f.metrics == STDOUT),
+        )
+        if on_stdout
+    ]
+    if len(given) > 1:
+        (first, what), (second, _) = given[0], given[1]
+        raise click.UsageError(
+            f"{second} does not go with {first} (standard output carries {what}):"
+            f" write one of them to a file"
+        )
 
 
 def _check_words_flags(f: TtsFlags) -> None:
@@ -494,8 +515,10 @@ def _summary(timing: Timing, total: float, output: str) -> None:
 
 
 def write_metrics(
-    path: Path, words: str, voice_name: str, output: str, timing: Timing, total: float
+    path: str, words: str, voice_name: str, output: str, timing: Timing, total: float
 ) -> None:
+    """The run's timings as JSON (FluidAudio's keys) into ``path``, whole or not at all,
+    or (``-``) on standard output."""
     from pocketcli.atomic import atomic_path
 
     report = {
@@ -509,7 +532,16 @@ def write_metrics(
         "realtime_speed": round(timing.audio / timing.synthesis, 6) if timing.synthesis else 0.0,
         "total_time_s": round(total, 6),
     }
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    body = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if path == STDOUT:
+        try:
+            sys.stdout.write(body)
+            sys.stdout.flush()
+        except OSError as exc:  # a reader gone (141, quiet) or a full device (one line)
+            raise stdout_failure(exc) from None
+        return
+    target = Path(path)
+    if target.parent != Path(""):
+        target.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
+    with atomic_path(target) as tmp:
+        tmp.write_text(body, encoding="utf-8")
