@@ -199,10 +199,10 @@ def _check_words_flags(f: TtsFlags) -> None:
             f"{f.captions_file}: captions are .srt or .vtt files (or srt or vtt, beside the audio)",
             param_hint="--captions",
         )
-    if f.output == STDOUT:
+    if asked.beside and f.output == STDOUT:
         raise click.UsageError(
-            "--words and --captions do not go with -o - (standard output carries the audio):"
-            " write the audio to a file"
+            "--words or --captions with no FILE go beside the audio file, and -o - writes"
+            " none: name their files"
         )
     if f.input_file is not None and (asked.printed or asked.named()):
         raise click.UsageError(
@@ -427,8 +427,13 @@ def speak_once(
     ``word_outputs`` (--words, --captions) the timed words too."""
     t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
     if output == STDOUT:
-        samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
+        timed: list | None = [] if options.words else None
+        samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt, timed)
         timing.audio = samples / tts.sample_rate
+        if timed is not None:  # -o - --words FILE: the files after the audio, each whole
+            from pocketcli.words.captions import write_word_files
+
+            write_word_files(timed, (word_outputs or WordOutputs()).named())
     elif options.words:
         asked = word_outputs or WordOutputs()
         timing.audio = _speak_with_words(
@@ -485,8 +490,11 @@ def _printed(printer, words) -> None:
         raise stdout_failure(exc) from None
 
 
-def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fmt) -> int:
-    """Frames go out as they are made; causal filters only (no peak normalising).
+def _stream_to_stdout(
+    tts: PocketTTS, words: str, voice, options, on_warning, fmt, timed: list | None = None
+) -> int:
+    """Frames go out as they are made; causal filters only (no peak normalising); each
+    frame's timed words are kept in ``timed`` (when given: ``options.words``).
 
     A reader that goes away (``| head``) ends the run quietly, as Unix tools do.
     """
@@ -499,6 +507,8 @@ def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fm
             check_finite(frame.audio)
             stream.write(frame.audio)
             samples += frame.audio.size
+            if timed is not None:
+                timed.extend(frame.words)
         stream.close()
     except OSError as exc:  # a reader gone (141, quiet) or a full device (one line)
         raise stdout_failure(exc) from None
