@@ -218,7 +218,7 @@ class PocketTTS:
                 spoken = normalize_text(part.text, self.language)
                 if spoken.strip():
                     if record is not None:
-                        record.piece(part.text, spoken)
+                        record.piece(part.as_written, spoken)
                     for plan in self._plans(spoken, max_tokens, frames_after_eos):
                         spoke = True
                         if record is not None:

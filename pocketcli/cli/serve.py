@@ -124,6 +124,30 @@ def checked_model_request(
     return choice
 
 
+def absolute_for_ray(
+    choice: ModelRequest, voice_file: Path | None, settings: ServeSettings
+) -> tuple[ModelRequest, Path | None, ServeSettings]:
+    """The user's paths (--model-dir, --config, --voice-file, --voice-dir) made absolute
+    for ``serve --ray``: a replica runs in Ray's worker folder (or on another node), where
+    a path relative to this command's folder names nothing, or something else. A local
+    --config that is not there is said here, in one line, not by every replica."""
+    from dataclasses import replace
+
+    from pocketcli.store.fetch import is_remote
+
+    config = choice.config
+    if config is not None and not is_remote(config):
+        checks.readable_file(config, "config")
+        config = str(Path(config).absolute())
+    model_dir = None if choice.model_dir is None else choice.model_dir.absolute()
+    voice_dir = None if settings.voice_dir is None else settings.voice_dir.absolute()
+    return (
+        replace(choice, model_dir=model_dir, config=config),
+        None if voice_file is None else voice_file.absolute(),
+        replace(settings, voice_dir=voice_dir),
+    )
+
+
 SERVER_MODEL_FLAGS = ("language", "runtime", "precision", "model_dir", "config", "offline")
 
 
@@ -329,6 +353,7 @@ def serve_command(
             upscale_delay_s=upscale_delay,
             downscale_delay_s=downscale_delay,
         )
+        choice, voice_file, settings = absolute_for_ray(choice, voice_file, settings)
         job = rayserve.RayServe(ray, choice, voice, voice_file, settings, scaling, host, port)
         return rayserve.run(job, log_level.lower())
     from pocketcli.frontends.backend import load_backend

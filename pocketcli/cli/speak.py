@@ -62,7 +62,7 @@ class TtsFlags:
     frames_after_eos: int | None = None
     backend: str = "pocket"
     no_deess: bool = False
-    metrics: Path | None = None
+    metrics: str | None = None  # a file, or "-": printed on standard output
     input_file: Path | None = None
     output_dir: Path | None = None
     overwrite: bool = False
@@ -166,7 +166,28 @@ def check_flags(f: TtsFlags) -> None:
     if f.text_arg is not None and f.text is not None:
         raise click.UsageError("give the text either as TEXT or with --text, not both")
     _check_batch_flags(f)
+    _check_stdout(f)
     _check_words_flags(f)
+
+
+def _check_stdout(f: TtsFlags) -> None:
+    """Standard output carries one thing: the audio (``-o -``), the words (``--words -``)
+    or the metrics (``--metrics -``); a second one is a usage error, before any work."""
+    given = [
+        (flag, what)
+        for flag, what, on_stdout in (
+            ("-o -", "the audio", f.output == STDOUT),
+            ("--words -", "the words", f.word_outputs.printed),
+            ("--metrics -", "the metrics", f.metrics == STDOUT),
+        )
+        if on_stdout
+    ]
+    if len(given) > 1:
+        (first, what), (second, _) = given[0], given[1]
+        raise click.UsageError(
+            f"{second} does not go with {first} (standard output carries {what}):"
+            f" write one of them to a file"
+        )
 
 
 def _check_words_flags(f: TtsFlags) -> None:
@@ -178,10 +199,10 @@ def _check_words_flags(f: TtsFlags) -> None:
             f"{f.captions_file}: captions are .srt or .vtt files (or srt or vtt, beside the audio)",
             param_hint="--captions",
         )
-    if f.output == STDOUT:
+    if asked.beside and f.output == STDOUT:
         raise click.UsageError(
-            "--words and --captions do not go with -o - (standard output carries the audio):"
-            " write the audio to a file"
+            "--words or --captions with no FILE go beside the audio file, and -o - writes"
+            " none: name their files"
         )
     if f.input_file is not None and (asked.printed or asked.named()):
         raise click.UsageError(
@@ -406,8 +427,13 @@ def speak_once(
     ``word_outputs`` (--words, --captions) the timed words too."""
     t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
     if output == STDOUT:
-        samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt)
+        timed: list | None = [] if options.words else None
+        samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt, timed)
         timing.audio = samples / tts.sample_rate
+        if timed is not None:  # -o - --words FILE: the files after the audio, each whole
+            from pocketcli.words.captions import write_word_files
+
+            write_word_files(timed, (word_outputs or WordOutputs()).named())
     elif options.words:
         asked = word_outputs or WordOutputs()
         timing.audio = _speak_with_words(
@@ -464,8 +490,11 @@ def _printed(printer, words) -> None:
         raise stdout_failure(exc) from None
 
 
-def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fmt) -> int:
-    """Frames go out as they are made; causal filters only (no peak normalising).
+def _stream_to_stdout(
+    tts: PocketTTS, words: str, voice, options, on_warning, fmt, timed: list | None = None
+) -> int:
+    """Frames go out as they are made; causal filters only (no peak normalising); each
+    frame's timed words are kept in ``timed`` (when given: ``options.words``).
 
     A reader that goes away (``| head``) ends the run quietly, as Unix tools do.
     """
@@ -478,6 +507,8 @@ def _stream_to_stdout(tts: PocketTTS, words: str, voice, options, on_warning, fm
             check_finite(frame.audio)
             stream.write(frame.audio)
             samples += frame.audio.size
+            if timed is not None:
+                timed.extend(frame.words)
         stream.close()
     except OSError as exc:  # a reader gone (141, quiet) or a full device (one line)
         raise stdout_failure(exc) from None
@@ -494,8 +525,10 @@ def _summary(timing: Timing, total: float, output: str) -> None:
 
 
 def write_metrics(
-    path: Path, words: str, voice_name: str, output: str, timing: Timing, total: float
+    path: str, words: str, voice_name: str, output: str, timing: Timing, total: float
 ) -> None:
+    """The run's timings as JSON (FluidAudio's keys) into ``path``, whole or not at all,
+    or (``-``) on standard output."""
     from pocketcli.atomic import atomic_path
 
     report = {
@@ -509,7 +542,16 @@ def write_metrics(
         "realtime_speed": round(timing.audio / timing.synthesis, 6) if timing.synthesis else 0.0,
         "total_time_s": round(total, 6),
     }
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    body = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if path == STDOUT:
+        try:
+            sys.stdout.write(body)
+            sys.stdout.flush()
+        except OSError as exc:  # a reader gone (141, quiet) or a full device (one line)
+            raise stdout_failure(exc) from None
+        return
+    target = Path(path)
+    if target.parent != Path(""):
+        target.parent.mkdir(parents=True, exist_ok=True)  # as FluidAudio does
+    with atomic_path(target) as tmp:
+        tmp.write_text(body, encoding="utf-8")

@@ -122,8 +122,11 @@ def tts_command(
         "--no-deess",
         help="No 80 Hz high-pass or 6 kHz de-essing shelf (peak normalising stays).",
     ),
-    metrics: Path | None = typer.Option(
-        None, "--metrics", metavar="FILE", help="Write timing metrics (JSON)."
+    metrics: str | None = typer.Option(
+        None,
+        "--metrics",
+        metavar="FILE|-",
+        help="Write timing metrics (JSON); '-': print them on stdout.",
     ),
     model: ModelFlags = MODEL,
     input_file: Path | None = typer.Option(

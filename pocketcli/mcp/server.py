@@ -76,11 +76,16 @@ INSTRUCTIONS = (
 
 class ToolServer(MCPServer):
     """The SDK's server, with a tool's failure said as ``TOOL: what went wrong`` in one
-    line (arguments of the wrong type too, without pydantic's four lines)."""
+    line (arguments of the wrong type too, without pydantic's four lines), and an argument
+    the tool does not take refused (the SDK drops it: ``voise`` would give the default
+    voice)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         from pydantic import ValidationError
 
+        problem = unknown_arguments(name, arguments, await self._accepted(name))
+        if problem is not None:
+            raise ToolError(problem)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -91,6 +96,29 @@ class ToolServer(MCPServer):
             if said.startswith(sdk) and not isinstance(exc, UnexpectedToolError):
                 raise ToolError(f"{name}: {said[len(sdk) :]}") from None
             raise
+
+    async def _accepted(self, name: str) -> list[str] | None:
+        """The arguments tool ``name`` takes, from its input schema (None: no such tool,
+        which the SDK answers)."""
+        for tool in await self.list_tools():
+            if tool.name == name:
+                return list(tool.input_schema.get("properties", {}))
+        return None
+
+
+def unknown_arguments(
+    tool: str, arguments: dict[str, Any], accepted: list[str] | None
+) -> str | None:
+    """``synthesize: unknown argument 'voise' (it takes text, voice, ...)``, or None."""
+    if accepted is None:
+        return None
+    unknown = [repr(key)[:40] for key in arguments if key not in accepted]
+    if not unknown:
+        return None
+    plural = "s" if len(unknown) > 1 else ""
+    named = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    takes = ", ".join(accepted) or "no arguments"
+    return f"{tool}: unknown argument{plural} {named} (it takes {takes})"
 
 
 _EXPECTED = {

@@ -113,7 +113,7 @@ class _Reader:
                 if "interpret-as" in attrs
                 else content
             )
-            self.timeline.say(f" {said} ")
+            self.timeline.say(f" {said} ", written=f" {content} ")  # captioned as written
 
     def text(self, data: str) -> None:
         if self._silenced():

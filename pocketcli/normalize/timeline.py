@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pocketcli.errors import MarkupError as MarkupError  # defined there; re-exported
 
@@ -46,9 +46,16 @@ _CLOSERS = "\"')]»”’"
 
 @dataclass(frozen=True)
 class Speech:
-    """Text to speak (not yet normalised, except `<say-as>` content)."""
+    """Text to speak (not yet normalised, except `<say-as>` content). ``written``: the
+    text as the user wrote it, where that differs (`<say-as>`'s content as given: word
+    timings caption it, not its reading); None: ``text``."""
 
     text: str
+    written: str | None = field(default=None, compare=False)
+
+    @property
+    def as_written(self) -> str:
+        return self.text if self.written is None else self.written
 
 
 @dataclass(frozen=True)
@@ -76,10 +83,13 @@ class Timeline:
     def __init__(self, warn: Warn) -> None:
         self._items: list[Speech | Pause] = []
         self._text: list[str] = []
+        self._written: list[str] = []  # the same, as the user wrote it
         self._warn = warn
 
-    def say(self, text: str) -> None:
+    def say(self, text: str, written: str | None = None) -> None:
+        """``text`` to speak; ``written``: what the user wrote for it (None: ``text``)."""
         self._text.append(text)
+        self._written.append(text if written is None else written)
 
     def pause(self, seconds: float, where: str) -> None:
         if seconds > MAX_PAUSE_SECONDS:
@@ -92,21 +102,28 @@ class Timeline:
 
     def end_sentence(self) -> None:
         """Make the text so far end with a sentence mark, so the chunker splits here."""
-        text = "".join(self._text).rstrip()
-        body = text.rstrip(_CLOSERS)
-        if body.strip() and body[-1] not in _SENTENCE_END:
-            text = body.rstrip(",;:-–— ") + "." + text[len(body) :]
-        self._text = [text + " "] if text else []
+        self._text = _ended(self._text)
+        self._written = _ended(self._written)
 
     def _flush(self) -> None:
         text = " ".join("".join(self._text).split())
+        written = " ".join("".join(self._written).split())
         if text:
-            self._items.append(Speech(text))
-        self._text = []
+            self._items.append(Speech(text, None if written == text else written))
+        self._text, self._written = [], []
 
     def items(self) -> list[Speech | Pause]:
         self._flush()
         return list(self._items)
+
+
+def _ended(pieces: list[str]) -> list[str]:
+    """``pieces`` joined, ending with a sentence mark (added before closing quotes)."""
+    text = "".join(pieces).rstrip()
+    body = text.rstrip(_CLOSERS)
+    if body.strip() and body[-1] not in _SENTENCE_END:
+        text = body.rstrip(",;:-–— ") + "." + text[len(body) :]
+    return [text + " "] if text else []
 
 
 def line_and_column(text: str, position: int) -> tuple[int, int]:

@@ -157,6 +157,38 @@ def test_arguments_of_the_wrong_type_are_one_line_naming_the_field() -> None:
     ]
 
 
+def test_an_argument_a_tool_does_not_take_is_one_line_naming_it() -> None:
+    """A misspelt argument (``voise``) used to be dropped: the default voice spoke."""
+
+    async def steps(session):
+        out = [
+            await session.call_tool(name, arguments)
+            for name, arguments in (
+                ("synthesize", {"text": "Hi.", "voise": "voice"}),
+                ("speak", {"text": "Hi.", "sped": 2, "intterupt": True}),
+                ("stop_speaking", {"now": True}),
+            )
+        ]
+        return (
+            out,
+            await session.call_tool("status", {}),
+            await session.call_tool("synthesize", {"text": "Hi.", "voice": "voice"}),
+        )
+
+    refused, status, spoken = call(list(TINY_ARGS), steps)
+    messages = [text_of(r) for r in refused]
+    assert all(r.is_error for r in refused), messages
+    assert messages == [
+        "synthesize: unknown argument 'voise' (it takes text, voice, language, path, speed, words)",
+        "speak: unknown arguments 'sped', 'intterupt' (it takes text, voice, language,"
+        " interrupt, speed)",
+        "stop_speaking: unknown argument 'now' (it takes no arguments)",
+    ]
+    assert not status.is_error and status.structured_content["waiting"] == 0
+    assert status.structured_content["speaking"] is False  # nothing was queued
+    assert not spoken.is_error, text_of(spoken)  # the server serves on
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_in_the_output_folder_is_refused_and_the_server_still_ends(tmp_path) -> None:
     os.mkfifo(tmp_path / "fifo.wav")

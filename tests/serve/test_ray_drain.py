@@ -22,6 +22,7 @@ from tests.support.cli import run  # noqa: E402
 from tests.support.protohelp import run_async  # noqa: E402
 from tests.support.rayhelp import RayServer, free_port, local_cluster  # noqa: E402
 from tests.support.servehelp import LONG_TEXT, PACK, VOICE, serving  # noqa: E402
+from tests.support.tensorfiles import REAL_VOICES  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -130,21 +131,36 @@ def one_process_turn(seed: int) -> bytes:
         return run_async(turn(url))
 
 
-def test_a_replica_that_cannot_load_the_model_is_one_line_naming_why(cluster, tmp_path) -> None:
-    # The command finds ./pack where it runs; the replicas run elsewhere (as on another
-    # node) and find none there.
-    shutil.copytree(PACK, tmp_path / "pack")
+def test_a_replica_that_cannot_load_the_model_is_one_line_naming_why(cluster) -> None:
+    # The command's own check of the voice file (its headers: no model) passes; a replica
+    # loading it finds a voice made for a wider model than the pack's.
+    wide = REAL_VOICES / "fantine.safetensors"
     r = run(
-        "serve", "--ray", cluster, "--port", str(PORT), "--model-dir", "pack",
-        "--voice-file", str(VOICE), cwd=tmp_path, timeout=400,
+        "serve", "--ray", cluster, "--port", str(PORT), "--model-dir", str(PACK),
+        "--voice-file", str(wide), timeout=400,
     )  # fmt: skip
     lines = r.stderr.decode().strip().splitlines()
     assert r.returncode == 1, r.stderr
     assert len(lines) == 1 and lines[0].startswith("pockettts: error: a replica on "), lines
-    assert "cannot load the model: model pack not found: pack" in lines[0], lines
+    assert f"cannot load the model: {wide}: voice in it is 1024 wide" in lines[0], lines
     from ray import serve
 
     assert "pockettts" not in serve.status().applications  # the half-made one removed
+
+
+def test_relative_paths_reach_the_replicas(cluster, tmp_path) -> None:
+    """--model-dir, --voice-file and --voice-dir relative to the command's folder: the
+    replicas run in another folder (Ray's workers: here the test's), and load them."""
+    shutil.copytree(PACK, tmp_path / "pack")
+    shutil.copy(VOICE, tmp_path / "v.safetensors")
+    (tmp_path / "voices").mkdir()
+    shutil.copy(VOICE, tmp_path / "voices" / "bob.safetensors")
+    args = ("--model-dir", "pack", "--voice-file", "v.safetensors", "--voice-dir", "voices")
+    with RayServer(cluster, *args, port=PORT, cwd=tmp_path) as server:
+        for voice in ("bob", "alloy"):  # a file of --voice-dir; the default (--voice-file)
+            body = {"model": "tts-1", "voice": voice, "input": "Found.", "response_format": "wav"}
+            got = httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=120)
+            assert got.status_code == 200 and len(got.content) > 1000, got.text
 
 
 def test_a_replica_scaled_down_finishes_its_stream_and_takes_no_new_requests(cluster) -> None:

@@ -245,6 +245,22 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1() -> None:
     assert f"127.0.0.1:{port}" in lines[0] and "Traceback" not in lines[0]
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--config", "missing.yaml"), "config not found: missing.yaml"),
+        (("--model-dir", "missing"), "model pack not found: missing"),
+        (("--model-dir", str(PACK), "--voice-dir", "missing"), "voice folder not found: missing"),
+    ],
+)
+def test_a_path_that_is_not_there_is_one_line_before_ray_is_asked(tmp_path, args, said) -> None:
+    port = free_port()  # nothing listens there: asked, Ray would be the error
+    r = run("serve", "--ray", f"127.0.0.1:{port}", *args, cwd=tmp_path, timeout=120)
+    lines = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 1, r.stderr
+    assert lines == [f"pockettts: error: {said}"], lines
+
+
 def test_a_cluster_that_refuses_the_application_is_one_line_and_exit_1(cluster, ray_url) -> None:
     for args, fragment in (
         (

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 from pocketcli.serve.rayserve import PATIENT_SERVE
 from tests.support.cli import SCRIPT
@@ -71,11 +72,15 @@ def local_cluster(cpus: int) -> Iterator[str]:
 class RayServer:
     """`pockettts serve --ray ADDRESS` as a child process, its stderr kept."""
 
-    def __init__(self, address: str, *args: str, port: int | None = None) -> None:
+    def __init__(
+        self, address: str, *args: str, port: int | None = None, cwd: Path | None = None
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = [SCRIPT, "serve", "--ray", address, "--port", str(self.port), *args]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd
+        )
         self.lines: list[str] = []
         self.listening = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()

@@ -56,6 +56,30 @@ def test_words_and_both_caption_formats_match_the_library(words_pack, words_tts,
         assert srt.timedelta_to_srt_timestamp(sub.end).replace(",", ".") == cue.end
 
 
+def test_audio_on_stdout_with_words_in_a_file(words_pack, tmp_path) -> None:
+    """``-o - --words a.json --captions a.srt``: stdout is exactly the audio of the run
+    without them (same seed), the files hold the words a file run writes."""
+    said = ("tts", TEXT, "--model-dir", words_pack, "--seed", "3", "-q", "-o", "-")
+    plain = run(*said, cwd=tmp_path)
+    assert plain.returncode == 0 and plain.stdout[:4] == b"RIFF", plain.stderr
+    both = run(*said, "--words", "a.json", "--captions", "a.srt", cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+    assert both.stdout == plain.stdout  # nothing on stdout but the audio, byte for byte
+    filed = _tts(words_pack, tmp_path, "--words", str(tmp_path / "b.json"), "-q")
+    assert filed.returncode == 0, filed.stderr
+    listed = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    assert len(listed) >= 6 and listed == json.loads((tmp_path / "b.json").read_text("utf-8"))
+    subs = list(srt.parse((tmp_path / "a.srt").read_text(encoding="utf-8")))
+    assert " ".join(s.content for s in subs) == " ".join(w["word"] for w in listed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.srt", "a.wav", "b.json"]
+
+
+def test_words_beside_audio_on_stdout_is_a_usage_error(words_pack, tmp_path) -> None:
+    done = run("tts", TEXT, "--model-dir", words_pack, "-o", "-", "--words", cwd=tmp_path)
+    assert done.returncode == 2 and b"name their files" in done.stderr, done.stderr
+    assert done.stdout == b"" and list(tmp_path.iterdir()) == []
+
+
 def test_captions_of_another_kind_are_a_usage_error(words_pack, tmp_path) -> None:
     done = _tts(words_pack, tmp_path, "--captions", str(tmp_path / "a.txt"))
     assert done.returncode == 2

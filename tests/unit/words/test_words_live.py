@@ -102,6 +102,21 @@ def test_play_prints_the_words_a_file_run_writes(words_pack, tmp_path, null_devi
     assert _rows(printed.stdout) == rows
 
 
+def test_follow_with_audio_on_stdout_writes_the_words_file_after_it(words_pack, tmp_path) -> None:
+    """``--follow -o - --words FILE``: stdout is the stream of the run without --words, byte
+    for byte; the words go whole into FILE at the end (as a file run's)."""
+    lines = b"Hello there, my friend.\nSecond line here.\n"
+    args = ("tts", "--follow", "--model-dir", words_pack, "--seed", "2", "-q", "-o", "-")
+    plain = run(*args, stdin=lines)
+    both = run(*args, "--words", tmp_path / "f.json", stdin=lines)
+    assert plain.returncode == 0 and both.returncode == 0, (plain.stderr, both.stderr)
+    assert both.stdout == plain.stdout and plain.stdout[:4] == b"RIFF"
+    rows = json.loads((tmp_path / "f.json").read_text(encoding="utf-8"))
+    _in_order(rows)
+    said = iter(["Hello", "there", "my", "friend", "Second", "line", "here"])
+    assert len(rows) >= 4 and all(r["word"] in said for r in rows)
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [

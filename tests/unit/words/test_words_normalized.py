@@ -87,6 +87,27 @@ def test_tokens_across_a_pause_keep_their_own_words(words_pack, tmp_path) -> Non
     assert after["start"] - before["end"] >= 0.5 - 1e-3  # the pause is between them
 
 
+def test_say_as_content_is_captioned_as_written(words_pack, tmp_path) -> None:
+    """``<say-as>`` content is read by the SSML parser (not by normalisation): its
+    captions are still what the user wrote inside it, over the words it is spoken as."""
+    text = ('<speak><s>I have <say-as interpret-as="characters">ABC</say-as></s><s>And'
+            ' <say-as interpret-as="cardinal">3</say-as> cats</s></speak>')  # fmt: skip
+    done = run("tts", text, "--model-dir", words_pack, "--seed", "3", "-q", *NO_EOS,
+               "-o", tmp_path / "a.wav", "--words", "-")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [r["word"] for r in rows] == ["I", "have", "ABC", "And", "3", "cats"]
+    # the same speech, its words as spoken
+    spoken = run("tts", "I have A B C. And three cats.", "--model-dir", words_pack,
+                 "--seed", "3", "-q", *NO_EOS, "--no-normalize", "-o", tmp_path / "b.wav",
+                 "--words", "-")  # fmt: skip
+    assert spoken.returncode == 0, spoken.stderr
+    said = [json.loads(line) for line in spoken.stdout.decode().splitlines()]
+    letters = [r for r in said if r["word"] in ("A", "B", "C")]
+    abc = rows[2]
+    assert (abc["start"], abc["end"]) == (letters[0]["start"], letters[-1]["end"])
+
+
 @pytest.mark.parametrize(
     ("written", "spoken", "owned"),
     [
