@@ -25,7 +25,8 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 from tests.support.cli import SCRIPT, cli_env, run  # noqa: E402
 from tests.support.protohelp import TINY_ARGS, VOICE, one_line, spawn, without_module  # noqa: E402
-from tests.unit.audio.test_playback import NULL_ALSA, _portaudio_env, _probe  # noqa: E402
+from tests.support.soundgate import SoundGate  # noqa: E402
+from tests.unit.audio.test_playback import _portaudio_env, _probe  # noqa: E402
 
 
 def call(args: list[str], steps, env: dict[str, str] | None = None):
@@ -132,34 +133,43 @@ async def _wait_status(session: ClientSession, ok, timeout: float = 60.0) -> dic
 
 
 def test_speak_plays_on_the_device_in_turn_and_stops(tmp_path) -> None:
-    env = _portaudio_env(tmp_path, NULL_ALSA)
-    found = _probe(env)
+    gate = SoundGate(tmp_path)
+    found = _probe(gate.env)
     if found == "no-portaudio":
         pytest.skip("no PortAudio library (apt-get install libportaudio2)")
-    assert found == "output", "sounddevice does not see ALSA's null device"
-    # Long enough that it cannot end before the status poll sees it, on a loaded machine too.
-    long_text = "This sentence keeps the speakers busy for a while. " * 80  # under MAX_CHARS
+    assert found == "output", "sounddevice does not see ALSA's file device"
+    # While the gate is shut a text's sink waits to open: the text playing cannot end
+    # before the stop (on ALSA's bare null device it ends within a second, load or not).
+    # Longer than the frames made ahead of the speakers: stopped, it can only fail.
+    long_text = "This sentence keeps the speakers busy for a while. " * 80
 
     async def steps(session: ClientSession):
-        first = await session.call_tool("speak", {"text": long_text})
-        second = await session.call_tool("speak", {"text": "And then this."})
-        playing = await _wait_status(session, lambda s: s["speaking"])
-        stopped = await session.call_tool("stop_speaking", {})
-        idle = await _wait_status(session, lambda s: not s["speaking"])
-        # The text cut must still be playing when the interrupt comes (a short one can end
-        # first on a loaded machine): the long one, once the status shows it playing.
-        await session.call_tool("speak", {"text": long_text})
-        await _wait_status(session, lambda s: s["speaking"])
-        cut = await session.call_tool("speak", {"text": "Right now.", "interrupt": True})
-        done = await _wait_status(session, lambda s: s["spoken"] >= 1 and not s["speaking"])
-        return first, second, playing, stopped, idle, cut, done
+        try:
+            first = await session.call_tool("speak", {"text": long_text})
+            second = await session.call_tool("speak", {"text": "And then this."})
+            playing = await _wait_status(session, lambda s: s["speaking"])
+            stopped = await session.call_tool("stop_speaking", {})
+            gate.open()  # the stopped text's sink opens: it must not play on
+            idle = await _wait_status(session, lambda s: not s["speaking"])
+            gate.shut()  # no sink is open: the next one waits again
+            await session.call_tool("speak", {"text": long_text})
+            await _wait_status(session, lambda s: s["speaking"])
+            cut = await session.call_tool("speak", {"text": "Right now.", "interrupt": True})
+            gate.open()
+            done = await _wait_status(session, lambda s: s["spoken"] >= 1 and not s["speaking"])
+            return first, second, playing, stopped, idle, cut, done
+        finally:
+            gate.open()  # nothing left waiting for the device when the server stops
 
-    first, second, playing, stopped, idle, cut, done = call(list(TINY_ARGS), steps, env)
+    try:
+        first, second, playing, stopped, idle, cut, done = call(list(TINY_ARGS), steps, gate.env)
+    finally:
+        gate.shut()
     assert "now" in text_of(first) and "after 1 text" in text_of(second)
     assert playing["voice"] == "voice" and playing["text"].startswith("This sentence")
     assert text_of(stopped) == "stopped 2 texts"
-    assert idle["waiting"] == 0 and idle["spoken"] == 0
-    assert not cut.is_error, text_of(cut)
+    assert idle["waiting"] == 0 and idle["spoken"] == 0 and idle["last_error"] is None
+    assert not cut.is_error and "after 1 text" in text_of(cut), text_of(cut)
     assert done["spoken"] == 1 and done["waiting"] == 0 and done["last_error"] is None
 
 

@@ -1,8 +1,8 @@
 """`pockettts mcp`'s speech queue holds exactly its bound: while one text plays, eight
 more wait (``defaults.MCP_MAX_QUEUE``) and the ninth is refused as a tool error that says
 why, the server going on; and the texts spoken are streams of the admission synthesize
-takes (busy beyond --max-streams and --max-queue, as one line). On ALSA's null device, as
-tests/serve/test_mcp.py plays."""
+takes (busy beyond --max-streams and --max-queue, as one line). On ALSA's null device (behind a
+gate the test opens: tests/support/soundgate.py), as tests/serve/test_mcp.py plays."""
 
 from __future__ import annotations
 
@@ -19,31 +19,39 @@ from mcp import ClientSession  # noqa: E402
 from pocketcli.defaults import MCP_MAX_QUEUE  # noqa: E402
 from tests.serve.test_mcp import _wait_status, call, text_of  # noqa: E402
 from tests.support.protohelp import TINY_ARGS  # noqa: E402
+from tests.support.soundgate import SoundGate  # noqa: E402
 from tests.unit.audio.test_playback import NULL_ALSA, _portaudio_env, _probe  # noqa: E402
 
 
 def test_the_speech_queue_holds_exactly_its_bound(tmp_path) -> None:
-    env = _portaudio_env(tmp_path, NULL_ALSA)
-    found = _probe(env)
+    gate = SoundGate(tmp_path)  # shut: the first text plays (its sink waits) until opened
+    found = _probe(gate.env)
     if found == "no-portaudio":
         pytest.skip("no PortAudio library (apt-get install libportaudio2)")
-    assert found == "output", "sounddevice does not see ALSA's null device"
+    assert found == "output", "sounddevice does not see ALSA's file device"
     long_text = "This sentence keeps the speakers busy for a while. " * 80
 
     async def steps(session: ClientSession):
-        await session.call_tool("speak", {"text": long_text})
-        await _wait_status(session, lambda s: s["speaking"])  # playing: the queue is empty
-        queued = [
-            await session.call_tool("speak", {"text": f"Number {i}."}) for i in range(MCP_MAX_QUEUE)
-        ]
-        full = await session.call_tool("speak", {"text": "One too many."})
-        waiting = await _wait_status(session, lambda s: True)
-        stopped = await session.call_tool("stop_speaking", {})
-        return queued, full, waiting, stopped
+        try:
+            await session.call_tool("speak", {"text": long_text})
+            await _wait_status(session, lambda s: s["speaking"])  # playing: the queue is empty
+            queued = [
+                await session.call_tool("speak", {"text": f"Number {i}."})
+                for i in range(MCP_MAX_QUEUE)
+            ]
+            full = await session.call_tool("speak", {"text": "One too many."})
+            waiting = await _wait_status(session, lambda s: True)
+            stopped = await session.call_tool("stop_speaking", {})
+            return queued, full, waiting, stopped
+        finally:
+            gate.open()  # nothing left waiting for the device when the server stops
 
     # Room in the admission for every text (each is a stream of it until it is made):
     # the bound met here is the speakers' own queue.
-    queued, full, waiting, stopped = call([*TINY_ARGS, "--max-queue", "16"], steps, env)
+    try:
+        queued, full, waiting, stopped = call([*TINY_ARGS, "--max-queue", "16"], steps, gate.env)
+    finally:
+        gate.shut()
     assert [q.is_error for q in queued] == [False] * MCP_MAX_QUEUE, [text_of(q) for q in queued]
     assert full.is_error and f"{MCP_MAX_QUEUE} texts are already waiting" in text_of(full)
     assert waiting["waiting"] == MCP_MAX_QUEUE
