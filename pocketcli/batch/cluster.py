@@ -1,13 +1,17 @@
-"""Reaching a Ray cluster's address before Ray is asked to join it (``--ray HOST:PORT`` of
-batch runs and of ``serve``): an address that accepts no connection is one line at once,
-where Ray would retry for minutes (twenty attempts of about 40 s each in Ray 2.x)."""
+"""What ``--ray`` of batch runs and of ``serve`` do before Ray gets anything: reaching the
+cluster's address (one that accepts no connection is one line at once, where Ray would
+retry for minutes: twenty attempts of about 40 s each in Ray 2.x), and the user's paths
+made absolute (a worker or replica runs in Ray's working folder, or on another node)."""
 
 from __future__ import annotations
 
 import socket
+from dataclasses import replace
+from pathlib import Path
 
 from pocketcli.batch.argv import RAY_LOCAL
 from pocketcli.errors import UserError
+from pocketcli.options import ModelRequest
 
 CONNECT_SECONDS = 5.0  # reaching a cluster's address
 
@@ -29,3 +33,19 @@ def check_reachable(address: str) -> None:
         raise UserError(
             f"cannot join the Ray cluster at {address}: {exc.strerror or exc}"
         ) from None
+
+
+def absolute(path: Path | None) -> Path | None:
+    """``path`` as a worker elsewhere finds it: relative to this command's folder no more."""
+    return None if path is None else path.absolute()
+
+
+def absolute_request(request: ModelRequest) -> ModelRequest:
+    """``request`` with its paths (--model-dir, a local --config) made absolute before Ray
+    gets it: relative, they name nothing (or something else) in a worker's folder."""
+    from pocketcli.store.fetch import is_remote
+
+    config = request.config
+    if config is not None and not is_remote(config):
+        config = str(Path(config).absolute())
+    return replace(request, model_dir=absolute(request.model_dir), config=config)

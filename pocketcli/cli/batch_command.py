@@ -99,12 +99,6 @@ def run_batch_command(
     precision = str(choice.precision or "")
     count, threads = _split(workers, ray, precision, len(items), cores, quiet)
 
-    def spec() -> ModelSpec:
-        pack_dir = tts._pack_dir
-        return ModelSpec(
-            choice, str(pack_dir) if pack_dir is not None else None, tts.language, threads
-        )
-
     if ray is None and count is None:
         lines_at_once = auto_streams(tts.runtime) if in_flight is None else in_flight
 
@@ -112,7 +106,7 @@ def run_batch_command(
             return InProcess(LineWorker(tts, chosen.state, options), streams=lines_at_once)
 
     else:
-        model_spec, voice = spec(), chosen.state
+        model_spec, voice = worker_spec(choice, tts, threads), chosen.state
         del tts, chosen  # the workers load their own; free the driver's copy
         gc.collect()
 
@@ -128,6 +122,17 @@ def run_batch_command(
 
     report = run_batch(items, settings, output_dir, start, overwrite=overwrite, quiet=quiet)
     return report.exit_status(accept_refused)
+
+
+def worker_spec(choice, tts, threads: int) -> ModelSpec:
+    """How a worker opens the model the driver opened: the driver's request and pack, their
+    paths made absolute (a Ray worker runs in Ray's working folder, or on another node,
+    where a path relative to this command's folder names nothing)."""
+    from pocketcli.batch.cluster import absolute, absolute_request
+
+    pack_dir = absolute(None if tts._pack_dir is None else Path(tts._pack_dir))
+    request = absolute_request(choice)
+    return ModelSpec(request, None if pack_dir is None else str(pack_dir), tts.language, threads)
 
 
 def _split(

@@ -133,17 +133,16 @@ def absolute_for_ray(
     --config that is not there is said here, in one line, not by every replica."""
     from dataclasses import replace
 
+    from pocketcli.batch.cluster import absolute, absolute_request
     from pocketcli.store.fetch import is_remote
 
     config = choice.config
     if config is not None and not is_remote(config):
         checks.readable_file(config, "config")
-        config = str(Path(config).absolute())
-    model_dir = None if choice.model_dir is None else choice.model_dir.absolute()
-    voice_dir = None if settings.voice_dir is None else settings.voice_dir.absolute()
+    voice_dir = absolute(settings.voice_dir)
     return (
-        replace(choice, model_dir=model_dir, config=config),
-        None if voice_file is None else voice_file.absolute(),
+        absolute_request(choice),
+        absolute(voice_file),
         replace(settings, voice_dir=voice_dir),
     )
 

@@ -4,6 +4,7 @@ killed mid-run costs only its lines in flight (made again, none lost, none twice
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 
 from tests.cli.batch.test_run import _long_lines, _start, _wait_for_records, batch, records, wavs
 from tests.support.cli import run
+from tests.support.rayhelp import local_cluster
 
 pytest.importorskip("ray")
 
@@ -31,6 +33,23 @@ def test_ray_makes_the_same_files_as_one_process(pack_dir, tmp_path) -> None:
     assert {r["id"]: r["seed"] for r in records(tmp_path / "ray")} == seeds
     again = batch(pack_dir, lines, tmp_path / "ray", "--seed", "4", "--ray")
     assert b"0 written, 3 already done, 1 failed" in again.stderr  # resumes like the rest
+
+
+def test_a_relative_model_dir_reaches_a_clusters_workers(pack_dir, tmp_path) -> None:
+    # --ray ADDRESS: the workers run in the cluster's folder (here the test's), not in the
+    # command's, where "pack" is; a local --ray's workers share the command's.
+    shutil.copytree(pack_dir, tmp_path / "pack")
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"a|First.\nb|Second one.\n")
+    one = batch(pack_dir, lines, tmp_path / "one", "--seed", "4", "-q")
+    assert one.returncode == 0, one.stderr
+    with local_cluster(2) as address:
+        r = run(
+            "tts", "--input-file", "lines.txt", "--output-dir", "ray", "--model-dir", "pack",
+            "--seed", "4", "--ray", address, "-q", cwd=tmp_path, timeout=400,
+        )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert wavs(tmp_path / "ray") == wavs(tmp_path / "one") and len(wavs(tmp_path / "one")) == 2
 
 
 def test_a_killed_ray_actor_costs_only_its_lines_in_flight(pack_dir, tmp_path) -> None:
