@@ -245,6 +245,8 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.writable_file(f.save_voice, "--save-voice file")
     checks.writable_file(f.metrics, "metrics file", create_folders=True)  # as FluidAudio
     checks.writable_dir(f.output_dir, "output folder")
+    if f.word_outputs.printed:  # --words -: a closed standard output is refused as -o - is
+        checks.writable_file(STDOUT, "words")
     written = None if f.input_file is not None else (output if live_output is None else live_output)
     files = _word_files(f, written)
     for kind, path in files.items():

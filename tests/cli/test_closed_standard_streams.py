@@ -37,11 +37,29 @@ def test_a_usage_error_stays_a_usage_error(pack_dir, redirect) -> None:
     assert r.returncode == 2, r.stderr
 
 
-def test_audio_to_a_closed_stdout_is_one_line(pack_dir, voice_path) -> None:
-    r = shell(">&-", *_speak(pack_dir, voice_path, Path("-")))
+@pytest.fixture(scope="module")
+def words_pack(tmp_path_factory) -> Path:
+    from tests.support.wordspack import build_words_pack
+
+    return build_words_pack(tmp_path_factory.mktemp("closed_stdout_words_pack"))
+
+
+@pytest.mark.parametrize(
+    ("flags", "what"),
+    [((), "output file"), (("--metrics", "-"), "metrics file"), (("--words", "-"), "words")],
+)
+def test_anything_to_a_closed_stdout_is_one_line(
+    pack_dir, words_pack, voice_path, tmp_path, flags, what
+) -> None:
+    # -o -, --metrics - and --words - (on a pack that times words: the words would have
+    # gone nowhere, quietly): refused before any work, nothing written elsewhere
+    out = Path("-") if not flags else tmp_path / "out.wav"
+    pack = words_pack if "--words" in flags else pack_dir
+    r = shell(">&-", *_speak(pack, voice_path, out), *flags)
     assert r.returncode == 1, r.stderr
-    expected = b"pockettts: error: cannot write output file '-': standard output is closed\n"
-    assert r.stderr == expected
+    expected = f"pockettts: error: cannot write {what} '-': standard output is closed\n"
+    assert r.stderr == expected.encode()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_closed_stdout_is_never_reused_by_a_file_the_run_opens(pack_dir, voice_path, tmp_path):
