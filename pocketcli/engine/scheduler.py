@@ -46,7 +46,7 @@ from pocketcli.engine.mimi import Decode, Mimi
 from pocketcli.engine.noise import NoiseSource, peekable
 from pocketcli.engine.rows import BatchedCalls, RowCalls, RowWork, row_calls
 from pocketcli.normalize.timeline import Pause
-from pocketcli.runtimes.base import Runtime, decode_batching
+from pocketcli.runtimes.base import Runtime, decode_batching, decode_lanes
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
@@ -166,6 +166,7 @@ class Row:
     unread: int = 0  # frames (and marks) made, not yet read
     failed: bool = False
     started: bool = False  # a frame of it (speech or pause) is on its way
+    lane: int = 0  # its Mimi lane (``engine.mimi``)
 
     @property
     def live(self) -> bool:
@@ -224,7 +225,8 @@ class Scheduler:
         self._calls: RowCalls = row_calls(runtime, batched)
         self._cond = threading.Condition()
         decoder = decode_batching(runtime) if batched else None
-        self._mimi = Mimi(runtime, decoder, self._cond, threaded_decoder)
+        lanes = decode_lanes(runtime) if threaded_decoder else 0
+        self._mimi = Mimi(runtime, decoder, self._cond, lanes)
         self._rows: dict[int, Row] = {}
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
@@ -273,9 +275,13 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError("the scheduler is closed")
             handle = StreamHandle(self, next(self._ids))
-            self._rows[handle.id] = Row(
+            row = Row(
                 handle, iter(chunks), ready or _always, voice, peekable(noise), settings, on_chunk
             )
+            # The Mimi lane with the fewest streams: a tick's decodes split evenly.
+            lanes = Counter(r.lane for r in self._rows.values())
+            row.lane = min(range(self._mimi.lanes), key=lambda lane: lanes[lane])
+            self._rows[handle.id] = row
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="pockettts-scheduler", daemon=True
@@ -303,9 +309,8 @@ class Scheduler:
 
     # -- bookkeeping ------------------------------------------------------
     def _in_loop(self) -> bool:
-        """Whether this is the scheduler's thread or its Mimi thread."""
-        mimi = self._mimi.thread
-        return threading.current_thread() is self._thread or (mimi is not None and mimi.current())
+        """Whether this is the scheduler's thread or one of its Mimi threads."""
+        return threading.current_thread() is self._thread or self._mimi.current()
 
     def _wake(self) -> None:
         with self._cond:
@@ -350,7 +355,7 @@ class Scheduler:
     def _leave(self, row: Row, item: object = _END) -> None:
         """Removes a stream; its end (or error) follows the frames already on their way."""
         self._drop(row)
-        self._mimi.after(lambda: row.put(item))
+        self._mimi.after(row, lambda: row.put(item))
 
     def _fail(self, row: Row, exc: BaseException) -> None:
         row.failed = row.handle.failed = True
@@ -514,7 +519,7 @@ class Scheduler:
         row.started = True
         with self._cond:
             row.unread += 1
-        self._mimi.after(lambda: row.put(item))
+        self._mimi.after(row, lambda: row.put(item))
 
     def _decode(self, row: Row, run: ChunkRun, latents: np.ndarray | None) -> None:
         if latents is None:
