@@ -8,7 +8,9 @@ and leave at frame boundaries. A tick is three steps (``_turn``):
 1. choose the rows (``_schedule``): wait until a stream may make a frame, move
    each to its next chunk or pause, and pick the chunks that step now (a joining
    chunk's text prefill rides on its first frame; the prefills entering a tick
-   hold at most one full chunk's tokens between them, or are one prefill);
+   hold at most one full chunk's tokens between them, or are one prefill, once a
+   stream under way has made ``JOIN_BURST_FRAMES`` frames: joins arriving together
+   start together);
 2. run the model on them (``rows.RowCalls``: the runtime adapted once, batched,
    one row at a time, or sampling in its graph): the joining streams first, their
    first frames handed to Mimi at once, then the streams under way;
@@ -61,6 +63,11 @@ MAX_MIMI_TICKS = 2
 # Text tokens whose prefills may share a tick: one full chunk's (a prefill's cost grows
 # with its tokens), so several short texts joining at once start in the same tick.
 PREFILL_TOKENS_PER_TICK = MAX_TOKENS
+# Frames a stream under way makes before joins' prefills are held to that budget for
+# it (about a third of a second): streams that arrive together (16 clients connecting
+# at once) start together, instead of one long prefill a tick putting the last one's
+# first audio a second behind the first's.
+JOIN_BURST_FRAMES = 4
 # How long the exit of a process waits for a scheduler still running to stop.
 EXIT_WAIT_SECONDS = 5.0
 
@@ -166,6 +173,7 @@ class Row:
     unread: int = 0  # frames (and marks) made, not yet read
     failed: bool = False
     started: bool = False  # a frame of it (speech or pause) is on its way
+    made: int = 0  # frames (and marks) it has made
     lane: int = 0  # its Mimi lane (``engine.mimi``)
 
     @property
@@ -407,8 +415,10 @@ class Scheduler:
             return None
         chosen: list[Row] = []
         prefill_tokens = 0
-        # With no stream under way, a prefill holds no one up: they all start now.
-        budget = PREFILL_TOKENS_PER_TICK if any(r.started for r in runnable) else None
+        # With no stream under way but ones just started (``JOIN_BURST_FRAMES``), the
+        # joins arrived together: they all start now.
+        settled = any(r.made >= JOIN_BURST_FRAMES for r in runnable)
+        budget = PREFILL_TOKENS_PER_TICK if settled else None
         for row in runnable:
             if not self._advance(row):
                 continue
@@ -502,6 +512,7 @@ class Scheduler:
             elif work.latent is not None and row.run is not None:
                 with self._cond:
                     row.unread += 1  # a frame from now on, decoded or not
+                row.made += 1
                 try:
                     self._decode(row, row.run, row.run.take_latent(work.latent, work.eos))
                     self._stats.frames += 1
@@ -517,6 +528,7 @@ class Scheduler:
     def _emit(self, row: Row, item: Frame | Mark) -> None:
         """Hands the reader ``item`` after the latents already on their way."""
         row.started = True
+        row.made += 1
         with self._cond:
             row.unread += 1
         self._mimi.after(row, lambda: row.put(item))
