@@ -108,7 +108,7 @@ class MimiThread:
 class _Tick:
     """A tick's Mimi work handed over: done once its last job (in any lane) is."""
 
-    def __init__(self, jobs: int, done: threading.Event | None) -> None:
+    def __init__(self, jobs: int, done: threading.Event) -> None:
         self.jobs = jobs
         self.done = done
 
@@ -156,30 +156,37 @@ class Mimi:
         else:
             self.threads[listener.lane].submit(action)
 
-    def submit(self, wait: bool = False) -> None:
+    def submit(self) -> threading.Event | None:
         """Hands this tick's work over, to each stream's lane. The tick counts once
-        (``ticks``) until its last job is done; with ``wait``, returns once it is."""
+        (``ticks``) until its last job is done; returns an event set then (None: there
+        was no work, or it was decoded here, without threads)."""
         waited, queued = self._waited, self._queued
         self._waited, self._queued = [], []
         if not (waited or queued):
-            return
+            return None
         if not self.threads:
             for items in (waited, queued):
                 self.decode(items)
-            return
+            return None
         jobs = [
             (lane, first, part)
             for lane in range(len(self.threads))
             for first, items in ((True, waited), (False, queued))
             if (part := [item for item in items if item.listener.lane == lane])
         ]
-        tick = _Tick(len(jobs), threading.Event() if wait else None)
+        tick = _Tick(len(jobs), threading.Event())
         with self.cond:
             self.ticks += 1
         for lane, first, part in jobs:
             self.threads[lane].submit(lambda part=part: self._job(part, tick), first)
-        if tick.done is not None:
-            tick.done.wait()
+        return tick.done
+
+    @staticmethod
+    def wait(handed: list[threading.Event | None]) -> None:
+        """Returns once the work ``submit`` gave these events for is done."""
+        for done in handed:
+            if done is not None:
+                done.wait()
 
     def stop(self, timeout: float | None = None) -> None:
         """Runs what was handed over, then stops every lane (``timeout`` for them all)."""
@@ -199,7 +206,7 @@ class Mimi:
                 if last:
                     self.ticks -= 1
                     self.cond.notify_all()
-            if last and tick.done is not None:
+            if last:
                 tick.done.set()
 
     def decode(self, items: list[Decode]) -> None:

@@ -13,7 +13,8 @@ and leave at frame boundaries. A tick is three steps (``_turn``):
    start together);
 2. run the model on them (``rows.RowCalls``: the runtime adapted once, batched,
    one row at a time, or sampling in its graph): the joining streams first, their
-   first frames handed to Mimi at once, then the streams under way;
+   first frames handed to Mimi as they are made (``JOIN_GROUP`` at a time), then
+   the streams under way;
 3. take the outputs (``_take_outputs``): kept latents go to Mimi
    (``engine.mimi``, on its own thread, decoding while the next tick's FlowLM
    runs), a pause gives its silence, as many frames as its reader may still take.
@@ -68,6 +69,9 @@ PREFILL_TOKENS_PER_TICK = MAX_TOKENS
 # at once) start together, instead of one long prefill a tick putting the last one's
 # first audio a second behind the first's.
 JOIN_BURST_FRAMES = 4
+# Joining streams whose first frames go to Mimi together (one per Mimi lane), before
+# the next joins' prefills run.
+JOIN_GROUP = 2
 # How long the exit of a process waits for a scheduler still running to stop.
 EXIT_WAIT_SECONDS = 5.0
 
@@ -395,10 +399,17 @@ class Scheduler:
         going = [row for row in speaking if row.run is not None and not row.run.first]
         together = len(speaking) > 1
         if joining:
-            self._take_outputs(self._run(joining, together), [])
+            # The joins' first frames go to Mimi a group at a time, as they are made:
+            # the first ones' audio is decoded while the later ones' prefills run.
+            handed = []
+            for start in range(0, len(joining), JOIN_GROUP):
+                group = joining[start : start + JOIN_GROUP]
+                self._take_outputs(self._run(group, together), [])
+                handed.append(self._mimi.submit())
             # Only first frames this tick (no stream under way): the next tick waits
             # for their audio, so the decode has the cores to itself.
-            self._mimi.submit(wait=not going)
+            if not going:
+                self._mimi.wait(handed)
         pausing = [row for row in chosen if row.pause is not None]
         self._take_outputs(self._run(going, together), pausing)
         self._mimi.submit()

@@ -98,7 +98,10 @@ def test_a_lagging_lane_keeps_each_streams_frames_in_order_and_its_own(
     scheduler = Scheduler(runtime)
     got: list[list] = [[], []]
     try:
-        handles = [scheduler.submit(*_job(fp32, voice, i + 1, t)) for i, t in enumerate(texts)]
+        # Both join in one tick (a stream on the lagging lane alone in the first tick
+        # would wait for the other lane, whose stream could not join until it was heard).
+        with scheduler._cond:
+            handles = [scheduler.submit(*_job(fp32, voice, i + 1, t)) for i, t in enumerate(texts)]
         readers = [threading.Thread(target=got[i].extend, args=(h,)) for i, h in enumerate(handles)]
         for reader in readers:
             reader.start()
