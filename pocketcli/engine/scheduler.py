@@ -8,10 +8,13 @@ and leave at frame boundaries. A tick is three steps (``_turn``):
 1. choose the rows (``_schedule``): wait until a stream may make a frame, move
    each to its next chunk or pause, and pick the chunks that step now (a joining
    chunk's text prefill rides on its first frame; the prefills entering a tick
-   hold at most one full chunk's tokens between them, or are one prefill);
+   hold at most one full chunk's tokens between them, or are one prefill, once a
+   stream under way has made ``JOIN_BURST_FRAMES`` frames: joins arriving together
+   start together);
 2. run the model on them (``rows.RowCalls``: the runtime adapted once, batched,
    one row at a time, or sampling in its graph): the joining streams first, their
-   first frames handed to Mimi at once, then the streams under way;
+   first frames handed to Mimi as they are made (``JOIN_GROUP`` at a time), then
+   the streams under way;
 3. take the outputs (``_take_outputs``): kept latents go to Mimi
    (``engine.mimi``, on its own thread, decoding while the next tick's FlowLM
    runs), a pause gives its silence, as many frames as its reader may still take.
@@ -46,7 +49,7 @@ from pocketcli.engine.mimi import Decode, Mimi
 from pocketcli.engine.noise import NoiseSource, peekable
 from pocketcli.engine.rows import BatchedCalls, RowCalls, RowWork, row_calls
 from pocketcli.normalize.timeline import Pause
-from pocketcli.runtimes.base import Runtime, decode_batching
+from pocketcli.runtimes.base import Runtime, decode_batching, decode_lanes
 from pocketcli.text import ChunkPlan
 from pocketcli.voices.state import VoiceState
 
@@ -61,6 +64,14 @@ MAX_MIMI_TICKS = 2
 # Text tokens whose prefills may share a tick: one full chunk's (a prefill's cost grows
 # with its tokens), so several short texts joining at once start in the same tick.
 PREFILL_TOKENS_PER_TICK = MAX_TOKENS
+# Frames a stream under way makes before joins' prefills are held to that budget for
+# it (about a third of a second): streams that arrive together (16 clients connecting
+# at once) start together, instead of one long prefill a tick putting the last one's
+# first audio a second behind the first's.
+JOIN_BURST_FRAMES = 4
+# Joining streams whose first frames go to Mimi together (one per Mimi lane), before
+# the next joins' prefills run.
+JOIN_GROUP = 2
 # How long the exit of a process waits for a scheduler still running to stop.
 EXIT_WAIT_SECONDS = 5.0
 
@@ -166,6 +177,8 @@ class Row:
     unread: int = 0  # frames (and marks) made, not yet read
     failed: bool = False
     started: bool = False  # a frame of it (speech or pause) is on its way
+    made: int = 0  # frames (and marks) it has made
+    lane: int = 0  # its Mimi lane (``engine.mimi``)
 
     @property
     def live(self) -> bool:
@@ -224,7 +237,8 @@ class Scheduler:
         self._calls: RowCalls = row_calls(runtime, batched)
         self._cond = threading.Condition()
         decoder = decode_batching(runtime) if batched else None
-        self._mimi = Mimi(runtime, decoder, self._cond, threaded_decoder)
+        lanes = decode_lanes(runtime) if threaded_decoder else 0
+        self._mimi = Mimi(runtime, decoder, self._cond, lanes)
         self._rows: dict[int, Row] = {}
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
@@ -273,9 +287,13 @@ class Scheduler:
             if self._closed:
                 raise RuntimeError("the scheduler is closed")
             handle = StreamHandle(self, next(self._ids))
-            self._rows[handle.id] = Row(
+            row = Row(
                 handle, iter(chunks), ready or _always, voice, peekable(noise), settings, on_chunk
             )
+            # The Mimi lane with the fewest streams: a tick's decodes split evenly.
+            lanes = Counter(r.lane for r in self._rows.values())
+            row.lane = min(range(self._mimi.lanes), key=lambda lane: lanes[lane])
+            self._rows[handle.id] = row
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="pockettts-scheduler", daemon=True
@@ -303,9 +321,8 @@ class Scheduler:
 
     # -- bookkeeping ------------------------------------------------------
     def _in_loop(self) -> bool:
-        """Whether this is the scheduler's thread or its Mimi thread."""
-        mimi = self._mimi.thread
-        return threading.current_thread() is self._thread or (mimi is not None and mimi.current())
+        """Whether this is the scheduler's thread or one of its Mimi threads."""
+        return threading.current_thread() is self._thread or self._mimi.current()
 
     def _wake(self) -> None:
         with self._cond:
@@ -350,7 +367,7 @@ class Scheduler:
     def _leave(self, row: Row, item: object = _END) -> None:
         """Removes a stream; its end (or error) follows the frames already on their way."""
         self._drop(row)
-        self._mimi.after(lambda: row.put(item))
+        self._mimi.after(row, lambda: row.put(item))
 
     def _fail(self, row: Row, exc: BaseException) -> None:
         row.failed = row.handle.failed = True
@@ -382,10 +399,17 @@ class Scheduler:
         going = [row for row in speaking if row.run is not None and not row.run.first]
         together = len(speaking) > 1
         if joining:
-            self._take_outputs(self._run(joining, together), [])
+            # The joins' first frames go to Mimi a group at a time, as they are made:
+            # the first ones' audio is decoded while the later ones' prefills run.
+            handed = []
+            for start in range(0, len(joining), JOIN_GROUP):
+                group = joining[start : start + JOIN_GROUP]
+                self._take_outputs(self._run(group, together), [])
+                handed.append(self._mimi.submit())
             # Only first frames this tick (no stream under way): the next tick waits
             # for their audio, so the decode has the cores to itself.
-            self._mimi.submit(wait=not going)
+            if not going:
+                self._mimi.wait(handed)
         pausing = [row for row in chosen if row.pause is not None]
         self._take_outputs(self._run(going, together), pausing)
         self._mimi.submit()
@@ -402,8 +426,10 @@ class Scheduler:
             return None
         chosen: list[Row] = []
         prefill_tokens = 0
-        # With no stream under way, a prefill holds no one up: they all start now.
-        budget = PREFILL_TOKENS_PER_TICK if any(r.started for r in runnable) else None
+        # With no stream under way but ones just started (``JOIN_BURST_FRAMES``), the
+        # joins arrived together: they all start now.
+        settled = any(r.made >= JOIN_BURST_FRAMES for r in runnable)
+        budget = PREFILL_TOKENS_PER_TICK if settled else None
         for row in runnable:
             if not self._advance(row):
                 continue
@@ -497,6 +523,7 @@ class Scheduler:
             elif work.latent is not None and row.run is not None:
                 with self._cond:
                     row.unread += 1  # a frame from now on, decoded or not
+                row.made += 1
                 try:
                     self._decode(row, row.run, row.run.take_latent(work.latent, work.eos))
                     self._stats.frames += 1
@@ -512,9 +539,10 @@ class Scheduler:
     def _emit(self, row: Row, item: Frame | Mark) -> None:
         """Hands the reader ``item`` after the latents already on their way."""
         row.started = True
+        row.made += 1
         with self._cond:
             row.unread += 1
-        self._mimi.after(lambda: row.put(item))
+        self._mimi.after(row, lambda: row.put(item))
 
     def _decode(self, row: Row, run: ChunkRun, latents: np.ndarray | None) -> None:
         if latents is None:

@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from pocketcli.config import ModelConfig
+from pocketcli.cores import bound_threads
 from pocketcli.errors import BackendError
 from pocketcli.voices.state import VoiceState
 
@@ -189,6 +190,13 @@ def batching(runtime: Runtime) -> BatchedRuntime | None:
     if isinstance(runtime, BatchedRuntime) and runtime.batch_unavailable_reason is None:
         return runtime
     return None
+
+
+def decode_lanes(runtime: Runtime) -> int:
+    """Threads that may run the runtime's Mimi decodes of different streams at once: 2
+    where it says its decodes may overlap (``parallel_decodes``: ONNX Runtime sessions
+    run concurrently), bounded by the cores; else 1."""
+    return bound_threads(2) if getattr(runtime, "parallel_decodes", False) is True else 1
 
 
 def decode_batching(runtime: Runtime) -> BatchedDecoder | None:

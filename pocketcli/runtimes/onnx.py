@@ -266,6 +266,9 @@ class OnnxRuntime:
     """Implements ``pocketcli.runtimes.base.Runtime`` over the graphs of one pack."""
 
     name = "onnx"
+    # Different streams' Mimi decodes may run at once (the scheduler's two Mimi lanes):
+    # a session runs concurrently, and each call reads and writes only its own state.
+    parallel_decodes = True
 
     def __init__(
         self, pack_dir: str | Path, precision: str = "fp32", threads: int | None = None

@@ -214,7 +214,9 @@ def test_each_tick_of_mimi_work_is_counted_once(tts, voice) -> None:
     scheduler = Scheduler(tts.runtime, max_ahead=12)
     try:
         jobs = [_job(tts, LONG, 1, eos_threshold=1e9), _job(tts, LONG, 2, eos_threshold=1e9)]
-        read, unread = (scheduler.submit(c, voice, n, s) for c, n, s in jobs)
+        with scheduler._cond:  # both join in one tick: their pieces share ticks (and
+            # go to two Mimi lanes: two jobs a tick, each tick counted once all the same)
+            read, unread = (scheduler.submit(c, voice, n, s) for c, n, s in jobs)
         frames = len(list(read))  # the other sits at max_ahead meanwhile
         _idle(scheduler)
         assert scheduler._mimi.ticks == 0

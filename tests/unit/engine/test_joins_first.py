@@ -145,3 +145,56 @@ def test_the_running_step_goes_on_while_the_joiners_first_frame_is_decoded(
     assert runtime.opened, "the tick waited for B's audio before stepping A"
     alone_b = frames_alone(fp32.runtime, *_job(fp32, voice, 2, "Joining now."))
     assert np.array_equal(_audio(frames_b), _audio(alone_b))
+
+
+class _PrefillAfterDecode:
+    """The runtime, whose third text prefill waits until a Mimi decode has begun (or
+    ``GATE_SECONDS`` passed: ``decoded_first`` False)."""
+
+    def __init__(self, runtime) -> None:
+        self._runtime = runtime
+        self.config = runtime.config
+        self.prefills = 0
+        self.decoding = threading.Event()
+        self.decoded_first: bool | None = None
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._runtime, name)
+        if name in DECODES:
+
+            def decode(*args, **kwargs):
+                self.decoding.set()
+                return attr(*args, **kwargs)
+
+            return decode
+        if name != "prefill_then_step":
+            return attr
+
+        def prefill_then_step(*args, **kwargs):
+            self.prefills += 1
+            if self.prefills == 3:
+                self.decoded_first = self.decoding.wait(GATE_SECONDS)
+            return attr(*args, **kwargs)
+
+        return prefill_then_step
+
+
+def test_joins_first_frames_are_decoded_while_later_joins_prefill(fp32, fixture_dir) -> None:
+    """Three streams join an idle scheduler in one tick: the first two's first frames go
+    to Mimi before the third's prefill runs (not all of them after every prefill), and
+    each stream's audio is its own."""
+    runtime = _PrefillAfterDecode(fp32.runtime)
+    voice = fp32.voices.load(fixture_dir / "voice.safetensors")
+    texts = ["First to join.", "Second to join.", "Third to join."]
+    scheduler = Scheduler(runtime)
+    try:
+        with scheduler._cond:  # the scheduler sees them all at once
+            handles = [scheduler.submit(*_job(fp32, voice, i, t)) for i, t in enumerate(texts)]
+        got = [list(h) for h in handles]
+    finally:
+        scheduler.close()
+    assert runtime.decoded_first, "no first frame was decoded until every join's prefill ran"
+    for i, text in enumerate(texts):
+        assert np.array_equal(
+            _audio(got[i]), _audio(frames_alone(fp32.runtime, *_job(fp32, voice, i, text)))
+        )

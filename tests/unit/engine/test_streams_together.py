@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from pocketcli import PocketTTS
+from pocketcli.engine import scheduler as scheduler_module
 from pocketcli.engine.chunk import DECODE_BATCH, ChunkTrace, Frame
 from pocketcli.engine.scheduler import MAX_MIMI_TICKS, PREFILL_TOKENS_PER_TICK, Scheduler
 from pocketcli.normalize.timeline import Pause
@@ -289,20 +290,26 @@ LONG = " ".join(["Every stream here speaks a long sentence of many words."] * 3)
 
 
 @pytest.mark.parametrize(
-    ("first", "texts", "max_tokens", "expected"),
+    ("first", "texts", "max_tokens", "settled", "expected"),
     [
-        (None, (LONG, LONG, LONG), 50, [3]),  # nobody under way: all start at once
-        (LONG, (LONG, LONG), 50, [1, 1, 1]),  # under way: one long prefill a tick
-        ("Under way.", TEXTS + TEXTS, 12, [1, 6]),  # short ones share a tick
+        (None, (LONG, LONG, LONG), 50, True, [3]),  # nobody under way: all start at once
+        (LONG, (LONG, LONG), 50, True, [1, 1, 1]),  # under way: one long prefill a tick
+        ("Under way.", TEXTS + TEXTS, 12, True, [1, 6]),  # short ones share a tick
+        (LONG, (LONG, LONG), 50, False, [1, 2]),  # just started: a burst starts at once
     ],
-    ids=["at-once", "long-joins", "short-joins"],
+    ids=["at-once", "long-joins", "short-joins", "burst"],
 )
 def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
-    fp32, fixture_dir, first, texts, max_tokens, expected
+    fp32, fixture_dir, monkeypatch, first, texts, max_tokens, settled, expected
 ) -> None:
     """Streams that join running ones start while their prefills fit one full chunk's
     tokens (so a join stalls the running streams by about one prefill at most); with
-    no stream under way, all start in the first tick."""
+    no stream under way, all start in the first tick; with the one under way just
+    started (fewer than ``JOIN_BURST_FRAMES`` frames: here one), they all start in the
+    next (``settled``: that one frame counts as settled)."""
+    if settled:
+        monkeypatch.setattr(scheduler_module, "JOIN_BURST_FRAMES", 1)
+    assert scheduler_module.JOIN_BURST_FRAMES > 1 or settled
     log = _CallLog(fp32.runtime)
     assert batching(log) is not None
     voice = fp32.voices.load(fixture_dir / "voice.safetensors")
@@ -330,7 +337,8 @@ def test_the_prefills_of_a_tick_hold_one_chunk_of_tokens(
         log.steps.set()
         scheduler.close()
     ticks = _prefills_per_tick(log.calls)
-    assert all(len(t) == 1 or sum(t) <= PREFILL_TOKENS_PER_TICK for t in ticks[1:]), ticks
+    budgeted = all(len(t) == 1 or sum(t) <= PREFILL_TOKENS_PER_TICK for t in ticks[1:])
+    assert budgeted or not settled, ticks
     assert [len(t) for t in ticks[: len(expected)]] == expected, ticks
     chunks = sum(1 for script in scripts for item in script if not isinstance(item, Pause))
     assert sum(map(len, ticks)) == chunks  # every chunk's prefill, once
