@@ -9,8 +9,8 @@ This script measures that floor from its parts, in one run, with the load averag
   in float and rewritten by the pack builder's own per-row int8 pass
   (``packs.quantize.quantise_rows_int8``, the form every pack's batched step has), for 1, 2
   and all of the layers: CPU-ms per call at 1 and 8 rows, and the bytes read per ms;
-- the same chain on ONNX Runtime's ``MatMulNBits`` (blocks of 32, int8 compute) with 8-bit
-  and with 4-bit weights: what another int8 kernel and half the bytes would give.
+- the same chain on ONNX Runtime's ``MatMulNBits`` (blocks of 32, int8 compute; the packs'
+  ``quantise_int4`` with 8 and 4 bits): what another int8 kernel and half the bytes give.
 
     python benchmarks/bench_floor.py --rounds 3
 
@@ -30,7 +30,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from pocketcli.packs.quantize import quantise_rows_int8
+from pocketcli.packs.quantize import quantise_int4, quantise_rows_int8
 
 D_MODEL, FFN, LAYERS = 1024, 4096, 6  # the full-size English FlowLM
 
@@ -70,47 +70,6 @@ def _to_width(nodes: list, inits: list, y: str, have: int, want: int, i: int) ->
     return f"z{i}"
 
 
-def _nbits(model: onnx.ModelProto, bits: int, block: int = 32) -> onnx.ModelProto:
-    """The float chain's MatMuls as ``MatMulNBits`` (symmetric blocks, int8 compute)."""
-    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    keep = [t for t in model.graph.initializer if not t.name.startswith("w")]
-    nodes = []
-    for node in model.graph.node:
-        if node.op_type != "MatMul":
-            nodes.append(node)
-            continue
-        w = weights[node.input[1]]
-        k, n = w.shape
-        top = 2 ** (bits - 1) - 1
-        blocks = w.T.reshape(n, k // block, block)
-        scale = np.maximum(np.abs(blocks).max(-1), 1e-12) / top
-        q = np.clip(np.round(blocks / scale[..., None]), -top - 1, top).astype(np.int32) + top + 1
-        q = q.astype(np.uint8)
-        if bits == 4:
-            q = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
-        name = node.input[1]
-        keep += [
-            numpy_helper.from_array(q, f"{name}.q"),
-            numpy_helper.from_array(scale.astype(np.float32).reshape(-1), f"{name}.s"),
-        ]
-        nodes.append(
-            helper.make_node(
-                "MatMulNBits",
-                [node.input[0], f"{name}.q", f"{name}.s"],
-                node.output,
-                domain="com.microsoft",
-                K=k,
-                N=n,
-                bits=bits,
-                block_size=block,
-                accuracy_level=4,
-            )
-        )
-    graph = helper.make_graph(nodes, "chain", model.graph.input, model.graph.output, keep)
-    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
-    return helper.make_model(graph, opset_imports=opsets)
-
-
 def _session(path: Path) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -144,9 +103,9 @@ def _forms(work: Path, layers: int, rng: np.random.Generator) -> dict[str, tuple
     params = sum(k * n for k, n in _shapes(layers)) / 1e6
     forms = {"per-row int8 (packs)": (work / f"rows{layers}.onnx", params)}
     quantise_rows_int8(src, forms["per-row int8 (packs)"][0])
-    for bits in (8, 4):
+    for bits in (8, 4):  # the packs' N-bit quantiser (ONNX Runtime's), blocks of 32
         path = work / f"nbits{bits}_{layers}.onnx"
-        onnx.save(_nbits(model, bits), path)
+        quantise_int4(src, path, block_size=32, bits=bits)
         forms[f"MatMulNBits {bits}-bit"] = (path, params * bits / 8)
     return forms
 
