@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pocketcli.batch.argv import RAY_LOCAL
 from pocketcli.batch.jobs import (
@@ -27,7 +28,10 @@ from pocketcli.batch.plan import BatchSettings, fresh_base_seed, model_id, voice
 from pocketcli.batch.runner import InProcess, run_batch
 from pocketcli.batch.worker import LineWorker, ModelSpec
 from pocketcli.cli import clickcompat as click
-from pocketcli.options import SpeakOptions
+from pocketcli.options import ModelRequest, SpeakOptions
+
+if TYPE_CHECKING:
+    from pocketcli.api import PocketTTS
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ def run_batch_command(
     return report.exit_status(accept_refused)
 
 
-def worker_spec(choice, tts, threads: int) -> ModelSpec:
+def worker_spec(choice: ModelRequest, tts: PocketTTS, threads: int) -> ModelSpec:
     """How a worker opens the model the driver opened: the driver's request and pack, their
     paths made absolute (a Ray worker runs in Ray's working folder, or on another node,
     where a path relative to this command's folder names nothing)."""

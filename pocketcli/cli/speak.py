@@ -428,6 +428,7 @@ def speak_once(
     """One text to a file (the library's ``synthesize_to_file``) or to stdout; with
     ``word_outputs`` (--words, --captions) the timed words too."""
     t0 = time.perf_counter()  # bad text (markup, nothing to say): a usage error
+    asked = word_outputs or WordOutputs()
     if output == STDOUT:
         timed: list | None = [] if options.words else None
         samples = _stream_to_stdout(tts, words, voice, options, on_warning, fmt, timed)
@@ -435,9 +436,8 @@ def speak_once(
         if timed is not None:  # -o - --words FILE: the files after the audio, each whole
             from pocketcli.words.captions import write_word_files
 
-            write_word_files(timed, (word_outputs or WordOutputs()).named())
+            write_word_files(timed, asked.named())
     elif options.words:
-        asked = word_outputs or WordOutputs()
         timing.audio = _speak_with_words(
             tts, words, voice, Path(output), options, fmt, on_warning, asked
         )
