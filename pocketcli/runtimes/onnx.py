@@ -31,7 +31,6 @@ from pocketcli.packs.manifest import (
 from pocketcli.packs.state_spec import HEAD_SCORES, PRESENT_KEY, PRESENT_VALUE
 from pocketcli.runtimes.flow import integrate_flow
 from pocketcli.runtimes.graph_roles import Role, check_role, check_trailing_dims, role
-from pocketcli.runtimes.spare import SpareBuffers
 from pocketcli.voices.cloning import VoiceCloningUnavailable, unavailable_message
 from pocketcli.voices.state import VoiceState
 from pocketcli.words import WordsUnavailable
@@ -320,7 +319,6 @@ class OnnxRuntime:
         self._no_latents = np.zeros((1, 0, self._latent_dim), np.float32)
         self._voice_layout: tuple[VoiceState, list[np.ndarray], list[np.ndarray]] | None = None
         self._mimi_zeros: dict[str, np.ndarray] | None = None
-        self._spare = SpareBuffers()
         seanet = self.config.mimi.decoder_seanet
         self._mimi_frame_bytes = self.config.mimi.samples_per_frame * seanet.n_filters * 4
 
@@ -397,16 +395,10 @@ class OnnxRuntime:
         # pages of a mapping cost a fault each: 6 ms for a full-size chunk's buffers here,
         # against 0.4 ms from the heap, all of it before the chunk's first audio. The
         # fused step reads no position past a row's length, so its buffers are not
-        # zeroed: a page is touched only once a position in it is written (zeroing
-        # 5 MB of pages the heap handed back to the system cost 1-3 ms a chunk).
-        capacity = min(limit, used + CACHE_STEP)
-        spare = self._spare.take(self._key_shape(capacity), self._value_shape(capacity))
-        if spare is not None and not self._fused:  # the plain step reads every position
-            for keys, values in zip(*spare, strict=True):
-                keys[self._keys_at(slice(used, None))] = 0.0
-                values[:, used:] = 0.0
+        # zeroed: a page is touched only once a position in it is written (zeroing a
+        # full-size chunk's 5 MB touched every page: 1-1.5 ms more before its prefill).
         zeros = heap_empty if self._fused else heap_zeros
-        seq = OnnxSequence(*(spare or self._cache_buffers(capacity, zeros)), used, limit)
+        seq = OnnxSequence(*self._cache_buffers(min(limit, used + CACHE_STEP), zeros), used, limit)
         if voice is not None:
             voice_keys, voice_values = self._voice_in_cache_layout(voice)
             for i in range(self._layers):
@@ -425,13 +417,11 @@ class OnnxRuntime:
             (*row, slice(None), where) if self._fused else (*row, slice(None), slice(None), where)
         )
 
-    def _value_shape(self, capacity: int) -> tuple[int, int, int]:
-        return (self._kv_heads, capacity, self._head_dim)
-
     def _cache_buffers(
         self, capacity: int, zeros: Callable[[tuple[int, ...]], np.ndarray] = kv_zeros
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        shape_k, shape_v = self._key_shape(capacity), self._value_shape(capacity)
+        shape_k = self._key_shape(capacity)
+        shape_v = (self._kv_heads, capacity, self._head_dim)
         return (
             [zeros(shape_k) for _ in range(self._layers)],
             [zeros(shape_v) for _ in range(self._layers)],
@@ -649,7 +639,6 @@ class OnnxRuntime:
         What a former holder wrote past ``seq``'s length is cleared: masked positions are
         multiplied by exact zeros, which a NaN left by a failed stream would survive."""
         n, end = seq.length, batch.written[row]
-        own = (list(seq.keys), list(seq.values)) if seq.row < 0 else None
         for i in range(self._layers):
             batch.keys[i][self._keys_at(slice(0, n), row)] = seq.keys[i][self._keys_at(slice(0, n))]
             batch.values[i][row, :, :n] = seq.values[i][:, :n]
@@ -661,8 +650,6 @@ class OnnxRuntime:
         seq.row = row
         batch.holders[row] = weakref.ref(seq)
         batch.written[row] = n
-        if own is not None:  # its start buffers: warm pages for the next chunk's start
-            self._spare.give(*own)
 
     def _place(self, batch: OnnxBatch, seqs: Sequence[OnnxSequence]) -> list[int] | None:
         """Every sequence in one of the first ``len(seqs)`` rows: their rows, in order;
