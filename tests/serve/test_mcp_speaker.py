@@ -3,9 +3,10 @@ admission on the tiny pack and a sink the test lets open: a text stopped while i
 opens plays none of the frames already made for it.
 
 A real device cannot show this every time: ``PortAudioSink.write`` only fills a buffer,
-which the stop's ``abort`` empties, so frames written by mistake reach the speakers only
-when PortAudio's callback happens to run in between (about one run in three). The sink
-here records what it is given: the frames written are the fault, whatever the device."""
+which the stop's ``abort`` empties microseconds later, so frames written by mistake reach
+the speakers only when PortAudio's callback happens to run in between (a test through the
+MCP client caught it one run in three). The sink here records what it is given: the frames
+written are the fault, whatever the device."""
 
 from __future__ import annotations
 
