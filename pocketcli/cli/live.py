@@ -159,7 +159,8 @@ def _enqueue_checked(session: Session, text: str) -> None:
 
 class _Heard:
     """A live run's words: each printed as it is decided (``--words -``), all of them
-    written to ``--words``/``--captions`` files (or beside ``-o FILE``) at the end."""
+    written to ``--words``/``--captions`` files (or beside ``-o FILE``, or ``--captions -``
+    on standard output) at the end."""
 
     def __init__(self, asked: WordOutputs | None) -> None:
         self.asked = asked
@@ -186,6 +187,13 @@ class _Heard:
 
         audio = None if output is None or output == "-" else Path(output)
         write_word_files(self.words, self.asked.files(audio))
+        if self.asked.captions_printed:  # --captions -: whole, once every word is known
+            from pocketcli.words.captions import print_captions
+
+            try:
+                print_captions(self.words, sys.stdout)
+            except OSError as exc:  # the reader of the captions went away
+                raise stdout_failure(exc) from None
 
 
 class _FileSink:

@@ -171,13 +171,15 @@ def check_flags(f: TtsFlags) -> None:
 
 
 def _check_stdout(f: TtsFlags) -> None:
-    """Standard output carries one thing: the audio (``-o -``), the words (``--words -``)
-    or the metrics (``--metrics -``); a second one is a usage error, before any work."""
+    """Standard output carries one thing: the audio (``-o -``), the words (``--words -``),
+    the captions (``--captions -``) or the metrics (``--metrics -``); a second one is a
+    usage error, before any work."""
     given = [
         (flag, what)
         for flag, what, on_stdout in (
             ("-o -", "the audio", f.output == STDOUT),
             ("--words -", "the words", f.word_outputs.printed),
+            ("--captions -", "the captions", f.word_outputs.captions_printed),
             ("--metrics -", "the metrics", f.metrics == STDOUT),
         )
         if on_stdout
@@ -204,7 +206,7 @@ def _check_words_flags(f: TtsFlags) -> None:
             "--words or --captions with no FILE go beside the audio file, and -o - writes"
             " none: name their files"
         )
-    if f.input_file is not None and (asked.printed or asked.named()):
+    if f.input_file is not None and (asked.printed or asked.captions_printed or asked.named()):
         raise click.UsageError(
             "--input-file writes each line's words beside its audio: give --words and"
             " --captions no FILE (or a format: --captions srt)"
@@ -247,6 +249,8 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
     checks.writable_dir(f.output_dir, "output folder")
     if f.word_outputs.printed:  # --words -: a closed standard output is refused as -o - is
         checks.writable_file(STDOUT, "words")
+    if f.word_outputs.captions_printed:
+        checks.writable_file(STDOUT, "captions")
     written = None if f.input_file is not None else (output if live_output is None else live_output)
     files = _word_files(f, written)
     for kind, path in files.items():
@@ -464,7 +468,7 @@ def _speak_with_words(
     """``synthesize_to_file`` that also keeps the words (``--words -``: printed as they
     are decided), then writes --words and --captions (each whole or not at all, after
     the audio)."""
-    from pocketcli.words.captions import print_words, write_word_files
+    from pocketcli.words.captions import print_captions, print_words, write_word_files
     from pocketcli.words.files import speak_to_file
 
     def printed(words) -> None:
@@ -481,11 +485,14 @@ def _speak_with_words(
         on_words=printed if asked.printed else None,
     )
     write_word_files(timed, asked.files(path))
+    if asked.captions_printed:
+        _printed(print_captions, timed)
     return seconds
 
 
 def _printed(printer, words) -> None:
-    """``--words -``: words on stdout as they are decided; a reader gone ends the run."""
+    """``--words -`` (words on stdout as they are decided) and ``--captions -`` (the
+    captions, whole, at the end); a reader gone ends the run."""
     try:
         printer(words, sys.stdout)
     except OSError as exc:

@@ -198,9 +198,10 @@ def tts_command(
     captions_file: str | None = typer.Option(
         None,
         "--captions",
-        metavar="[FILE|srt|vtt]",
+        metavar="[FILE|-|srt|vtt]",
         help="Also write captions of a few words a cue: .srt or .vtt, by extension; no FILE:"
-        " beside the audio (a.wav -> a.vtt; srt or vtt picks), each line's in a batch.",
+        " beside the audio (a.wav -> a.vtt; srt or vtt picks), each line's in a batch;"
+        " '-': print them on stdout as WebVTT at the end.",
     ),
 ) -> None:
     """Declarations only: the work is ``cli.speak.run_tts``."""

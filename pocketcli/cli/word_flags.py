@@ -8,6 +8,7 @@ format), as whisper's ``--output_format`` writes beside its outputs:
     --words -            each word on standard output as it is decided (JSON Lines)
     --words | --words json            beside the audio: a.wav -> a.json
     --captions a.srt | --captions a.vtt
+    --captions -         WebVTT on standard output once every word is known
     --captions | --captions vtt | --captions srt   beside the audio: a.wav -> a.vtt
 
 Kept free of heavy imports: ``bare_word_flags`` runs before every command is parsed.
@@ -21,13 +22,14 @@ from pathlib import Path
 WORDS_FORMAT = "json"
 CAPTION_FORMATS = ("vtt", "srt")  # the first: what a bare --captions writes
 PRINTED = "-"
+PRINTED_CAPTIONS = CAPTION_FORMATS[0]  # what --captions - prints
 # What a flag given with no value means (last, or before another option).
 _BARE = {"--words": WORDS_FORMAT, "--captions": CAPTION_FORMATS[0]}
 
 
 def bare_word_flags(argv: list[str]) -> list[str]:
     """``--words``/``--captions`` with no value mean their format, written beside the audio
-    (``--words -`` keeps its value: standard output)."""
+    (``--words -`` and ``--captions -`` keep their value: standard output)."""
     from pocketcli.batch.argv import fill_bare_options
 
     return fill_bare_options(argv, _BARE, kept=PRINTED)
@@ -36,7 +38,8 @@ def bare_word_flags(argv: list[str]) -> list[str]:
 @dataclass(frozen=True)
 class WordOutputs:
     """What ``--words`` and ``--captions`` ask for: a file, a format written beside the
-    audio, or (``--words -``) words printed as they are decided."""
+    audio, or standard output (``--words -``: words printed as they are decided;
+    ``--captions -``: WebVTT, printed whole at the end)."""
 
     words: str | None = None
     captions: str | None = None
@@ -50,6 +53,10 @@ class WordOutputs:
         return self.words == PRINTED
 
     @property
+    def captions_printed(self) -> bool:
+        return self.captions == PRINTED
+
+    @property
     def beside(self) -> bool:
         """Whether a file goes beside the audio (a format given, not a path)."""
         return self.words == WORDS_FORMAT or self.captions in CAPTION_FORMATS
@@ -58,6 +65,8 @@ class WordOutputs:
         """ "srt" or "vtt" (None: no captions asked, or not a caption file's name)."""
         if self.captions is None:
             return None
+        if self.captions == PRINTED:
+            return PRINTED_CAPTIONS
         if self.captions in CAPTION_FORMATS:
             return self.captions
         from pocketcli.words.captions import caption_kind
@@ -73,7 +82,7 @@ class WordOutputs:
                 out["words"] = Path(self.words)
             elif audio is not None:
                 out["words"] = audio.with_suffix(".json")
-        if self.captions is not None:
+        if self.captions is not None and self.captions != PRINTED:
             if self.captions not in CAPTION_FORMATS:
                 out["captions"] = Path(self.captions)
             elif audio is not None:

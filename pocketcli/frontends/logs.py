@@ -43,16 +43,40 @@ def _not_a_lost_write(record: logging.LogRecord) -> bool:
     return record.msg != _LOST_WRITES
 
 
-def _own_stderr() -> TextIO:
+class _CurrentStderr(logging.StreamHandler):
+    """Writes each line to ``sys.stderr`` as it is then (as ``logging.lastResort`` does):
+    a stream with no descriptor to copy is the host's (a test's capture, an embedding
+    program's buffer), which it may close or swap once ``configure`` has returned."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass  # always the current sys.stderr
+
+
+def _stderr_handler() -> logging.StreamHandler:
+    """A handler on a copy of descriptor 2 (``_own_stderr``), or on whatever ``sys.stderr``
+    is at each line when it has no real descriptor."""
+    own = _own_stderr()
+    return _CurrentStderr() if own is None else logging.StreamHandler(own)
+
+
+def _own_stderr() -> TextIO | None:
     """A copy of descriptor 2 for the log: while a noisy C decoder's descriptor 2 points at
-    /dev/null for a moment (``audio.read``), the log's lines still arrive. ``sys.stderr``
-    itself when it is no real descriptor."""
+    /dev/null for a moment (``audio.read``), the log's lines still arrive. None when
+    ``sys.stderr`` is no real descriptor."""
     try:
         sys.stderr.flush()
         fd = sys.stderr.fileno()
         st = os.fstat(fd)
     except (AttributeError, OSError, ValueError):
-        return sys.stderr
+        return None
     key = (st.st_dev, st.st_ino)
     if key not in _COPIES:  # one copy per file: configure() may be called again
         _COPIES[key] = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
@@ -65,7 +89,7 @@ _COPIES: dict[tuple[int, int], TextIO] = {}
 def configure(level: str = defaults.LOG_LEVEL) -> None:
     """JSON lines for our logger, uvicorn's and asyncio's (uvicorn's access log is
     replaced by ours): every line on stderr is one JSON object."""
-    handler = logging.StreamHandler(_own_stderr())
+    handler = _stderr_handler()
     handler.setFormatter(JsonFormatter())
     for name in (LOGGER, "uvicorn", "uvicorn.error", "asyncio", "websockets"):
         log = logging.getLogger(name)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -27,6 +27,7 @@ import numpy as np
 from mcp.server.mcpserver import Audio, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent
+from pydantic import Field, StrictInt
 
 from pocketcli import __version__, defaults
 from pocketcli.errors import UserError
@@ -44,7 +45,7 @@ from pocketcli.frontends.admission import (
 from pocketcli.frontends.turns import language_problem
 from pocketcli.frontends.voices import VoiceBook, VoiceNotFound, VoiceUnreadable
 from pocketcli.mcp.speaker import QueueFull, Speaker
-from pocketcli.options import SpeakOptions
+from pocketcli.options import SEED_BOUNDS, SpeakOptions
 
 if TYPE_CHECKING:
     from pocketcli.frontends.backend import Backend
@@ -67,6 +68,10 @@ class McpSettings:
         ``\\uXXXX`` twice over (a surrogate pair), and room for the rest of the call."""
         return 12 * self.max_chars + 64 * 1024
 
+
+# A seed as the CLI's --seed takes it: a whole number (not true, 2.5 or "7"), its bounds
+# in the tool's schema and checked by ``SpeakOptions`` (one message everywhere).
+Seed = Annotated[StrictInt | None, Field(json_schema_extra=SEED_BOUNDS)]
 
 INSTRUCTIONS = (
     "Text to speech with Kyutai's Pocket TTS, on this machine. speak reads text aloud on the "
@@ -198,19 +203,17 @@ class _Tools:
         return job
 
     async def spoken(
-        self, text: str, voice: VoiceState | None, speed: float, words: list | None = None
+        self, text: str, voice: VoiceState | None, options: SpeakOptions, words: list | None = None
     ) -> np.ndarray:
         """The whole speech of ``text``, made as an admitted stream (busy: a ToolError);
         a call that is cancelled (its client gone) stops its stream. ``words``: a list
         that gets the speech's timed words (the model cannot time them: a ToolError)."""
         limits = self.settings.admission
         if words is None:
-            job = self.admitted(text, voice, _options(speed))
+            job = self.admitted(text, voice, options)
         else:
-            options = _options(speed).with_(words=True)
-            job = self.admitted(
-                text, voice, options, lambda: self._timed(text, voice, options, words)
-            )
+            timed = options.with_(words=True)
+            job = self.admitted(text, voice, timed, lambda: self._timed(text, voice, timed, words))
         parts: list[np.ndarray] = []
         try:
             while (got := await job.next())[0] != END:
@@ -237,9 +240,11 @@ def _deadline_message(seconds: float) -> str:
     return f"no speech within the server's limit of {seconds:g} s"
 
 
-def _options(speed: float) -> SpeakOptions:
+def _options(speed: float, seed: int | None = None) -> SpeakOptions:
+    """The call's options, checked as the library checks them (a bad value: a ToolError
+    naming the argument, e.g. ``seed must be a whole number from 0 to 2^64-1, not -1``)."""
     try:
-        return SpeakOptions(speed=speed)
+        return SpeakOptions(speed=speed, seed=seed)
     except UserError as exc:
         raise ToolError(str(exc)) from None
 
@@ -336,18 +341,21 @@ def _synthesize_tool(server: MCPServer, tools: _Tools) -> None:
         path: str | None = None,
         speed: float = 1.0,
         words: bool = False,
+        seed: Seed = None,
     ) -> Any:
         """Make speech and return it as WAV audio (24 kHz, 16-bit mono). path: also write it
         to this file (its suffix picks the format: .wav, .flac, .mp3, .ogg), which must be
         inside the folder the user allowed with --output-dir. speed: speaking rate, 0.25
         to 4 (1.3: 30% faster), pitch kept. words=true: also each word's start and end in
         seconds, as {"words": [{"word", "start", "end"}, ...]} (JSON text and structured
-        content)."""
+        content). seed: 0 to 2^64-1; the same text, voice and seed give the same audio
+        (as pockettts tts --seed; none: fresh each call)."""
+        options = _options(speed, seed)
         resolved = await anyio.to_thread.run_sync(tools.resolve, voice, language, text)
         output_dir = tools.settings.output_dir
         target = _allowed_path(path, output_dir) if path is not None else None
         timed: list | None = [] if words else None
-        audio = await tools.spoken(text, resolved.state, speed, timed)
+        audio = await tools.spoken(text, resolved.state, options, timed)
         from pocketcli.audio.output import to_pcm16, wav_header
 
         rate = tools.backend.sample_rate

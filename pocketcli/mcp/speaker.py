@@ -164,9 +164,13 @@ class Speaker:
                 self.errors.append(str(exc) or type(exc).__name__)
 
     def _frames(self, item: _Item) -> Iterator[np.ndarray]:
-        """The job's frames, as its event loop receives them, until its end."""
+        """The job's frames, as its event loop receives them, until its end; none once
+        the text is stopped (frames made before a stop wait in its queue: a stop while
+        the sink opens would let them play)."""
         while True:
             kind, value = self._next(item)
+            if item.job.cancelled:
+                raise Cancelled(item.job.cancel_reason or "cancelled")
             if kind == END:
                 return
             if kind == ERROR:

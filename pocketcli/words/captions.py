@@ -77,6 +77,14 @@ def write_word_files(words: Sequence[Word], files: dict[str, Path]) -> None:
             tmp.write_text(body, encoding="utf-8")
 
 
+def print_captions(words: Sequence[Word], stream: TextIO) -> None:
+    """``--captions -``: the WebVTT a ``.vtt`` file of ``words`` holds, byte for byte
+    (UTF-8, whatever the locale's encoding)."""
+    stream.flush()
+    stream.buffer.write(captions(words, "vtt").encode("utf-8"))
+    stream.buffer.flush()
+
+
 def print_words(words: Sequence[Word], stream: TextIO) -> None:
     """``--words -``: one JSON object a line (``word_row``), flushed as they come."""
     for word in words:

@@ -46,15 +46,20 @@ def words_pack(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize(
     ("flags", "what"),
-    [((), "output file"), (("--metrics", "-"), "metrics file"), (("--words", "-"), "words")],
+    [
+        ((), "output file"),
+        (("--metrics", "-"), "metrics file"),
+        (("--words", "-"), "words"),
+        (("--captions", "-"), "captions"),
+    ],
 )
 def test_anything_to_a_closed_stdout_is_one_line(
     pack_dir, words_pack, voice_path, tmp_path, flags, what
 ) -> None:
-    # -o -, --metrics - and --words - (on a pack that times words: the words would have
-    # gone nowhere, quietly): refused before any work, nothing written elsewhere
+    # -o -, --metrics -, --words - and --captions - (on a pack that times words: they
+    # would have gone nowhere, quietly): refused before any work, nothing written elsewhere
     out = Path("-") if not flags else tmp_path / "out.wav"
-    pack = words_pack if "--words" in flags else pack_dir
+    pack = words_pack if flags[:1] in (("--words",), ("--captions",)) else pack_dir
     r = shell(">&-", *_speak(pack, voice_path, out), *flags)
     assert r.returncode == 1, r.stderr
     expected = f"pockettts: error: cannot write {what} '-': standard output is closed\n"

@@ -1,6 +1,7 @@
 """``-`` means standard output for every output of ``pockettts tts`` (``-o -``, ``--words -``,
-``--metrics -``), and standard output carries one of them: a second is a usage error (2)
-before anything is loaded or synthesised. The real console script on the tiny packs."""
+``--captions -``, ``--metrics -``), and standard output carries one of them: a second is a
+usage error (2) before anything is loaded or synthesised. The real console script on the
+tiny packs."""
 
 from __future__ import annotations
 
@@ -33,6 +34,30 @@ def test_metrics_dash_prints_the_metrics_and_writes_no_file_named_dash(pack_dir,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]  # no file "-"
 
 
+@pytest.fixture(scope="module")
+def words_pack(tmp_path_factory) -> Path:
+    from tests.support.wordspack import build_words_pack
+
+    return build_words_pack(tmp_path_factory.mktemp("stdout_words_pack"))
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["text", "follow"])
+def test_captions_dash_prints_what_the_vtt_file_holds(words_pack, tmp_path, follow) -> None:
+    # The same words timed twice (one seed): once to standard output, once to a .vtt file.
+    text = "Hello there, captions on standard output."
+    said = ["--follow"] if follow else [text]
+    common = ["tts", *said, "--model-dir", words_pack, "--seed", "4", "-q"]
+    feed = (text + "\n").encode() if follow else None
+    printed = run(*common, "-o", "a.wav", "--captions", "-", stdin=feed, cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    written = run(*common, "-o", "b.wav", "--captions", "b.vtt", stdin=feed, cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    vtt = (tmp_path / "b.vtt").read_bytes()
+    assert vtt.startswith(b"WEBVTT\n\n") and b" --> " in vtt, vtt
+    assert printed.stdout == vtt  # the whole of stdout, byte for byte
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav", "b.vtt", "b.wav"]  # no "-"
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -40,6 +65,9 @@ def test_metrics_dash_prints_the_metrics_and_writes_no_file_named_dash(pack_dir,
         (["--output-raw", "--metrics", "-"], ("--metrics -", "carries the audio")),  # piper's
         (["-o", "a.wav", "--words", "-", "--metrics", "-"], ("--metrics -", "the words")),
         (["-o", "-", "--words", "-"], ("--words -", "carries the audio")),
+        (["-o", "-", "--captions", "-"], ("--captions -", "carries the audio")),
+        (["-o", "a.wav", "--captions", "-", "--metrics", "-"], ("--metrics -", "the captions")),
+        (["-o", "a.wav", "--words", "-", "--captions", "-"], ("--captions -", "the words")),
     ],
 )
 def test_a_second_output_on_stdout_is_a_usage_error_before_any_work(

@@ -35,3 +35,28 @@ def test_a_damaged_mp3_upload_leaves_only_json_lines_on_stderr() -> None:
     assert not_json == [], not_json[:3]
     events = [json.loads(line)["event"] for line in logged if line.startswith("{")]
     assert "ready" in events and "stopped" in events, events
+
+
+def test_a_log_configured_on_a_stream_with_no_descriptor_follows_sys_stderr() -> None:
+    """``configure`` under a stream with no descriptor (a test's capture, an embedding
+    program's buffer) that is closed and swapped afterwards: later lines go to the
+    ``sys.stderr`` of their moment, as JSON, never a "--- Logging error ---" traceback of a
+    handler still holding the closed stream (seen after in-process server tests)."""
+    import contextlib
+    import io
+
+    from pocketcli.frontends import logs
+    from tests.support.logstate import loggers_restored
+
+    first, second = io.StringIO(), io.StringIO()
+    with loggers_restored():
+        with contextlib.redirect_stderr(first):
+            logs.configure("info")
+            logs.logger().info("while configured")
+        said_first = first.getvalue()
+        first.close()
+        with contextlib.redirect_stderr(second):
+            logs.logger().info("after the stream was closed")
+    assert [json.loads(line)["event"] for line in said_first.splitlines()] == ["while configured"]
+    lines = second.getvalue().splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["after the stream was closed"], lines

@@ -6,6 +6,7 @@ hang, and the server serves on."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -13,7 +14,11 @@ import queue
 import subprocess
 import threading
 
+import numpy as np
 import pytest
+import soundfile as sf
+
+from pocketcli.options import MAX_SEED
 
 pytest.importorskip("mcp")
 
@@ -157,6 +162,53 @@ def test_arguments_of_the_wrong_type_are_one_line_naming_the_field() -> None:
     ]
 
 
+def test_synthesize_with_a_seed_gives_the_audio_of_tts_with_that_seed() -> None:
+    """The same text, voice and seed give the same samples as ``pockettts tts --seed N -o -``
+    (streamed, through the output chain's causal filters) with the same speed, and again on a
+    second call; a seed out of bounds is the tool's one line, as the CLI's --seed refuses it."""
+    text = "The same seed gives the same audio."
+
+    async def steps(session):
+        made = [
+            await session.call_tool("synthesize", {"text": text, "seed": seed, "speed": 1.3})
+            for seed in (MAX_SEED, MAX_SEED, 7)
+        ]
+        bad = [
+            await session.call_tool("synthesize", {"text": text, "seed": seed})
+            for seed in (-1, MAX_SEED + 1, "seven", 2.5, True)
+        ]
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        return made, bad, tools["synthesize"].input_schema["properties"]["seed"]
+
+    made, bad, schema = call(list(TINY_ARGS), steps)
+    assert {"minimum": 0, "exclusiveMaximum": MAX_SEED + 1}.items() <= schema.items(), schema
+    got = [_pcm_of(result) for result in made]
+    cli = run("tts", text, *TINY_ARGS, "--seed", str(MAX_SEED), "--speed", "1.3",
+              "-q", "-o", "-", "--format", "s16le")  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    want = np.frombuffer(cli.stdout, "<i2")
+    assert want.size > 1920 and np.array_equal(got[0], want)
+    assert np.array_equal(got[1], want)  # the same again: the seed, not the call, decides
+    assert not np.array_equal(got[2], want)  # another seed, other noise
+    messages = [text_of(r) for r in bad]
+    assert all(r.is_error for r in bad), messages
+    bound = "seed must be a whole number from 0 to 2^64-1, not"
+    assert messages[:2] == [f"synthesize: {bound} -1", f"synthesize: {bound} {MAX_SEED + 1}"]
+    assert messages[2:4] == [
+        "synthesize: seed must be a whole number, not 'seven'",
+        "synthesize: seed must be a whole number, not 2.5",
+    ]
+    assert messages[4] == "synthesize: seed must be a whole number, not True", messages
+
+
+def _pcm_of(result) -> np.ndarray:
+    assert not result.is_error, text_of(result)
+    (audio,) = [c for c in result.content if c.type == "audio"]
+    samples, rate = sf.read(io.BytesIO(base64.b64decode(audio.data)), dtype="int16")
+    assert rate == 24000
+    return samples
+
+
 def test_an_argument_a_tool_does_not_take_is_one_line_naming_it() -> None:
     """A misspelt argument (``voise``) used to be dropped: the default voice spoke."""
 
@@ -179,7 +231,8 @@ def test_an_argument_a_tool_does_not_take_is_one_line_naming_it() -> None:
     messages = [text_of(r) for r in refused]
     assert all(r.is_error for r in refused), messages
     assert messages == [
-        "synthesize: unknown argument 'voise' (it takes text, voice, language, path, speed, words)",
+        "synthesize: unknown argument 'voise' (it takes text, voice, language, path, speed,"
+        " words, seed)",
         "speak: unknown arguments 'sped', 'intterupt' (it takes text, voice, language,"
         " interrupt, speed)",
         "stop_speaking: unknown argument 'now' (it takes no arguments)",

@@ -229,11 +229,13 @@ def test_asyncios_lines_are_json_and_lost_writes_are_not_repeated(capsys) -> Non
     import logging
 
     from pocketcli.frontends import logs
+    from tests.support.logstate import loggers_restored
 
-    logs.configure("info")
-    for _ in range(3):
-        logging.getLogger("asyncio").warning("socket.send() raised exception.")
-    logging.getLogger("asyncio").warning("Task was destroyed but it is pending!")
+    with loggers_restored():
+        logs.configure("info")
+        for _ in range(3):
+            logging.getLogger("asyncio").warning("socket.send() raised exception.")
+        logging.getLogger("asyncio").warning("Task was destroyed but it is pending!")
     lines = capsys.readouterr().err.splitlines()
     assert [json.loads(line)["event"] for line in lines] == [
         "Task was destroyed but it is pending!"
