@@ -61,7 +61,11 @@ def export_command(
         " wrote before (replaced); anything else needs --force.",
     ),
     format_: str = typer.Option(
-        ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
+        ...,
+        "--format",
+        help=f"Layout to write: {', '.join(FORMATS)}.",
+        callback=flags.lower,
+        autocompletion=flags.complete_from(FORMATS),
     ),
     language: str | None = flags.language(
         f"Language model to export (default {defaults.LANGUAGE})"

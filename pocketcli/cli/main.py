@@ -19,6 +19,7 @@ from pocketcli.cli import (
     completion,
     download,
     export,
+    flags,
     inspect,
     mcp,
     normalize,
@@ -56,7 +57,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # help as written: "[pause:1s]" is an example, not markup
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for _name, _help, _command in (
+COMMANDS = (
     ("tts", tts.HELP, tts.tts_command),
     ("normalize", normalize.HELP, normalize.normalize_command),
     ("completion", completion.HELP, completion.completion_command),
@@ -70,15 +71,19 @@ for _name, _help, _command in (
     ("serve", serve.HELP, serve.serve_command),
     ("wyoming", wyoming.HELP, wyoming.wyoming_command),
     ("mcp", mcp.HELP, mcp.mcp_command),
-):
+)
+for _name, _help, _command in COMMANDS:
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
 HELP_COMMAND = "help"
+_COMPLETE_COMMAND = flags.complete_from(tuple(name for name, _, _ in COMMANDS))
 
 
 @app.command(HELP_COMMAND, help="The help of pockettts, or of a command: pockettts help tts.")
 def _help_command(
-    command: list[str] | None = typer.Argument(None, metavar="[COMMAND]"),
+    command: list[str] | None = typer.Argument(
+        None, metavar="[COMMAND]", autocompletion=_COMPLETE_COMMAND
+    ),
 ) -> None:
     """Never runs: ``run`` reads ``help X`` as ``X --help`` (so it is the same text)."""
 

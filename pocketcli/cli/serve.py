@@ -79,14 +79,21 @@ def request_timeout_option(what: str = "request") -> Any:
     )
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def log_level_option() -> Any:
     return typer.Option(
-        defaults.LOG_LEVEL, "--log-level", metavar="LEVEL", help="debug, info, warning or error."
+        defaults.LOG_LEVEL,
+        "--log-level",
+        metavar="LEVEL",
+        help="debug, info, warning or error.",
+        autocompletion=flags.complete_from(LOG_LEVELS),
     )
 
 
 def check_log_level(log_level: str) -> str:
-    if log_level.lower() not in ("debug", "info", "warning", "error"):
+    if log_level.lower() not in LOG_LEVELS:
         raise click.BadParameter(
             f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
         )

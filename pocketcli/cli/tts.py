@@ -115,7 +115,11 @@ def tts_command(
         False, "--output-raw", "--output_raw", hidden=True, help="piper's: -o - --format s16le."
     ),
     backend: str = typer.Option(
-        "pocket", "--backend", metavar="NAME", help="pocket or pockettts (FluidAudio's flag)."
+        "pocket",
+        "--backend",
+        metavar="NAME",
+        help="pocket or pockettts (FluidAudio's flag).",
+        autocompletion=flags.complete_from(("pocket", "pockettts")),
     ),
     no_deess: bool = typer.Option(
         False,
