@@ -21,4 +21,3 @@ def test_a_version_after_a_letter_is_the_version(lang, glued, apart) -> None:
 
 def test_the_english_words() -> None:
     assert normalize_text("Get v2.0.1 today.", "english") == "Get v two dot zero dot one today."
-
