@@ -137,7 +137,8 @@ def tts_command(
         None,
         "--input-file",
         metavar="FILE",
-        help="One utterance per line ('id|text' or text); '-' = stdin.",
+        help="One utterance per line ('id|text' or text; or JSON lines, or a CSV with an"
+        " id,text header); '-' = stdin.",
     ),
     output_dir: Path | None = typer.Option(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."
