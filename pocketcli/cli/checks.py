@@ -188,6 +188,21 @@ def _inside(path: Path | str, folder: Path | str) -> bool:
         return False
 
 
+def folder_keeps_inputs(folder: Path | str, inputs: list[tuple[str, Path | str | None]]) -> None:
+    """A folder an output would replace (``--force`` or not) may not hold one of the run's
+    inputs: replacing it would delete what the run reads. A usage error naming the input."""
+    if not os.path.isdir(folder):
+        return
+    for what, path in inputs:
+        if path is not None and "://" not in str(path) and _inside(path, folder):
+            from pocketcli.cli.clickcompat import UsageError
+
+            raise UsageError(
+                f"cannot write {folder}: it holds {path}, the {what} of this run, which"
+                " replacing the folder would delete; choose another folder"
+            )
+
+
 def _clashes(path: Path | str, other: Path | str) -> bool:
     """Writing ``path`` would replace ``other``, a file or a file of the folder ``other``."""
     if STDIO in (str(path), str(other)) or "://" in str(other):
