@@ -92,6 +92,16 @@ def log_level_option() -> Any:
     )
 
 
+def _key_not_blank(value: str | None) -> str | None:
+    """``--api-key ""`` (a variable that was not set) would serve with no key at all."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "the key is empty (an unset variable?): give a key, or leave --api-key out",
+            param_hint="--api-key",
+        )
+    return value
+
+
 def check_log_level(log_level: str) -> str:
     if log_level.lower() not in LOG_LEVELS:
         raise click.BadParameter(
@@ -182,6 +192,7 @@ def serve_command(
         metavar="KEY",
         envvar="POCKETTTS_API_KEY",
         show_envvar=True,
+        callback=_key_not_blank,
         help="Require this key (Authorization: Bearer KEY, or X-API-Key).",
     ),
     cors_origin: list[str] | None = typer.Option(
