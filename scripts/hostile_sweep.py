@@ -828,6 +828,45 @@ def _same_file_case(label: str, args: list[str]) -> None:
 for _label, _args in SAME_FILE.items():
     _same_file_case(_label, _args)
 
+# An output onto a file of the run's model (a copy of the pack: a regression must not
+# damage the committed one) or onto benchmark's inputs (fourth session).
+ONTO_MODEL = {
+    "tts --metrics onto the pack's pack.json": [
+        *("tts", "Hello.", "--voice-file", "v.safetensors", "-o", "a.wav"),
+        *("--metrics", "pk/pack.json"),
+    ],
+    "tts --save-voice onto a pack file": [
+        *("tts", "Hello.", "--clone-voice", "rec.wav", "-o", "a.wav"),
+        *("--save-voice", "pk/constants.safetensors"),
+    ],
+    "clone -o onto a pack file": ["clone", "rec.wav", "-o", "pk/constants.safetensors"],
+    "benchmark --output-json onto --voice-file": [
+        *("benchmark", "--corpus-path", "c.txt", "--skip-asr", "--voice-file", "v.safetensors"),
+        *("--output-json", "v.safetensors"),
+    ],
+}
+
+
+def _onto_model_case(label: str, args: list[str]) -> None:
+    @SWEEP.add("one file as input and output (tts)", label)
+    def body(tmp: Path) -> str | None:
+        copy_pack(tmp / "pk")
+        shutil.copy(PROMPT, tmp / "rec.wav")
+        shutil.copy(VOICE, tmp / "v.safetensors")
+        (tmp / "c.txt").write_text("Hello there.\n")
+        before = tree(tmp)
+        run = run_cli([*args, "--model-dir", "pk", "-q"], tmp)
+        problem = judge(run, 2)
+        if problem:
+            return problem
+        if tree(tmp) != before:
+            return "a file changed although the run was refused"
+        return None
+
+
+for _label, _args in ONTO_MODEL.items():
+    _onto_model_case(_label, _args)
+
 
 # ------------------------------------------------------------------ group: configs
 

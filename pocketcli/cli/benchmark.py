@@ -161,6 +161,12 @@ def benchmark_command(
     checks.voice_file(voice_file, voice)
     checks.writable_file(output_json, "--output-json file")
     checks.writable_dir(audio_dir, "--audio-dir folder")
+    clash = checks.first_clash(
+        [("--output-json", output_json)],
+        [("--voice-file", voice_file), ("--corpus-path", corpus_path), *checks.model_inputs(model)],
+    )
+    if clash is not None:
+        raise click.UsageError(clash)
     choice = model.request(quiet=quiet)
     if voice_file is None:  # with --voice-file, -v names a voice inside the file
         check_voice_name(choice, voice)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pocketcli.errors import PathError as PathError  # defined there; re-exported
 from pocketcli.filekind import not_found
+
+if TYPE_CHECKING:
+    from pocketcli.cli.model_options import ModelFlags
 
 STDIO = "-"
 
@@ -175,15 +179,60 @@ def same_file(a: Path | str, b: Path | str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _inside(path: Path | str, folder: Path | str) -> bool:
+    """``path`` names a file that is already in ``folder`` (at any depth, through links)."""
+    try:
+        real, base = os.path.realpath(path), os.path.realpath(folder)
+        return os.path.isfile(real) and os.path.commonpath([real, base]) == base
+    except (OSError, ValueError):
+        return False
+
+
+def folder_keeps_inputs(folder: Path | str, inputs: list[tuple[str, Path | str | None]]) -> None:
+    """A folder an output would replace (``--force`` or not) may not hold one of the run's
+    inputs: replacing it would delete what the run reads. A usage error naming the input."""
+    if not os.path.isdir(folder):
+        return
+    for what, path in inputs:
+        if path is not None and "://" not in str(path) and _inside(path, folder):
+            from pocketcli.cli.clickcompat import UsageError
+
+            raise UsageError(
+                f"cannot write {folder}: it holds {path}, the {what} of this run, which"
+                " replacing the folder would delete; choose another folder"
+            )
+
+
+def _clashes(path: Path | str, other: Path | str) -> bool:
+    """Writing ``path`` would replace ``other``, a file or a file of the folder ``other``."""
+    if STDIO in (str(path), str(other)) or "://" in str(other):
+        return False
+    return _inside(path, other) if os.path.isdir(other) else same_file(path, other)
+
+
 def first_clash(
     outputs: list[tuple[str, Path | str | None]], inputs: list[tuple[str, Path | str | None]]
-) -> tuple[str, str, str] | None:
-    """(output flag, other flag, path) of the first output that is also an input or
-    another output's file: writing it would replace what the run reads, or another output."""
+) -> str | None:
+    """Why the first output that is also an input (a file, or a file of an input folder
+    such as ``--model-dir``) or another output's file may not be written: it would
+    replace what the run reads, or another output. ``None`` when none is."""
     given_outputs = [(flag, p) for flag, p in outputs if p is not None]
     others = given_outputs + [(flag, p) for flag, p in inputs if p is not None]
     for i, (flag, path) in enumerate(given_outputs):
         for other_flag, other in others[i + 1 :]:
-            if same_file(path, other):
-                return flag, other_flag, str(path)
+            if _clashes(path, other):
+                folder = os.path.isdir(other)
+                what, kind = ("a file of the", "folder") if folder else ("also the", "file")
+                return (
+                    f"{flag} {path} is {what} {other_flag} {kind}: writing it would replace"
+                    " that; name another file"
+                )
     return None
+
+
+def model_inputs(model: ModelFlags | None) -> list[tuple[str, Path | str | None]]:
+    """The model's files a command's outputs may not replace, for ``first_clash``: every
+    file of the ``--model-dir`` folder and the ``--config`` file."""
+    if model is None:
+        return []
+    return [("--model-dir", model.model_dir), ("--config", model.config)]

@@ -15,8 +15,17 @@ UsageError = click_exceptions.UsageError
 # click >= 8.2: bare `pockettts` raises this to show the help (a usage error, exit 2).
 NoArgsIsHelpError = getattr(click_exceptions, "NoArgsIsHelpError", ())
 BadParameter = click_exceptions.BadParameter
+NoSuchOption = click_exceptions.NoSuchOption
 ClickException = click_exceptions.ClickException
 Abort = typer.Abort
 Exit = typer.Exit
 
-__all__ = ["Abort", "BadParameter", "ClickException", "Exit", "NoArgsIsHelpError", "UsageError"]
+__all__ = [
+    "Abort",
+    "BadParameter",
+    "ClickException",
+    "Exit",
+    "NoArgsIsHelpError",
+    "NoSuchOption",
+    "UsageError",
+]

@@ -60,6 +60,9 @@ def clone_command(
         raise click.BadParameter(str(exc), param_hint="-o/--output") from None
     checks.recording(audio)
     checks.writable_file(output, "-o/--output")
+    clash = checks.first_clash([("-o", output)], checks.model_inputs(model))
+    if clash is not None:
+        raise click.UsageError(clash)
     choice = model.request(quiet=quiet)
 
     from pocketcli.voices.cloning import require_cloning

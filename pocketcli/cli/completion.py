@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from pocketcli.cli import clickcompat as click
+from pocketcli.cli import flags
 
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VAR = "_POCKETTTS_COMPLETE"
@@ -33,7 +34,9 @@ def completion_script(shell: str) -> str:
 
 
 def completion_command(
-    shell: str = typer.Argument(..., help="bash, zsh or fish."),
+    shell: str = typer.Argument(
+        ..., help="bash, zsh or fish.", autocompletion=flags.complete_from(SHELLS)
+    ),
 ) -> None:
     shell = shell.strip().lower()
     if shell not in SHELLS:

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from pocketcli import defaults
+from pocketcli.cli import checks, flags
 from pocketcli.cli import clickcompat as click
-from pocketcli.cli import flags
 from pocketcli.errors import UnknownNameError
 
 HELP = """Write a model in another project's ONNX layout.
@@ -61,7 +61,11 @@ def export_command(
         " wrote before (replaced); anything else needs --force.",
     ),
     format_: str = typer.Option(
-        ..., "--format", help=f"Layout to write: {', '.join(FORMATS)}.", callback=flags.lower
+        ...,
+        "--format",
+        help=f"Layout to write: {', '.join(FORMATS)}.",
+        callback=flags.lower,
+        autocompletion=flags.complete_from(FORMATS),
     ),
     language: str | None = flags.language(
         f"Language model to export (default {defaults.LANGUAGE})"
@@ -85,7 +89,8 @@ def export_command(
         False,
         "--force",
         help="Replace OUT even when it is a folder holding files this command did not"
-        " write (they are deleted). A file, link or special file is never replaced.",
+        " write (they are deleted). A file, link or special file is never replaced, nor a"
+        " folder holding this run's inputs (the config, its checkpoint, the voice clip).",
     ),
 ) -> None:
     from pocketcli.cli.store_options import usage_error
@@ -112,6 +117,8 @@ def export_command(
     from pocketcli.atomic import check_folder_output
     from pocketcli.packs.web_layout import WEB_FOLDER
 
+    checks.folder_keeps_inputs(out, [("--config", config), ("--voice-clip", voice_clip)])
+
     if format_ == "web":
         check_folder_output(out, WEB_FOLDER, force)  # before any download or build
     from pocketcli.packs.kevinahm.export import BUNDLE_FOLDER, export_bundle
@@ -123,6 +130,7 @@ def export_command(
     checkpoint, model_config, tokenizer, source = model_files(
         language, config, offline, progress=not quiet
     )
+    checks.folder_keeps_inputs(out, [("checkpoint", checkpoint), ("tokenizer", tokenizer)])
     name = source.get("language") or Path(str(source["name"])).name.removesuffix(".yaml")
 
     def say(message: str) -> None:

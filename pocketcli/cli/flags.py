@@ -10,6 +10,7 @@ and the library checks it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -56,6 +57,15 @@ def lower(value: Any) -> Any:
 def _starting(values: tuple[str, ...] | list[str], incomplete: str) -> list[str]:
     low = incomplete.lower()
     return [v for v in values if v.startswith(low)]
+
+
+def complete_from(values: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """The completion of an option or argument whose values are ``values``."""
+
+    def complete(incomplete: str) -> list[str]:
+        return _starting(values, incomplete)
+
+    return complete
 
 
 def complete_runtime(incomplete: str) -> list[str]:

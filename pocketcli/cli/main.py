@@ -19,6 +19,7 @@ from pocketcli.cli import (
     completion,
     download,
     export,
+    flags,
     inspect,
     mcp,
     normalize,
@@ -56,7 +57,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # help as written: "[pause:1s]" is an example, not markup
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for _name, _help, _command in (
+COMMANDS = (
     ("tts", tts.HELP, tts.tts_command),
     ("normalize", normalize.HELP, normalize.normalize_command),
     ("completion", completion.HELP, completion.completion_command),
@@ -70,15 +71,19 @@ for _name, _help, _command in (
     ("serve", serve.HELP, serve.serve_command),
     ("wyoming", wyoming.HELP, wyoming.wyoming_command),
     ("mcp", mcp.HELP, mcp.mcp_command),
-):
+)
+for _name, _help, _command in COMMANDS:
     app.command(_name, help=help_text(_help), no_args_is_help=False)(_command)
 
 HELP_COMMAND = "help"
+_COMPLETE_COMMAND = flags.complete_from(tuple(name for name, _, _ in COMMANDS))
 
 
 @app.command(HELP_COMMAND, help="The help of pockettts, or of a command: pockettts help tts.")
 def _help_command(
-    command: list[str] | None = typer.Argument(None, metavar="[COMMAND]"),
+    command: list[str] | None = typer.Argument(
+        None, metavar="[COMMAND]", autocompletion=_COMPLETE_COMMAND
+    ),
 ) -> None:
     """Never runs: ``run`` reads ``help X`` as ``X --help`` (so it is the same text)."""
 
@@ -156,6 +161,7 @@ def _usage(exc: click.UsageError, argv: list[str]) -> None:
         command = " ".join(["pockettts", *[a for a in argv[:1] if a in names]])
     message = " ".join(exc.format_message().split())  # one line, whatever the message
     message += _other_tools_command(message, argv)
+    message += _text_taken_for_an_option(exc, argv, command)
     # It may quote what was typed (unquoted text...); not a list of valid names (whole).
     if len(message) > MAX_MESSAGE_CHARS and not getattr(exc, "whole", False):
         shown = message[: MAX_MESSAGE_CHARS - 40].rstrip()
@@ -174,6 +180,31 @@ def _other_tools_command(message: str, argv: list[str]) -> str:
     if ours is None:
         return ""
     return f" Kyutai's `pocket-tts {argv[0]}` is `pockettts {ours}` here (its flags work too)."
+
+
+def _text_taken_for_an_option(exc: click.UsageError, argv: list[str], command: str) -> str:
+    """How to give a text that starts with '-' ("-5 degrees"), which the parser took for
+    an option: a word with a space, a number or a rule of dashes is no option."""
+    name = getattr(exc, "option_name", None)
+    if not isinstance(exc, click.NoSuchOption) or not name:
+        return ""
+    text = next((a for a in argv if a.startswith(name) and _looks_like_text(a)), None)
+    if text is None:
+        return ""
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    if command.endswith(" tts"):
+        way = f"give it with --text: --text '{shown}'"
+    else:
+        way = f"put it last, after --: {command} [OPTIONS] -- '{shown}'"
+    return f" (a text that starts with '-' is read as an option; {way})"
+
+
+def _looks_like_text(arg: str) -> bool:
+    return (
+        any(c.isspace() for c in arg)
+        or arg.lstrip("-")[:1] in tuple("0123456789.")
+        or (arg.startswith("---"))
+    )
 
 
 def _library_error(exc: UserError, debug: bool, argv: list[str]) -> None:

@@ -57,10 +57,18 @@ def normalize_command(
         help="Read the text as SSML (default: when it starts with <speak>).",
     ),
     urls: str = typer.Option(
-        defaults.WEB_ADDRESSES, "--urls", metavar="MODE", help="read or drop URLs."
+        defaults.WEB_ADDRESSES,
+        "--urls",
+        metavar="MODE",
+        help="read or drop URLs.",
+        autocompletion=flags.complete_from(_MODES),
     ),
     emails: str = typer.Option(
-        defaults.WEB_ADDRESSES, "--emails", metavar="MODE", help="read or drop e-mail addresses."
+        defaults.WEB_ADDRESSES,
+        "--emails",
+        metavar="MODE",
+        help="read or drop e-mail addresses.",
+        autocompletion=flags.complete_from(_MODES),
     ),
 ) -> None:
     urls, emails = _mode(urls, "--urls"), _mode(emails, "--emails")

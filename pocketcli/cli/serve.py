@@ -79,14 +79,31 @@ def request_timeout_option(what: str = "request") -> Any:
     )
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def log_level_option() -> Any:
     return typer.Option(
-        defaults.LOG_LEVEL, "--log-level", metavar="LEVEL", help="debug, info, warning or error."
+        defaults.LOG_LEVEL,
+        "--log-level",
+        metavar="LEVEL",
+        help="debug, info, warning or error.",
+        autocompletion=flags.complete_from(LOG_LEVELS),
     )
 
 
+def _key_not_blank(value: str | None) -> str | None:
+    """``--api-key ""`` (a variable that was not set) would serve with no key at all."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "the key is empty (an unset variable?): give a key, or leave --api-key out",
+            param_hint="--api-key",
+        )
+    return value
+
+
 def check_log_level(log_level: str) -> str:
-    if log_level.lower() not in ("debug", "info", "warning", "error"):
+    if log_level.lower() not in LOG_LEVELS:
         raise click.BadParameter(
             f"{log_level!r}; choose debug, info, warning or error", param_hint="--log-level"
         )
@@ -175,6 +192,7 @@ def serve_command(
         metavar="KEY",
         envvar="POCKETTTS_API_KEY",
         show_envvar=True,
+        callback=_key_not_blank,
         help="Require this key (Authorization: Bearer KEY, or X-API-Key).",
     ),
     cors_origin: list[str] | None = typer.Option(

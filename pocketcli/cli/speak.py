@@ -119,7 +119,7 @@ def run_tts(f: TtsFlags, model: ModelFlags) -> None:
     output = f.output or DEFAULT_OUTPUT
     options = speak_options(f)
     out_format = check_output(output, f.audio_format, f.force, batch=f.input_file is not None)
-    check_paths(f, None if live is None else live.output, output)
+    check_paths(f, None if live is None else live.output, output, model)
     words = None if f.follow else _read_text(f)
     choice = model.request(quiet=f.quiet)
     if f.voice_file is None and f.clone_voice is None:
@@ -237,7 +237,9 @@ def _check_batch_flags(f: TtsFlags) -> None:
         raise click.UsageError("--input-file reads the text from a file: drop TEXT/--text")
 
 
-def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
+def check_paths(
+    f: TtsFlags, live_output: str | None, output: str, model: ModelFlags | None = None
+) -> None:
     """Every path the run reads or writes, before any download, build or synthesis."""
     checks.readable_file(f.voice_file, "voice file")
     if f.clone_voice is None:  # else the voice file is ignored
@@ -261,14 +263,10 @@ def check_paths(f: TtsFlags, live_output: str | None, output: str) -> None:
         [("-o", written), ("--metrics", f.metrics), ("--save-voice", f.save_voice),
          ("--words", files.get("words")), ("--captions", files.get("captions"))],
         [("--voice-file", f.voice_file), ("--clone-voice", f.clone_voice),
-         ("--input-file", f.input_file)],
+         ("--input-file", f.input_file), *checks.model_inputs(model)],
     )  # fmt: skip
     if clash is not None:
-        flag, other, path = clash
-        raise click.UsageError(
-            f"{flag} {path} is also the {other} file: writing it would replace that;"
-            " name another file"
-        )
+        raise click.UsageError(clash)
 
 
 def speak_options(f: TtsFlags) -> SpeakOptions:

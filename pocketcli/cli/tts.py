@@ -115,7 +115,11 @@ def tts_command(
         False, "--output-raw", "--output_raw", hidden=True, help="piper's: -o - --format s16le."
     ),
     backend: str = typer.Option(
-        "pocket", "--backend", metavar="NAME", help="pocket or pockettts (FluidAudio's flag)."
+        "pocket",
+        "--backend",
+        metavar="NAME",
+        help="pocket or pockettts (FluidAudio's flag).",
+        autocompletion=flags.complete_from(("pocket", "pockettts")),
     ),
     no_deess: bool = typer.Option(
         False,
@@ -133,7 +137,8 @@ def tts_command(
         None,
         "--input-file",
         metavar="FILE",
-        help="One utterance per line ('id|text' or text); '-' = stdin.",
+        help="One utterance per line ('id|text' or text; or JSON lines, or a CSV with an"
+        " id,text header); '-' = stdin.",
     ),
     output_dir: Path | None = typer.Option(
         None, "--output-dir", metavar="DIR", help="Where batch WAVs go."

@@ -16,7 +16,7 @@ from pocketcli.normalize.rewrite import substitute
 __all__ = ["read_cardinals"]
 
 _FRACTION = re.compile(r"(?<![\w/.,])(?P<a>\d)/(?P<b>\d)(?![\w/]|[.,]\d)")
-_VERSION = re.compile(r"(?<![\w.,])\d+(?:\.\d+){2,}(?![\w]|[.,]\d)")
+_VERSION = re.compile(r"(?<![\d_.,])\d+(?:\.\d+){2,}(?![\w]|[.,]\d)")
 _DIGITS = re.compile(r"\d+")
 _compiled: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
 

@@ -5,7 +5,8 @@ English, German and Dutch say years differently from other numbers
 year as its cardinal, so for them only ranges and decades change anything.
 A four-digit number from 1000 to 2099 is a year right after a word of the
 language's `year_words` ("in", "since", "im Jahr"...), in a range of two such
-numbers, or with a decade suffix ("1990s", "1990er"; also "'90s", "90er").
+numbers, or with a decade suffix ("1990s", "1990er"; also "'90s", "90er"). In English a
+round number in the plural before "of" is an amount: "100s of people" is "hundreds of people".
 """
 
 from __future__ import annotations
@@ -44,8 +45,25 @@ def _decade(match: re.Match[str], lang: Language, suffix: str) -> str:
     return _plural(words, suffix)
 
 
+# English "100s of people", "1,000s of fans": a round number in the plural before "of" is
+# an amount ("hundreds of people"), not a decade or seconds.
+_ROUND_PLURAL = re.compile(r"(?<![\w.,])(?P<n>10{2,}|10{0,2}(?:,000)+)s(?=\s+of\b)")
+
+
+def _round_plural(match: re.Match[str], lang: Language) -> str | None:
+    digits = match["n"].replace(",", "")
+    if len(digits) > 13:  # the pattern holds only round numbers; past trillions, digits
+        return None
+    words = numbers.cardinal(int(digits), lang.code).split()
+    if words[0] == "one":
+        words = words[1:]
+    return " of ".join(_plural(w, "s") for w in words)
+
+
 def read_years(text: str, lang: Language) -> str:
     """Say the years in `text` (see the module docstring)."""
+    if lang.code == "en":
+        text = substitute(_ROUND_PLURAL, text, lambda m: _round_plural(m, lang))
     if lang.decade_suffix:
         decades = re.compile(rf"(?<![\w.,])['’]?(?P<y>\d{{3}}0|\d0){lang.decade_suffix}\b")
         text = substitute(decades, text, lambda m: _decade(m, lang, lang.decade_suffix or ""))

@@ -167,7 +167,8 @@ async def _bind(address: Address, connected) -> asyncio.AbstractServer | None:  
             return await asyncio.start_unix_server(connected, path, start_serving=False)
     except OSError as exc:  # asyncio's own words wrap the system's: say the system's
         where = address.path or f"{address.host}:{address.port}"
-        cause = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+        known = exc.errno is not None and exc.errno > 0  # getaddrinfo's are negative
+        cause = os.strerror(exc.errno) if known else (exc.strerror or str(exc))
         if exc.errno == errno.EADDRINUSE:
             cause += " (another server is on it: stop it, or choose another address)"
         raise UserError(f"cannot listen on {where}: {cause.lower()}") from None

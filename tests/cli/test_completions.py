@@ -87,3 +87,30 @@ def test_other_shells_parse_when_installed(shell, args) -> None:
         [exe, *args, str(COMPLETIONS / FILES[shell])], capture_output=True, timeout=30
     )
     assert r.returncode == 0, r.stderr
+
+
+# Values from a fixed set complete like --runtime's (a user's sweep, fourth session: these
+# completed nothing, so `pockettts completion <TAB>` offered no shell).
+FIXED_VALUES = {
+    "pockettts completion ": {"bash", "zsh", "fish"},
+    "pockettts completion z": {"zsh"},
+    "pockettts export --format ": {"kevinahm-v2", "web"},
+    "pockettts serve --log-level ": {"debug", "info", "warning", "error"},
+    "pockettts wyoming --log-level w": {"warning"},
+    "pockettts mcp --log-level ": {"debug", "info", "warning", "error"},
+    "pockettts normalize --urls ": {"read", "drop"},
+    "pockettts normalize --emails d": {"drop"},
+    "pockettts tts --backend ": {"pocket", "pockettts"},
+}
+
+
+@pytest.mark.parametrize("words", list(FIXED_VALUES))
+def test_fixed_values_complete(words) -> None:
+    assert (
+        set(_complete(words, len(words.split()) - (not words.endswith(" ")))) == FIXED_VALUES[words]
+    )
+
+
+def test_help_completes_the_commands() -> None:
+    assert set(_complete("pockettts help ", 2)) == set(_commands()) - {"help"}
+    assert set(_complete("pockettts help co", 2)) == {"completion", "corpus"}
