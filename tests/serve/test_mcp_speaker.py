@@ -68,8 +68,12 @@ def test_a_text_stopped_while_its_sink_opens_writes_none_of_its_frames(tts) -> N
                 time.monotonic() + 300,
                 front="mcp",
             )
-            runner.submit(job)
-            speaker.say(job, text, "voice")
+
+            def start() -> ModelJob:
+                runner.submit(job)
+                return job
+
+            speaker.say(start, text, "voice")
             # Playing (its sink opening) with frames made for it, waiting for the sink: the
             # second frame exists only once the first was handed to this loop.
             await _until(lambda: sinks.opening.is_set() and job.items >= 2, "frames made")
