@@ -152,7 +152,9 @@ class ModelJob:
 
     def on_done(self, hook: Callable[[ModelJob], None]) -> None:
         """Runs ``hook(job)`` once the job has left the admission, its slot free: after
-        its last item or its error, or withdrawn while waiting (at once if it has)."""
+        its last item or its error, or withdrawn while waiting, before its reader is told
+        its end (at once if it has left). The hook runs on the worker's thread (or the
+        canceller's) and must not raise."""
         with self._space:
             if not self._left:
                 self._done_hooks.append(hook)
@@ -312,8 +314,8 @@ class Admission:
             if job not in self._waiting:
                 return
             self._waiting.remove(job)
-        job._post(ERROR, Cancelled(job.cancel_reason or "cancelled"))
         job._leave()
+        job._post(ERROR, Cancelled(job.cancel_reason or "cancelled"))
         self._on_change()
 
     def close(self, timeout: float) -> None:
@@ -343,8 +345,8 @@ class Admission:
             # again at once never finds its own finished job still counted.
             with self._cond:
                 self._running.remove(job)
+            job._leave()  # before its end is posted: what follows it is asked for first
             job._post(*outcome)
-            job._leave()
             self._on_change()
 
     def _execute(self, job: ModelJob) -> tuple[str, Any]:

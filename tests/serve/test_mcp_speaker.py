@@ -103,6 +103,7 @@ class _Streams:
         self.voice = tts.voices.load(VOICE)
         self.jobs: list[ModelJob] = []
         self.before_made: list[bool] = []  # the text before it had made its last frame
+        self.submitted = threading.Condition()
         self.first_hooks: list = []  # run (in order) before the speaker's, when a job is over
 
     def start(self, text: str):
@@ -116,8 +117,15 @@ class _Streams:
                 self.before_made.append(self.jobs[-1].finished is not None)
             for hook in self.first_hooks:
                 job.on_done(hook)
-            self.runner.submit(job)
-            self.jobs.append(job)
+            with self.submitted:
+                self.jobs.append(job)  # before it can be over (a short text's can at once)
+                self.submitted.notify_all()
+            try:
+                self.runner.submit(job)
+            except Exception:
+                with self.submitted:
+                    self.jobs.remove(job)
+                raise
             return job
 
         return submit
@@ -142,28 +150,49 @@ def test_texts_play_in_order_each_submitted_once_the_one_before_has_made_its_las
         np.concatenate([f.audio for f in tts.stream(t, voice, SpeakOptions(seed=1))]) for t in texts
     ]
     made: list[RecordingSink] = []
+    next_before_end: list[bool] = []  # each text's next one asked for before it ended
+
+    class DrainingSink(RecordingSink):
+        """A device's flush: what it holds plays out, time enough for the next text to be
+        asked for (no gap); waited for here, up to DEADLINE, instead of a buffer's time."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+        def flush(self) -> None:
+            super().flush()
+            if self.index + 1 < len(texts):
+                with streams.submitted:
+                    ok = streams.submitted.wait_for(
+                        lambda: len(streams.jobs) > self.index + 1, DEADLINE
+                    )
+                next_before_end.append(ok)
 
     def sink() -> RecordingSink:
-        made.append(RecordingSink())
+        made.append(DrainingSink(len(made)))
         return made[-1]
 
-    async def main() -> _Streams:
-        runner = make_admission(4, None, 4)
+    runner = make_admission(4, None, 4)
+    streams = _Streams(tts, runner)
+
+    async def main() -> None:
         speaker = Speaker(sink)
-        streams = _Streams(tts, runner)
         try:
             aheads = [speaker.say(streams.start(t), t, "voice") for t in texts]
             assert aheads == [0, 1, 2]
             assert len(streams.jobs) == 1  # only the text to play now is a stream yet
             assert await asyncio.to_thread(speaker.wait_idle, DEADLINE), "still playing"
             assert speaker.spoken == 3 and speaker.errors == []
-            return streams
         finally:
             speaker.close()
             await asyncio.to_thread(runner.close, 10.0)
 
-    streams = asyncio.run(main())
+    asyncio.run(main())
+    # Made one ahead: submitted once the text before it was made, before it had ended (its
+    # stream's end reaches the speaker after the next one is asked for: no gap between).
     assert streams.before_made == [True, True]
+    assert next_before_end == [True, True]
     assert len(made) == 3
     for sink_, audio in zip(made, expected, strict=True):
         assert np.array_equal(np.concatenate(sink_.writes), audio)  # in order, whole
