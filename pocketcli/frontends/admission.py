@@ -115,6 +115,8 @@ class ModelJob:
         self.ahead = max(1, ahead)
         self._cancel = threading.Event()
         self._hooks: list[Callable[[ModelJob], None]] = []  # the runner's, then the job's own
+        self._done_hooks: list[Callable[[ModelJob], None]] = []
+        self._left = False  # it has left the admission (its slot is free)
         self._space = threading.Condition()
         self._unread = 0  # items posted that the reader has not taken
         self._loop = asyncio.get_running_loop()
@@ -147,6 +149,24 @@ class ModelJob:
                 self._hooks.append(hook)
                 return
         hook(self)
+
+    def on_done(self, hook: Callable[[ModelJob], None]) -> None:
+        """Runs ``hook(job)`` once the job has left the admission, its slot free: after
+        its last item or its error, or withdrawn while waiting, before its reader is told
+        its end (at once if it has left). The hook runs on the worker's thread (or the
+        canceller's) and must not raise."""
+        with self._space:
+            if not self._left:
+                self._done_hooks.append(hook)
+                return
+        hook(self)
+
+    def _leave(self) -> None:
+        with self._space:
+            self._left = True
+            hooks, self._done_hooks = self._done_hooks, []
+        for hook in hooks:
+            hook(self)
 
     @property
     def cancelled(self) -> bool:
@@ -294,6 +314,7 @@ class Admission:
             if job not in self._waiting:
                 return
             self._waiting.remove(job)
+        job._leave()
         job._post(ERROR, Cancelled(job.cancel_reason or "cancelled"))
         self._on_change()
 
@@ -324,6 +345,7 @@ class Admission:
             # again at once never finds its own finished job still counted.
             with self._cond:
                 self._running.remove(job)
+            job._leave()  # before its end is posted: what follows it is asked for first
             job._post(*outcome)
             self._on_change()
 

@@ -178,7 +178,7 @@ class _Tools:
         except UserError as exc:  # MarkupError, EmptyTextError
             raise ToolError(str(exc)) from None
 
-    def admitted(
+    def submit(
         self,
         text: str,
         voice: VoiceState | None,
@@ -186,21 +186,34 @@ class _Tools:
         frames: Callable[[], Iterator[np.ndarray]] | None = None,
     ) -> ModelJob:
         """The stream of ``text`` (or what ``frames`` makes), submitted to the admission
-        every front end shares (``synthesize`` and ``speak`` alike): busy or stopping is a
-        one-line ToolError."""
-        limits = self.settings.admission
+        every front end shares (``synthesize`` and ``speak`` alike), its deadline counted
+        from now: the admission's ``Busy`` or ``ShuttingDown`` when it is refused."""
         job = ModelJob(
             frames or (lambda: self.backend.frames(text, voice, options)),
-            time.monotonic() + limits.request_seconds,
+            time.monotonic() + self.settings.admission.request_seconds,
             front="mcp",
         )
-        try:
-            self.runner.submit(job)
-        except Busy as exc:
-            raise ToolError(f"{exc} (at most {limits.max_streams} at once)") from None
-        except ShuttingDown:
-            raise ToolError("the server is stopping") from None
+        self.runner.submit(job)
         return job
+
+    def refused(self, exc: Busy | ShuttingDown) -> ToolError:
+        """The admission's refusal as a one-line ToolError."""
+        if isinstance(exc, Busy):
+            return ToolError(f"{exc} (at most {self.settings.admission.max_streams} at once)")
+        return ToolError("the server is stopping")
+
+    def admitted(
+        self,
+        text: str,
+        voice: VoiceState | None,
+        options: SpeakOptions,
+        frames: Callable[[], Iterator[np.ndarray]] | None = None,
+    ) -> ModelJob:
+        """``submit``, busy or stopping said as a one-line ToolError."""
+        try:
+            return self.submit(text, voice, options, frames)
+        except (Busy, ShuttingDown) as exc:
+            raise self.refused(exc) from None
 
     async def spoken(
         self, text: str, voice: VoiceState | None, options: SpeakOptions, words: list | None = None
@@ -265,6 +278,7 @@ def build(backend: Backend, settings: McpSettings, runner: JobRunner) -> tuple[M
         lambda: _device_sink(backend, settings),
         settings.max_queue,
         lambda: _deadline_message(seconds),
+        busy_seconds=seconds,
     )
     voices = VoiceBook(backend, settings.voice_dir)
     tools = _Tools(backend, settings, voices, speaker, runner)
@@ -301,13 +315,17 @@ def _speaker_tools(server: MCPServer, tools: _Tools) -> None:
         await anyio.to_thread.run_sync(tools.check_speech, text)
         if interrupt:
             speaker.stop()
+        # The same admission as synthesize, from the text's turn to be made: submitted here
+        # only when nothing plays or waits (busy: refused now), else once the text before
+        # it has made its last frame.
         try:
-            speaker.check_room()
+            ahead = speaker.say(
+                lambda: tools.submit(text, resolved.state, options), text, resolved.name
+            )
         except QueueFull as exc:
             raise ToolError(str(exc)) from None
-        # The same admission as synthesize: a text waiting for the speakers is a stream.
-        job = tools.admitted(text, resolved.state, options)
-        ahead = speaker.say(job, text, resolved.name)
+        except (Busy, ShuttingDown) as exc:
+            raise tools.refused(exc) from None
         when = "now" if ahead == 0 else f"after {ahead} text{'s' if ahead > 1 else ''} before it"
         return f"speaking {len(text)} characters with voice {resolved.name} {when}"
 

@@ -1,7 +1,8 @@
 """`pockettts mcp`'s speech queue holds exactly its bound: while one text plays, eight
 more wait (``defaults.MCP_MAX_QUEUE``) and the ninth is refused as a tool error that says
-why, the server going on; and the texts spoken are streams of the admission synthesize
-takes (busy beyond --max-streams and --max-queue, as one line). On ALSA's null device (behind a
+why, the server going on (with the admission's default limits: a waiting text holds none
+of its streams); and a text to be spoken now is a stream of the admission synthesize takes
+(busy beyond --max-streams and --max-queue, as one line). On ALSA's null device (behind a
 gate the test opens: tests/support/soundgate.py), as tests/serve/test_mcp.py plays."""
 
 from __future__ import annotations
@@ -46,22 +47,26 @@ def test_the_speech_queue_holds_exactly_its_bound(tmp_path) -> None:
         finally:
             gate.open()  # nothing left waiting for the device when the server stops
 
-    # Room in the admission for every text (each is a stream of it until it is made):
-    # the bound met here is the speakers' own queue.
+    # The admission's defaults (four streams, four waiting): texts waiting for the speakers
+    # hold none of its streams, so the bound met is the speakers' own, never "busy" (when
+    # each queued text was a stream, the eighth was refused busy).
     try:
-        queued, full, waiting, stopped = call([*TINY_ARGS, "--max-queue", "16"], steps, gate.env)
+        queued, full, waiting, stopped = call(list(TINY_ARGS), steps, gate.env)
     finally:
         gate.shut()
     assert [q.is_error for q in queued] == [False] * MCP_MAX_QUEUE, [text_of(q) for q in queued]
     assert full.is_error and f"{MCP_MAX_QUEUE} texts are already waiting" in text_of(full)
+    assert "busy" not in text_of(full)
     assert waiting["waiting"] == MCP_MAX_QUEUE
     assert text_of(stopped) == f"stopped {MCP_MAX_QUEUE + 1} texts"
 
 
 def test_speak_goes_through_the_admission_synthesize_takes(tmp_path) -> None:
     # One stream at a time and no queue, as test_mcp_protocol's synthesize test: of a
-    # synthesize and two speak calls at once, one is admitted and the two others are told
-    # the server is busy, whichever tool they are (one admission for both).
+    # synthesize and a speak call at once (nothing playing: the text's stream is asked for
+    # by the call), one is admitted and the other is told the server is busy, whichever
+    # tool it is (one admission for both); then a speak while a synthesize holds the stream
+    # is refused busy by the call itself.
     env = _portaudio_env(tmp_path, NULL_ALSA)
     found = _probe(env)
     if found == "no-portaudio":
@@ -72,27 +77,46 @@ def test_speak_goes_through_the_admission_synthesize_takes(tmp_path) -> None:
     async def steps(session: ClientSession):
         malformed = await session.call_tool("speak", {"text": "<speak><p>Hello. There."})
         calls = [session.call_tool("synthesize", {"text": long_text})]
-        calls += [session.call_tool("speak", {"text": long_text}) for _ in range(2)]
+        calls += [session.call_tool("speak", {"text": long_text})]
         results = await asyncio.gather(*calls)
         await session.call_tool("stop_speaking", {})
         after = await _until_admitted(session)
-        return malformed, results, after
+        refused = await _until_refused(session, long_text)
+        return malformed, results, after, refused
 
-    malformed, results, after = call(
+    malformed, results, after, refused = call(
         [*TINY_ARGS, "--max-streams", "1", "--max-queue", "0"], steps, env
     )
     # A text HTTP refuses is refused by the call itself, before it takes a stream.
     assert malformed.is_error and text_of(malformed).startswith("speak: "), text_of(malformed)
     assert "\n" not in text_of(malformed) and "busy" not in text_of(malformed)
     busy = [text_of(r) for r in results if r.is_error]
-    assert len(busy) == 2, [text_of(r) for r in results]
-    for message in busy:
+    assert len(busy) == 1, [text_of(r) for r in results]
+    for message in [*busy, text_of(refused)]:
         assert re.fullmatch(
             r"(speak|synthesize): the server is busy; retry in \d+ s \(at most 1 at once\)",
             message,
         ), message
-    assert any(m.startswith("speak:") for m in busy), busy  # speak was refused, too
     assert not after.is_error, text_of(after)  # stopping the speech freed its stream
+    assert text_of(refused).startswith("speak:")  # speak was refused, too
+
+
+async def _until_refused(session: ClientSession, text: str, timeout: float = 60.0):
+    """A speak refused busy while a synthesize of ``text`` holds the only stream, nothing
+    playing: asked (and stopped) until the synthesize has the stream, which is asked for
+    again whenever it is over (or was refused: the speak had the stream)."""
+    deadline = time.monotonic() + timeout
+    making = None
+    while True:
+        if making is None or making.done():
+            making = asyncio.ensure_future(session.call_tool("synthesize", {"text": text}))
+        await _wait_status(session, lambda s: not s["speaking"] and s["waiting"] == 0)
+        result = await session.call_tool("speak", {"text": "Hi."})
+        if result.is_error:
+            await making
+            return result
+        await session.call_tool("stop_speaking", {})
+        assert time.monotonic() < deadline, text_of(result)
 
 
 async def _until_admitted(session: ClientSession, timeout: float = 60.0):
