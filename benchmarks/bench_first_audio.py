@@ -32,9 +32,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cpu import TEXT  # noqa: E402
+from bench_cpu import TEXT, _sides  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 SHORT = "Hello there, how are you today?"
 PARTS = ("start", "prefill", "head", "hand", "mimi", "out", "first")
 # The runtime's calls on a lone stream's way to its first audio, by part.
@@ -135,20 +134,6 @@ def measure(tree: Path, pack: Path, voice: Path, args, text: str) -> dict:
     if out.returncode != 0:
         raise SystemExit(f"{tree}: the child failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _sides(args) -> tuple[list[tuple[str, Path, Path]], Path]:
-    if args.model_dir:
-        packs, voice = [Path(p) for p in args.model_dir.split(",")], Path(args.voice_file)
-    else:
-        from random_pack import cached_random_pack
-
-        pack, voice = cached_random_pack(Path(args.work), args.precision)
-        packs = [pack]
-    sides = [("new", ROOT, packs[0])]
-    if args.compare:
-        sides.append(("ref", Path(args.compare).resolve(), packs[-1]))
-    return sides, voice
 
 
 def main() -> None:
