@@ -69,11 +69,19 @@ def test_mimi_decodes_many_streams_in_one_call_with_the_bytes_of_each_alone(
 ) -> None:
     assert decode_batching(fp32.runtime) is not None
     alone = [_samples(frames_alone(fp32.runtime, *_job(fp32, fixture_dir, i))) for i in range(4)]
-    together, scheduler = _together(fp32, fixture_dir)
-    assert scheduler.stats.batched_decodes > 0  # several streams' frames in one Mimi call
     assert len({a.size for a in alone}) > 1
-    for a, t in zip(alone, together, strict=True):
-        assert a.shape == t.shape and np.array_equal(a, t)
+    # Which frames share a Mimi call depends on when each stream's reader reads (two
+    # lanes; a reader behind sits out): on a loaded machine a run may have none. Every
+    # run must give each stream its bytes alone; one of at most four must batch.
+    batched = 0
+    for _ in range(4):
+        together, scheduler = _together(fp32, fixture_dir)
+        for a, t in zip(alone, together, strict=True):
+            assert a.shape == t.shape and np.array_equal(a, t)
+        batched = scheduler.stats.batched_decodes
+        if batched:
+            break
+    assert batched > 0  # several streams' frames in one Mimi call
 
 
 def test_stacked_rows_are_each_decoded_as_alone(pack_dir, tmp_path) -> None:
