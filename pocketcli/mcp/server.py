@@ -202,19 +202,6 @@ class _Tools:
             return ToolError(f"{exc} (at most {self.settings.admission.max_streams} at once)")
         return ToolError("the server is stopping")
 
-    def admitted(
-        self,
-        text: str,
-        voice: VoiceState | None,
-        options: SpeakOptions,
-        frames: Callable[[], Iterator[np.ndarray]] | None = None,
-    ) -> ModelJob:
-        """``submit``, busy or stopping said as a one-line ToolError."""
-        try:
-            return self.submit(text, voice, options, frames)
-        except (Busy, ShuttingDown) as exc:
-            raise self.refused(exc) from None
-
     async def spoken(
         self, text: str, voice: VoiceState | None, options: SpeakOptions, words: list | None = None
     ) -> np.ndarray:
@@ -222,11 +209,14 @@ class _Tools:
         a call that is cancelled (its client gone) stops its stream. ``words``: a list
         that gets the speech's timed words (the model cannot time them: a ToolError)."""
         limits = self.settings.admission
-        if words is None:
-            job = self.admitted(text, voice, options)
-        else:
-            timed = options.with_(words=True)
-            job = self.admitted(text, voice, timed, lambda: self._timed(text, voice, timed, words))
+        frames = None
+        if words is not None:
+            options = options.with_(words=True)
+            frames = lambda: self._timed(text, voice, options, words)  # noqa: E731
+        try:
+            job = self.submit(text, voice, options, frames)
+        except (Busy, ShuttingDown) as exc:
+            raise self.refused(exc) from None
         parts: list[np.ndarray] = []
         try:
             while (got := await job.next())[0] != END:
